@@ -1,0 +1,80 @@
+"""The core's own defaults, registered through the same hooks as any third-party plugin.
+
+It watches the four kinds the core knows (Service, EndpointSlice, Secret, Namespace), creates the
+two static listeners, registers the Envoy v3 LDS/RDS/CDS/EDS/SDS caches and answers the
+secret-access question with "same namespace only" (trylast, so any other plugin answers first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from cpx import objects as k8s
+from cpx.config import Config
+from cpx.dag.dag import DAG, Protocol
+from cpx.hookspecs import hookimpl
+from cpx.objects import ObjectKey
+from cpx.records import Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
+from cpx.source import SourceCache
+from cpx.xds import resource
+from cpx.xds.clusters import ClusterCache
+from cpx.xds.endpoints import EndpointCache
+from cpx.xds.listeners import ListenerCache
+from cpx.xds.routes import RouteCache
+from cpx.xds.secrets import SecretCache
+
+HTTP_LISTENER = "ingress_http"
+HTTPS_LISTENER = "ingress_https"
+# Secret types never worth holding (Contour's field selector): Helm releases, SA tokens.
+SECRET_FIELD_SELECTOR = "type!=helm.sh/release.v1,type!=kubernetes.io/service-account-token"
+
+
+class ListenerProcessor:
+    """Adds the two static listeners, ``ingress_http`` and ``ingress_https``."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def run(self, dag: DAG, source: SourceCache) -> None:
+        c = self.config
+        dag.ensure_listener(HTTP_LISTENER, Protocol.HTTP, c.http_address, c.http_port)
+        dag.ensure_listener(HTTPS_LISTENER, Protocol.HTTPS, c.https_address, c.https_port)
+
+
+def _namespace_triggers(obj: Mapping[str, Any], source: SourceCache) -> bool:
+    return True
+
+
+@hookimpl
+def cpx_watches() -> Iterator[WatchSpec]:
+    yield WatchSpec(gvk=k8s.SERVICE)
+    yield WatchSpec(gvk=k8s.ENDPOINT_SLICE)
+    yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR)
+    yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers)
+
+
+@hookimpl
+def cpx_dag_processors() -> Iterator[ProcessorSpec]:
+    yield ProcessorSpec(
+        name="listeners",
+        factory=ListenerProcessor,
+        phase=Phase.LISTENERS,
+        description="the static ingress_http and ingress_https listeners",
+    )
+
+
+@hookimpl
+def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
+    yield ResourceCacheSpec(name="listeners", type_url=resource.LISTENER, factory=ListenerCache)
+    yield ResourceCacheSpec(name="routes", type_url=resource.ROUTE, factory=RouteCache)
+    yield ResourceCacheSpec(name="clusters", type_url=resource.CLUSTER, factory=ClusterCache)
+    yield ResourceCacheSpec(name="endpoints", type_url=resource.ENDPOINT, factory=EndpointCache)
+    yield ResourceCacheSpec(name="secrets", type_url=resource.SECRET, factory=SecretCache)
+
+
+@hookimpl(trylast=True)
+def cpx_secret_access_permitted(
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+) -> bool:
+    return secret_namespace == referrer.namespace

@@ -1,0 +1,65 @@
+"""The DAG builder: runs the processors in their declared order and prunes the result."""
+
+from __future__ import annotations
+
+import graphlib
+from collections.abc import Sequence
+
+import attrs
+
+from cpx.dag.dag import DAG
+from cpx.errors import PluginError
+from cpx.records import Processor, ProcessorSpec
+from cpx.source import SourceCache
+
+
+def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
+    """Sort processors by phase, then ``after``/``before`` constraints, then name.
+
+    Registration order never matters.  Unknown names in constraints and cycles are errors.
+    """
+    by_name: dict[str, ProcessorSpec] = {}
+    for spec in specs:
+        if spec.name in by_name:
+            raise PluginError(f"two DAG processors are named {spec.name!r}")
+        by_name[spec.name] = spec
+    graph: dict[str, set[str]] = {name: set() for name in by_name}
+    for spec in specs:
+        for other in spec.after:
+            if other not in by_name:
+                raise PluginError(f"processor {spec.name!r} runs after unknown processor {other!r}")
+            graph[spec.name].add(other)
+        for other in spec.before:
+            if other not in by_name:
+                raise PluginError(f"processor {spec.name!r} runs before unknown processor {other!r}")
+            graph[other].add(spec.name)
+    # Phases are constraints too: every processor of an earlier phase runs first.
+    for spec in specs:
+        for other in specs:
+            if other.phase < spec.phase:
+                graph[spec.name].add(other.name)
+    sorter = graphlib.TopologicalSorter(graph)
+    try:
+        sorter.prepare()
+    except graphlib.CycleError as err:
+        cycle = " -> ".join(err.args[1])
+        raise PluginError(f"DAG processor ordering has a cycle: {cycle}") from None
+    ordered: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=lambda n: (by_name[n].phase, n))
+        ordered.extend(ready)
+        sorter.done(*ready)
+    return [by_name[name] for name in ordered]
+
+
+@attrs.define(eq=False)
+class Builder:
+    processors: Sequence[tuple[str, Processor]]
+
+    def build(self, source: SourceCache) -> DAG:
+        source.begin_build()
+        dag = DAG()
+        for _name, processor in self.processors:
+            processor.run(dag, source)
+        dag.prune()
+        return dag

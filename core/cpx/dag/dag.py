@@ -1,0 +1,200 @@
+"""The DAG container that processors fill on every build.
+
+Listeners hold virtual hosts; virtual hosts hold routes keyed by their match conditions (a later
+processor's route with identical matches replaces an earlier one, as in Contour).  The containers
+are mutable while a build runs and are never changed after the builder hands the DAG to observers.
+Accessors follow Contour: ``get_*`` returns None when absent, ``ensure_*`` gets or creates.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+
+from cpx.dag.nodes import (
+    Cluster,
+    ExtensionCluster,
+    Route,
+    Secret,
+    ServicePort,
+    TCPProxy,
+    TLSParams,
+)
+from cpx.objects import ObjectKey
+
+
+class Protocol(enum.Enum):
+    HTTP = "HTTP"
+    HTTPS = "HTTPS"
+    TLS = "TLS"  # SNI routing, no HTTP (passthrough or terminated tcpproxy)
+    TCP = "TCP"
+
+
+@attrs.define(eq=False)
+class VirtualHost:
+    """A set of routes served for one host name (``*`` for any)."""
+
+    name: str
+    routes: dict[str, Route] = attrs.field(factory=dict)
+    # Per-vhost data for a plugin's own filters, keyed by plugin-chosen names.
+    extensions: dict[str, Any] = attrs.field(factory=dict)
+
+    def add_route(self, route: Route) -> None:
+        self.routes[route.match_key()] = route
+
+    def valid(self) -> bool:
+        return bool(self.routes)
+
+
+@attrs.define(eq=False)
+class SecureVirtualHost(VirtualHost):
+    """A virtual host served over TLS on its own filter chain, selected by SNI."""
+
+    secret: Secret | None = None
+    tls: TLSParams = TLSParams()
+    # Passthrough or terminated L4 proxying instead of HTTP routes.
+    tcp_proxy: TCPProxy | None = None
+    passthrough: bool = False
+    fallback_certificate: Secret | None = None
+    client_validation: Secret | None = None
+
+    def valid(self) -> bool:
+        if self.tcp_proxy is not None:
+            return self.passthrough or self.secret is not None
+        return self.secret is not None and bool(self.routes)
+
+
+@attrs.define(eq=False)
+class Listener:
+    """An Envoy listener: the static ``ingress_http``/``ingress_https`` or one a plugin adds."""
+
+    name: str
+    protocol: Protocol
+    address: str
+    port: int
+    virtual_hosts: dict[str, VirtualHost] = attrs.field(factory=dict)
+    secure_virtual_hosts: dict[str, SecureVirtualHost] = attrs.field(factory=dict)
+    tcp_proxy: TCPProxy | None = None  # plain TCP listeners (Gateway API TCPRoute)
+    # Name of the RouteConfiguration(s): Contour's static listeners use `ingress_http` and
+    # `https/<fqdn>`; Gateway listeners `<listener>` and `<listener>/<fqdn>`.
+    route_config_prefix: str = ""
+    use_proxy_protocol: bool = False
+
+    def http_route_config_name(self) -> str:
+        return self.route_config_prefix or self.name
+
+    def secure_route_config_name(self, fqdn: str) -> str:
+        prefix = self.route_config_prefix or "https"
+        return f"{prefix}/{fqdn}"
+
+
+@attrs.frozen(kw_only=True)
+class Note:
+    """A problem (or remark) about one source object, shown in status and logs."""
+
+    type: str  # e.g. "ServiceError", "TLSError", "RegexError"
+    reason: str
+    message: str
+    severity: str = "error"  # "error" | "warning"
+
+
+@attrs.define(eq=False)
+class DAG:
+    listeners: dict[str, Listener] = attrs.field(factory=dict)
+    extension_clusters: dict[str, ExtensionCluster] = attrs.field(factory=dict)
+    # Computed status per source object (the object's status subresource content) and notes.
+    statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
+    notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
+
+    # -- listeners ---------------------------------------------------------------------------
+    def get_listener(self, name: str) -> Listener | None:
+        return self.listeners.get(name)
+
+    def ensure_listener(self, name: str, protocol: Protocol, address: str, port: int) -> Listener:
+        listener = self.listeners.get(name)
+        if listener is None:
+            listener = self.listeners[name] = Listener(name, protocol, address, port)
+        return listener
+
+    def _listener(self, name: str) -> Listener:
+        try:
+            return self.listeners[name]
+        except KeyError:
+            raise KeyError(f"no listener {name!r} in the DAG (is its processor enabled?)") from None
+
+    # -- virtual hosts -----------------------------------------------------------------------
+    def get_virtual_host(self, listener: str, fqdn: str) -> VirtualHost | None:
+        return self._listener(listener).virtual_hosts.get(fqdn)
+
+    def ensure_virtual_host(self, listener: str, fqdn: str) -> VirtualHost:
+        hosts = self._listener(listener).virtual_hosts
+        vhost = hosts.get(fqdn)
+        if vhost is None:
+            vhost = hosts[fqdn] = VirtualHost(fqdn)
+        return vhost
+
+    def get_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost | None:
+        return self._listener(listener).secure_virtual_hosts.get(fqdn)
+
+    def ensure_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost:
+        hosts = self._listener(listener).secure_virtual_hosts
+        vhost = hosts.get(fqdn)
+        if vhost is None:
+            vhost = hosts[fqdn] = SecureVirtualHost(fqdn)
+        return vhost
+
+    # -- status --------------------------------------------------------------------------------
+    def add_note(self, key: ObjectKey, note: Note) -> None:
+        self.notes.setdefault(key, []).append(note)
+
+    def set_status(self, key: ObjectKey, status: dict[str, Any]) -> None:
+        self.statuses[key] = status
+
+    # -- walking -------------------------------------------------------------------------------
+    def clusters(self) -> Iterator[Cluster]:
+        """Every cluster a route, mirror or TCP proxy references (with repeats)."""
+        for listener in self.listeners.values():
+            if listener.tcp_proxy is not None:
+                yield from listener.tcp_proxy.clusters
+            for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
+                for route in vhost.routes.values():
+                    yield from route.clusters
+                    for mirror in route.mirrors:
+                        yield mirror.cluster
+                if isinstance(vhost, SecureVirtualHost) and vhost.tcp_proxy is not None:
+                    yield from vhost.tcp_proxy.clusters
+
+    def service_ports(self) -> set[ServicePort]:
+        """Every Service port whose endpoints Envoy needs (EDS)."""
+        ports = {c.upstream for c in self.clusters() if c.upstream.external_name is None}
+        for ext in self.extension_clusters.values():
+            ports.update(u for u in ext.upstreams if u.external_name is None)
+        return ports
+
+    def secrets(self) -> set[Secret]:
+        found: set[Secret] = set()
+        for listener in self.listeners.values():
+            for vhost in listener.secure_virtual_hosts.values():
+                for secret in (vhost.secret, vhost.fallback_certificate):
+                    if secret is not None:
+                        found.add(secret)
+        for cluster in self.clusters():
+            if cluster.client_certificate is not None:
+                found.add(cluster.client_certificate)
+        return found
+
+    def prune(self) -> None:
+        """Drop what cannot be served: vhosts without routes, secure vhosts without a secret."""
+        for name in list(self.listeners):
+            listener = self.listeners[name]
+            listener.virtual_hosts = {
+                k: v for k, v in sorted(listener.virtual_hosts.items()) if v.valid()
+            }
+            listener.secure_virtual_hosts = {
+                k: v for k, v in sorted(listener.secure_virtual_hosts.items()) if v.valid()
+            }
+            if not (listener.virtual_hosts or listener.secure_virtual_hosts or listener.tcp_proxy):
+                del self.listeners[name]

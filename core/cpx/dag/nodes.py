@@ -1,0 +1,305 @@
+"""The DAG's values: what a processor says Envoy should do, in cpx's own terms.
+
+Every node here is a frozen attrs value with a cached hash: translation memoises Envoy messages by
+node, so an unchanged route or cluster is never translated (or serialised) twice.  Containers that
+processors fill during a build (listeners, virtual hosts) live in :mod:`cpx.dag.dag`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import attrs
+
+frozen = attrs.frozen(cache_hash=True, kw_only=True)
+
+
+class PathKind(enum.Enum):
+    PREFIX = "prefix"  # plain string prefix: /foo matches /foobar
+    SEGMENT_PREFIX = "segment_prefix"  # /foo matches /foo and /foo/bar, not /foobar
+    EXACT = "exact"
+    REGEX = "regex"  # RE2, anchored on the whole path
+
+
+@frozen
+class PathMatch:
+    kind: PathKind
+    value: str
+
+    def key(self) -> str:
+        return f"{self.kind.value}:{self.value}"
+
+
+class HeaderMatchKind(enum.Enum):
+    EXACT = "exact"
+    REGEX = "regex"
+    CONTAINS = "contains"
+    PRESENT = "present"
+    PREFIX = "prefix"
+    SUFFIX = "suffix"
+
+
+@frozen
+class HeaderMatch:
+    """A request header condition; `:method` and `:authority` are headers too."""
+
+    name: str
+    kind: HeaderMatchKind
+    value: str = ""
+    invert: bool = False
+    ignore_case: bool = False
+    treat_missing_as_empty: bool = False
+
+
+class QueryMatchKind(enum.Enum):
+    EXACT = "exact"
+    REGEX = "regex"
+    PREFIX = "prefix"
+    SUFFIX = "suffix"
+    CONTAINS = "contains"
+    PRESENT = "present"
+
+
+@frozen
+class QueryMatch:
+    name: str
+    kind: QueryMatchKind
+    value: str = ""
+    ignore_case: bool = False
+
+
+class UpstreamProtocol(enum.Enum):
+    HTTP1 = ""
+    H2 = "h2"  # HTTP/2 over TLS
+    H2C = "h2c"  # HTTP/2 cleartext
+    TLS = "tls"  # HTTP/1 over TLS
+
+
+@frozen
+class CircuitBreakers:
+    max_connections: int | None = None
+    max_pending_requests: int | None = None
+    max_requests: int | None = None
+    max_retries: int | None = None
+    per_host_max_connections: int | None = None
+
+    def is_empty(self) -> bool:
+        return self == CircuitBreakers()
+
+
+@frozen
+class Secret:
+    """A validated TLS (or CA) Secret.  Its data never appears in repr or logs."""
+
+    namespace: str
+    name: str
+    cert_pem: bytes = attrs.field(repr=False, default=b"")
+    key_pem: bytes = attrs.field(repr=False, default=b"")
+    ca_pem: bytes = attrs.field(repr=False, default=b"")
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+@frozen
+class ServicePort:
+    """One port of a Kubernetes Service: where a cluster's endpoints come from."""
+
+    namespace: str
+    name: str
+    port: int
+    port_name: str = ""
+    target_port: int | str | None = None
+    # A Service of type ExternalName resolves to this DNS name instead of EndpointSlices.
+    external_name: str | None = None
+    protocol: UpstreamProtocol = UpstreamProtocol.HTTP1
+    circuit_breakers: CircuitBreakers = CircuitBreakers()
+
+    @property
+    def eds_name(self) -> str:
+        """Contour's EDS service name: namespace/service/portName (or namespace/service if unnamed)."""
+        if self.port_name:
+            return f"{self.namespace}/{self.name}/{self.port_name}"
+        return f"{self.namespace}/{self.name}"
+
+
+@frozen
+class Duration:
+    """A timeout: `None` seconds means disabled (Contour's `infinity`)."""
+
+    seconds: float | None
+
+    @property
+    def disabled(self) -> bool:
+        return self.seconds is None
+
+
+@frozen
+class HealthCheck:
+    path: str = ""  # empty: TCP health check
+    host: str = "contour-envoy-healthcheck"
+    interval: float = 5.0
+    timeout: float = 2.0
+    unhealthy_threshold: int = 3
+    healthy_threshold: int = 2
+    port: int | None = None
+    expected_statuses: tuple[tuple[int, int], ...] = ()
+
+
+@frozen
+class UpstreamValidation:
+    ca: Secret
+    subject_names: tuple[str, ...] = ()
+
+
+@frozen
+class HeaderValue:
+    name: str
+    value: str
+
+
+@frozen
+class HeadersPolicy:
+    set: tuple[HeaderValue, ...] = ()
+    add: tuple[HeaderValue, ...] = ()
+    remove: tuple[str, ...] = ()
+    host_rewrite: str | None = None  # literal Host value
+    host_rewrite_header: str | None = None  # copy Host from this request header
+
+    def is_empty(self) -> bool:
+        return self == HeadersPolicy()
+
+
+@frozen
+class SlowStart:
+    window: float
+    aggression: float = 1.0
+    min_weight_percent: int = 10
+
+
+@frozen
+class Cluster:
+    """An upstream cluster: a Service port plus how to talk to it.
+
+    Routes and TCP proxies reference clusters; the CDS cache names them the way Contour does
+    (namespace/service/port/<hash of the options below>).
+    """
+
+    upstream: ServicePort
+    weight: int = 1
+    load_balancer_policy: str = "RoundRobin"
+    health_check: HealthCheck | None = None
+    validation: UpstreamValidation | None = None
+    sni: str = ""
+    client_certificate: Secret | None = None
+    request_headers: HeadersPolicy = HeadersPolicy()
+    response_headers: HeadersPolicy = HeadersPolicy()
+    slow_start: SlowStart | None = None
+    idle_connection_timeout: Duration | None = None
+    connect_timeout: float = 2.0
+    # Plugin-private data (e.g. dynamic header variables) as a sorted tuple of pairs.
+    extensions: tuple[tuple[str, Any], ...] = ()
+
+
+@frozen
+class ExtensionCluster:
+    """A cluster no route references directly (e.g. an ExtensionService for ext_authz)."""
+
+    name: str
+    upstreams: tuple[ServicePort, ...]
+    protocol: UpstreamProtocol = UpstreamProtocol.H2C
+    load_balancer_policy: str = "RoundRobin"
+    validation: UpstreamValidation | None = None
+    sni: str = ""
+    connect_timeout: float = 2.0
+    idle_connection_timeout: Duration | None = None
+
+
+@frozen
+class RetryPolicy:
+    retry_on: str = "5xx"
+    num_retries: int = 1
+    per_try_timeout: Duration | None = None
+    retriable_status_codes: tuple[int, ...] = ()
+
+
+@frozen
+class TimeoutPolicy:
+    response: Duration | None = None  # None: Envoy default (15 s); Duration(None): infinity
+    idle: Duration | None = None
+    idle_connection: Duration | None = None
+
+
+@frozen
+class Redirect:
+    scheme: str | None = None
+    hostname: str | None = None
+    port: int | None = None
+    path: str | None = None
+    prefix: str | None = None
+    status_code: int = 302
+
+
+@frozen
+class DirectResponse:
+    status_code: int
+    body: str | None = None
+
+
+@frozen
+class MirrorPolicy:
+    cluster: Cluster
+    percent: float = 100.0
+
+
+@frozen
+class Route:
+    """One route of a virtual host: match conditions plus exactly one action.
+
+    The action is `clusters` (weighted), `redirect`, or `direct_response`; `https_redirect` turns an
+    HTTP route into a 301 to HTTPS.  A route with neither clusters nor another action answers 503,
+    which is how a dangling Service reference behaves in Contour.
+    """
+
+    path: PathMatch
+    headers: tuple[HeaderMatch, ...] = ()
+    query: tuple[QueryMatch, ...] = ()
+    clusters: tuple[Cluster, ...] = ()
+    redirect: Redirect | None = None
+    direct_response: DirectResponse | None = None
+    https_redirect: bool = False
+    websocket: bool = False
+    timeout_policy: TimeoutPolicy = TimeoutPolicy()
+    retry_policy: RetryPolicy | None = None
+    prefix_rewrite: str | None = None
+    request_headers: HeadersPolicy = HeadersPolicy()
+    response_headers: HeadersPolicy = HeadersPolicy()
+    mirrors: tuple[MirrorPolicy, ...] = ()
+    priority: int = 0  # Gateway API rule index; lower sorts first among identical matches
+    # Which object produced this route, for debugging and status (kind/namespace/name).
+    origin: str = ""
+    # Plugin-private per-route data that a plugin's own translation hook understands.
+    extensions: tuple[tuple[str, Any], ...] = ()
+
+    def match_key(self) -> str:
+        """Routes with the same key overwrite each other in a virtual host (Contour's behaviour)."""
+        parts = [self.path.key()]
+        parts += [f"h:{h.name}:{h.kind.value}:{h.value}:{h.invert}:{h.ignore_case}" for h in self.headers]
+        parts += [f"q:{q.name}:{q.kind.value}:{q.value}:{q.ignore_case}" for q in self.query]
+        return "|".join(parts)
+
+
+@frozen
+class TCPProxy:
+    clusters: tuple[Cluster, ...]
+    idle_timeout: Duration | None = None
+
+
+@frozen
+class TLSParams:
+    min_version: str = "1.2"
+    max_version: str = "1.3"
+    cipher_suites: tuple[str, ...] = ()
+    alpn: tuple[str, ...] = ("h2", "http/1.1")

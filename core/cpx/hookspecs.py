@@ -1,0 +1,234 @@
+"""Every hook a cpx plugin can implement, grouped by phase.
+
+A plugin is a module (or object) named by an entry point in the ``cpx.plugins`` group; its
+functions decorated with :data:`cpx.hookimpl` implement the hooks below.  Registration hooks are
+called once after the enabled plugins are loaded and return (or yield) frozen records from
+:mod:`cpx.records`; the core, not the plugin, decides what to do with them.  Call hooks with keyword
+arguments only; a hookimpl must not give its arguments defaults (pluggy would not pass them).
+
+A plugin exception raised from a registration hook aborts start-up with the plugin's name; one
+raised by a processor during a build aborts that build only, and the last good configuration keeps
+being served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from cpx.config import Config
+    from cpx.objects import ObjectKey
+    from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+    from cpx.source import SourceCache
+
+PROJECT = "cpx"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+# --- Bootstrapping ---------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def cpx_addhooks(pluginmanager: pluggy.PluginManager) -> None:
+    """Add hookspecs that other plugins may implement.
+
+    **When it is called**: once per plugin, as it is registered (historic: plugins registered
+    later see it too).
+
+    :param pluginmanager: the pluggy manager; call ``pluginmanager.add_hookspecs(module)``.
+
+    **Returns**: nothing.
+
+    **Ordering and conflicts**: a hook name defined twice is an error raised by pluggy.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_addhooks(pluginmanager):
+            from my_plugin import hooks
+            pluginmanager.add_hookspecs(hooks)
+    """
+
+
+# --- Registration ----------------------------------------------------------------------------
+
+
+@hookspec
+def cpx_options() -> Iterable[OptionSpec]:
+    """Declare the command-line options this plugin reads from ``Config.options``.
+
+    **When it is called**: while ``cpx serve`` / ``cpx translate`` parse their arguments, after
+    ``--plugins`` has selected the plugins.
+
+    **Returns**: an iterable of :class:`cpx.records.OptionSpec`.
+
+    **Ordering and conflicts**: two plugins declaring the same option name is a start-up error
+    naming both.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_options():
+            yield OptionSpec(name="ingress_class_name", help="Ingress classes to serve", multiple=True)
+    """
+
+
+@hookspec
+def cpx_watches() -> Iterable[WatchSpec]:
+    """Declare the Kubernetes kinds this plugin needs watched (and accepts in manifests).
+
+    **When it is called**: once, after loading; the sources then list/watch (or read from
+    files) every declared kind.
+
+    **Returns**: an iterable of :class:`cpx.records.WatchSpec`.
+
+    **Ordering and conflicts**: two plugins declaring the same group/kind is an error; the core
+    declares Service, EndpointSlice, Secret and Namespace.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_watches():
+            yield WatchSpec(gvk=INGRESS, accept=class_matches)
+    """
+
+
+@hookspec
+def cpx_dag_processors() -> Iterable[ProcessorSpec]:
+    """Register the DAG processors this plugin contributes.
+
+    **When it is called**: once, after loading; the builder then runs every processor on each
+    build, in the order given by the records' ``phase``, ``after`` and ``before`` (never by
+    registration order).
+
+    **Returns**: an iterable of :class:`cpx.records.ProcessorSpec`.
+
+    **Ordering and conflicts**: processors sort by phase, then satisfy ``after``/``before``
+    constraints, then by name.  A duplicate name, an unknown name in a constraint or a cycle is a
+    start-up error naming the processors involved.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_dag_processors():
+            yield ProcessorSpec(name="ingress", factory=IngressProcessor.from_config,
+                                phase=Phase.ROUTES, after=("listeners",))
+    """
+
+
+@hookspec
+def cpx_resource_caches() -> Iterable[ResourceCacheSpec]:
+    """Register xDS resource caches, one per type URL.
+
+    **When it is called**: once, after loading; each cache observes every new DAG and the
+    snapshot handler publishes their contents.
+
+    **Returns**: an iterable of :class:`cpx.records.ResourceCacheSpec`.
+
+    **Ordering and conflicts**: two caches for the same type URL is a start-up error naming both
+    plugins.  The core registers LDS, RDS, CDS, EDS and SDS; a plugin registers a cache only for
+    a type no one else serves.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_resource_caches():
+            yield ResourceCacheSpec(name="runtime", type_url=RUNTIME_TYPE, factory=RuntimeCache)
+    """
+
+
+@hookspec
+def cpx_status_writers() -> Iterable[StatusWriterSpec]:
+    """Register the status writer for each kind this plugin owns.
+
+    **When it is called**: once, after loading; after every build the status computed for
+    objects of that kind goes through the writer (to the API server, the status file, or the
+    ``cpx translate`` output).
+
+    **Returns**: an iterable of :class:`cpx.records.StatusWriterSpec`.
+
+    **Ordering and conflicts**: two writers for the same kind is a start-up error.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_status_writers():
+            yield StatusWriterSpec(name="ingress", gvk=INGRESS)
+    """
+
+
+# --- Lifecycle -------------------------------------------------------------------------------
+
+
+@hookspec
+def cpx_configure(config: Config) -> None:
+    """Receive the final configuration before the first build.
+
+    **When it is called**: once, after options are parsed and before any source is read.
+
+    :param config: the run's configuration, plugin options included.
+
+    **Returns**: nothing.  Raise :class:`cpx.errors.ConfigError` to refuse a bad option value.
+
+    **Ordering and conflicts**: every plugin is called; order is not specified.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_configure(config):
+            parse_class_names(config.option("ingress_class_name", ()))
+    """
+
+
+@hookspec
+def cpx_unconfigure(config: Config) -> None:
+    """Release what ``cpx_configure`` acquired.
+
+    **When it is called**: once, at shutdown.
+
+    :param config: the same configuration ``cpx_configure`` received.
+
+    **Returns**: nothing.
+
+    **Ordering and conflicts**: every plugin is called; order is not specified.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_unconfigure(config):
+            close_connections()
+    """
+
+
+# --- Policy ----------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def cpx_secret_access_permitted(
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+) -> bool | None:
+    """Answer whether ``referrer`` may use the Secret ``secret_namespace/secret_name``.
+
+    **When it is called**: by processors, during a build, whenever an object references a Secret
+    in another namespace than its own.
+
+    :param secret_namespace: the Secret's namespace.
+    :param secret_name: the Secret's name.
+    :param referrer: the object asking (e.g. an Ingress).
+    :param source: the source cache, to look up delegation objects.
+
+    **Returns**: True or False; None to let another plugin decide.  Stops at first non-None
+    result.  The core's own answer (registered ``trylast``) allows the same namespace only.
+
+    **Ordering and conflicts**: the first plugin to answer decides; ``tryfirst`` answers first.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_secret_access_permitted(secret_namespace, secret_name, referrer, source):
+            return delegated(source, secret_namespace, secret_name, referrer.namespace) or None
+    """

@@ -1,0 +1,176 @@
+"""Plugin discovery (stevedore), hook calls (pluggy) and a typed facade over both.
+
+Core code never calls ``pm.hook.*`` directly: it asks :class:`PluginHost` for typed, validated,
+deterministically ordered records.  Every failure names the plugin at fault; nothing is skipped
+silently.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Iterable, Sequence
+from typing import Any, TypeVar
+
+import attrs
+import pluggy
+from stevedore import NamedExtensionManager
+
+from cpx import hookspecs
+from cpx.config import Config
+from cpx.dag.builder import order_processors
+from cpx.errors import PluginError
+from cpx.objects import ObjectKey
+from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+from cpx.source import SourceCache
+
+GROUP = "cpx.plugins"
+CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
+T = TypeVar("T")
+
+
+@attrs.frozen(kw_only=True)
+class PluginInfo:
+    name: str
+    distribution: str
+    version: str
+    module: str
+
+
+def available_plugins() -> list[PluginInfo]:
+    """Every installed plugin's entry point, read without importing the plugin."""
+    found: dict[str, PluginInfo] = {}
+    for ep in importlib.metadata.entry_points(group=GROUP):
+        dist = ep.dist
+        info = PluginInfo(
+            name=ep.name,
+            distribution=dist.metadata["Name"] if dist is not None else "?",
+            version=dist.version if dist is not None else "?",
+            module=ep.value,
+        )
+        previous = found.get(ep.name)
+        if previous is not None and previous.distribution != info.distribution:
+            raise PluginError(
+                f"plugin name {ep.name!r} is claimed by two distributions: "
+                f"{previous.distribution} and {info.distribution}"
+            )
+        found[ep.name] = info
+    return [found[name] for name in sorted(found)]
+
+
+def _raise_load_failure(manager: Any, entrypoint: Any, exc: BaseException) -> None:
+    raise PluginError(f"plugin {entrypoint.name!r} ({entrypoint.value}) failed to load: {exc}") from exc
+
+
+@attrs.define(eq=False)
+class PluginHost:
+    """The loaded plugins and a typed view of what they contribute."""
+
+    pm: pluggy.PluginManager
+    names: tuple[str, ...]
+
+    @classmethod
+    def load(cls, names: Sequence[str] | None = None) -> PluginHost:
+        """Load the named plugins (default: every installed one) plus the core's own."""
+        installed = {info.name: info for info in available_plugins()}
+        wanted = list(names) if names is not None else [n for n in installed if n != CORE_PLUGIN]
+        missing = [n for n in wanted if n not in installed]
+        if missing:
+            choices = ", ".join(n for n in installed if n != CORE_PLUGIN) or "none"
+            raise PluginError(f"unknown plugin(s): {', '.join(missing)} (installed: {choices})")
+        ordered = [CORE_PLUGIN, *[n for n in dict.fromkeys(wanted) if n != CORE_PLUGIN]]
+
+        def missing_entrypoints(names: Any) -> None:
+            raise PluginError(f"plugin(s) not found: {', '.join(sorted(names))}")
+
+        manager = NamedExtensionManager(
+            namespace=GROUP,
+            names=ordered,
+            name_order=True,
+            invoke_on_load=False,
+            on_load_failure_callback=_raise_load_failure,
+            on_missing_entrypoints_callback=missing_entrypoints,
+        )
+        return cls.from_modules([(ext.name, ext.plugin) for ext in manager.extensions])
+
+    @classmethod
+    def from_modules(cls, plugins: Iterable[tuple[str, object]]) -> PluginHost:
+        """Register already-imported plugin objects (used by ``load`` and by tests)."""
+        pm = pluggy.PluginManager(hookspecs.PROJECT)
+        pm.add_hookspecs(hookspecs)
+        names: list[str] = []
+        for name, plugin in plugins:
+            if pm.has_plugin(name):
+                raise PluginError(f"plugin {name!r} is registered twice")
+            try:
+                pm.register(plugin, name=name)
+            except (pluggy.PluginValidationError, ValueError) as err:
+                raise PluginError(f"plugin {name!r} is invalid: {err}") from err
+            names.append(name)
+        try:
+            pm.check_pending()
+        except pluggy.PluginValidationError as err:
+            raise PluginError(f"plugin {err.plugin_name!r} implements an unknown hook: {err}") from err
+        return cls(pm, tuple(names))
+
+    # -- typed facade --------------------------------------------------------------------------
+    def _collect(self, hook_name: str, record_type: type[T]) -> list[tuple[str, T]]:
+        """(plugin name, record) for every record every plugin yields from one hook."""
+        out: list[tuple[str, T]] = []
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            try:
+                records = list(impl.function() or ())
+            except Exception as err:
+                raise PluginError(f"plugin {impl.plugin_name!r} failed in {hook_name}: {err}") from err
+            for record in records:
+                if not isinstance(record, record_type):
+                    raise PluginError(
+                        f"plugin {impl.plugin_name!r} returned {type(record).__name__} from {hook_name}; "
+                        f"expected {record_type.__name__}"
+                    )
+                out.append((impl.plugin_name, record))
+        # pluggy calls LIFO; sort so that nothing depends on registration order.
+        return sorted(out, key=lambda pair: (self.names.index(pair[0]), getattr(pair[1], "name", "")))
+
+    @staticmethod
+    def _unique(pairs: list[tuple[str, T]], key: Any, what: str) -> list[T]:
+        seen: dict[Any, str] = {}
+        for plugin, record in pairs:
+            k = key(record)
+            if k in seen:
+                raise PluginError(f"{what} {k!r} is registered by both {seen[k]!r} and {plugin!r}")
+            seen[k] = plugin
+        return [record for _, record in pairs]
+
+    def contributions(self, hook_name: str, record_type: type[T]) -> list[tuple[str, T]]:
+        return self._collect(hook_name, record_type)
+
+    def options(self) -> list[OptionSpec]:
+        return self._unique(self._collect("cpx_options", OptionSpec), lambda r: r.name, "option")
+
+    def watches(self) -> list[WatchSpec]:
+        return self._unique(self._collect("cpx_watches", WatchSpec), lambda r: r.gvk.group_kind, "watched kind")
+
+    def processors(self) -> list[ProcessorSpec]:
+        return order_processors(self._unique(self._collect("cpx_dag_processors", ProcessorSpec), lambda r: r.name, "processor"))
+
+    def resource_caches(self) -> list[ResourceCacheSpec]:
+        return self._unique(self._collect("cpx_resource_caches", ResourceCacheSpec), lambda r: r.type_url, "xDS type URL")
+
+    def status_writers(self) -> list[StatusWriterSpec]:
+        return self._unique(self._collect("cpx_status_writers", StatusWriterSpec), lambda r: r.gvk.group_kind, "status writer for kind")
+
+    def configure(self, config: Config) -> None:
+        self.pm.hook.cpx_configure(config=config)
+
+    def unconfigure(self, config: Config) -> None:
+        self.pm.hook.cpx_unconfigure(config=config)
+
+    def secret_access_permitted(self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+        answer = self.pm.hook.cpx_secret_access_permitted(
+            secret_namespace=secret_namespace, secret_name=secret_name, referrer=referrer, source=source
+        )
+        return bool(answer)
+
+    def hook_names(self, plugin_name: str) -> list[str]:
+        plugin = self.pm.get_plugin(plugin_name)
+        return sorted(caller.name for caller in (self.pm.get_hookcallers(plugin) or []))

@@ -1,0 +1,115 @@
+"""The frozen records plugins yield from the registration hooks (see :mod:`cpx.hookspecs`).
+
+The core inspects these records to order processors, refuse conflicts and describe plugins in
+``cpx plugins list``; no plugin registers itself into global state.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from cpx.objects import GroupVersionKind
+
+if TYPE_CHECKING:
+    from cpx.config import Config
+    from cpx.dag.dag import DAG
+    from cpx.source import SourceCache
+    from cpx.xds.resource import Resource
+
+
+class Processor(Protocol):
+    """Adds to the DAG what one kind of source object asks for."""
+
+    def run(self, dag: DAG, source: SourceCache) -> None: ...
+
+
+class Observer(Protocol):
+    """Is told about every newly built DAG."""
+
+    def on_change(self, dag: DAG) -> None: ...
+
+
+class ResourceCache(Observer, Protocol):
+    """Holds the xDS resources of one type URL, recomputed from each DAG."""
+
+    type_url: str
+
+    def contents(self) -> Mapping[str, Resource]: ...
+
+
+class Phase(enum.IntEnum):
+    """Coarse processor ordering; ``after``/``before`` order processors within and across phases."""
+
+    LISTENERS = 100  # create listeners (static ones, Gateway listeners)
+    ROUTES = 200  # kinds that add virtual hosts and routes (Ingress, HTTPProxy, routes)
+    POLICIES = 300  # attach policies to what the route processors built
+    FINALIZE = 400  # last look before pruning
+
+
+@attrs.frozen(kw_only=True)
+class WatchSpec:
+    """A Kubernetes kind a plugin needs watched (and, in standalone mode, read from files)."""
+
+    gvk: GroupVersionKind
+    # Whether this object is ours at all (e.g. ingress class); rejected objects are not cached.
+    accept: Callable[[Mapping[str, Any], Config], bool] | None = None
+    # Whether a change to an accepted object needs a DAG rebuild (default: always).
+    triggers_rebuild: Callable[[Mapping[str, Any], SourceCache], bool] | None = None
+    # Schema checks the API server would do (standalone mode has none): returns problems found.
+    validate: Callable[[Mapping[str, Any]], list[str]] | None = None
+    # Optional: when set, a Kubernetes field selector for list/watch (e.g. to skip Helm Secrets).
+    field_selector: str | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.gvk)
+
+
+@attrs.frozen(kw_only=True)
+class ProcessorSpec:
+    name: str
+    factory: Callable[[Config], Processor]
+    phase: Phase = Phase.ROUTES
+    after: tuple[str, ...] = ()
+    before: tuple[str, ...] = ()
+    description: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ResourceCacheSpec:
+    name: str
+    type_url: str
+    factory: Callable[[Config], ResourceCache]
+
+
+@attrs.frozen(kw_only=True)
+class StatusWriterSpec:
+    """Owns the status subresource of one kind.
+
+    ``merge(current, computed)`` returns the status to write given the object's current status and
+    the one the last build computed (the default replaces it); returning None means "no change".
+    Gateway API uses this to keep other controllers' entries.
+    """
+
+    name: str
+    gvk: GroupVersionKind
+    merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class OptionSpec:
+    """A ``cpx serve`` / ``cpx translate`` option a plugin contributes (value in ``Config.options``)."""
+
+    name: str  # the Python name, e.g. "ingress_class_name"; the flag is --ingress-class-name
+    help: str
+    default: Any = None
+    multiple: bool = False
+    type: type = str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")

@@ -1,0 +1,186 @@
+"""The source cache: every accepted Kubernetes object, keyed by kind and namespaced name.
+
+It knows four kinds itself (Service, EndpointSlice, Secret, Namespace); every other kind is
+whatever the plugins' :class:`~cpx.records.WatchSpec` records declare.  ``insert`` and ``remove``
+answer whether the change needs a DAG rebuild, which is how the event handler skips irrelevant
+churn (Contour's ``KubernetesCache.Insert``, without its closed switch over kinds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+
+from cpx import objects as k8s
+from cpx.dag.nodes import Secret
+from cpx.objects import KubeObject, ObjectKey
+from cpx.records import WatchSpec
+from cpx.tlsutil import SecretError, validate_tls_secret
+
+SecretPolicy = Callable[[str, str, ObjectKey, "SourceCache"], bool]
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+def same_namespace_only(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    return secret_namespace == referrer.namespace
+
+
+class NotFoundError(LookupError):
+    """A referenced object is not in the source cache."""
+
+
+def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Contour's IsObjectEqual, simplified: same resourceVersion, or same content that matters."""
+    old_meta, new_meta = k8s.meta(old), k8s.meta(new)
+    rv = new_meta.get("resourceVersion")
+    if rv and rv == old_meta.get("resourceVersion"):
+        return True
+    return (
+        old.get("spec") == new.get("spec")
+        and old.get("data") == new.get("data")
+        and old.get("endpoints") == new.get("endpoints")
+        and old.get("ports") == new.get("ports")
+        and old.get("type") == new.get("type")
+        and old_meta.get("annotations") == new_meta.get("annotations")
+        and old_meta.get("labels") == new_meta.get("labels")
+        and old_meta.get("generation") == new_meta.get("generation")
+    )
+
+
+@attrs.define(eq=False)
+class SourceCache:
+    watches: Mapping[tuple[str, str], WatchSpec] = attrs.field(factory=dict)
+    secret_policy: SecretPolicy = same_namespace_only
+    # (group, kind) -> {(namespace, name): object}
+    _objects: dict[tuple[str, str], dict[tuple[str, str], KubeObject]] = attrs.field(factory=dict)
+    # EndpointSlices grouped by the (namespace, service) they belong to.
+    _slices: dict[tuple[str, str], dict[str, KubeObject]] = attrs.field(factory=dict)
+    # Validated Secrets, memoised until the Secret changes (Contour does the same).
+    _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
+    # What the last DAG build referenced: only changes to these Services/Secrets trigger a rebuild.
+    referenced_services: set[tuple[str, str]] = attrs.field(factory=set)
+    referenced_secrets: set[tuple[str, str]] = attrs.field(factory=set)
+
+    # -- writing -------------------------------------------------------------------------------
+    def insert(self, obj: KubeObject) -> bool:
+        """Add or replace an object; returns whether a DAG rebuild is needed."""
+        key = ObjectKey.of(obj)
+        spec = self.watches.get(key.group_kind)
+        store = self._objects.setdefault(key.group_kind, {})
+        old = store.get((key.namespace, key.name))
+        if old is not None and _unchanged(old, obj):
+            return False
+        store[(key.namespace, key.name)] = obj
+        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+            self._index_slice(obj)
+            return False  # the EDS fast path handles endpoints without a rebuild
+        if key.group_kind == k8s.SECRET.group_kind:
+            self._secret_results.pop((key.namespace, key.name), None)
+            return (key.namespace, key.name) in self.referenced_secrets
+        if key.group_kind == k8s.SERVICE.group_kind:
+            return (key.namespace, key.name) in self.referenced_services
+        if spec is not None and spec.triggers_rebuild is not None:
+            return spec.triggers_rebuild(obj, self)
+        return True
+
+    def remove(self, obj: Mapping[str, Any]) -> bool:
+        """Remove an object; returns whether a DAG rebuild is needed."""
+        key = ObjectKey.of(obj)
+        store = self._objects.get(key.group_kind, {})
+        old = store.pop((key.namespace, key.name), None)
+        if old is None:
+            return False
+        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+            self._unindex_slice(old)
+            return False
+        if key.group_kind == k8s.SECRET.group_kind:
+            self._secret_results.pop((key.namespace, key.name), None)
+            return (key.namespace, key.name) in self.referenced_secrets
+        if key.group_kind == k8s.SERVICE.group_kind:
+            return (key.namespace, key.name) in self.referenced_services
+        return True
+
+    def _index_slice(self, obj: Mapping[str, Any]) -> None:
+        service = (k8s.meta(obj).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        if service:
+            bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
+            bucket[k8s.name_of(obj)] = dict(obj)
+
+    def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
+        service = (k8s.meta(obj).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        bucket = self._slices.get((k8s.namespace_of(obj), service or ""))
+        if bucket is not None:
+            bucket.pop(k8s.name_of(obj), None)
+            if not bucket:
+                del self._slices[(k8s.namespace_of(obj), service or "")]
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, key: ObjectKey) -> KubeObject | None:
+        return self._objects.get(key.group_kind, {}).get((key.namespace, key.name))
+
+    def list(self, gvk: k8s.GroupVersionKind) -> Iterator[KubeObject]:
+        """Objects of one kind, in (namespace, name) order so builds are deterministic."""
+        store = self._objects.get(gvk.group_kind, {})
+        for key in sorted(store):
+            yield store[key]
+
+    def count(self, gvk: k8s.GroupVersionKind) -> int:
+        return len(self._objects.get(gvk.group_kind, {}))
+
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        return iter(sorted(self._objects))
+
+    def all_objects(self) -> Iterator[KubeObject]:
+        for kind in sorted(self._objects):
+            store = self._objects[kind]
+            for key in sorted(store):
+                yield store[key]
+
+    def lookup_service(self, namespace: str, name: str) -> KubeObject:
+        """The Service, or NotFoundError; records the reference so its changes trigger rebuilds."""
+        self.referenced_services.add((namespace, name))
+        obj = self._objects.get(k8s.SERVICE.group_kind, {}).get((namespace, name))
+        if obj is None:
+            raise NotFoundError(f'service "{namespace}/{name}" not found')
+        return obj
+
+    def lookup_namespace(self, name: str) -> KubeObject | None:
+        return self._objects.get(k8s.NAMESPACE.group_kind, {}).get(("", name))
+
+    def endpoint_slices(self, namespace: str, service: str) -> list[KubeObject]:
+        bucket = self._slices.get((namespace, service), {})
+        return [bucket[name] for name in sorted(bucket)]
+
+    def lookup_tls_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated TLS Secret, or SecretError saying why it cannot be used.
+
+        Cross-namespace references go through the secret-access policy (the
+        ``cpx_secret_access_permitted`` hook): by default only the referrer's namespace is allowed.
+        """
+        self.referenced_secrets.add((namespace, name))
+        if namespace != referrer.namespace and not self.secret_policy(namespace, name, referrer, self):
+            raise SecretError(
+                f"Secret {namespace}/{name} is in another namespace and no delegation permits "
+                f"{referrer.kind} {referrer.namespace}/{referrer.name} to use it"
+            )
+        result = self._secret_results.get((namespace, name))
+        if result is None:
+            obj = self._objects.get(k8s.SECRET.group_kind, {}).get((namespace, name))
+            if obj is None:
+                result = SecretError(f"Secret {namespace}/{name} not found")
+            else:
+                try:
+                    result = validate_tls_secret(obj)
+                except SecretError as err:
+                    result = err
+            self._secret_results[(namespace, name)] = result
+        if isinstance(result, SecretError):
+            raise result
+        return result
+
+    def begin_build(self) -> None:
+        """Forget what the last build referenced; the next build records its own references."""
+        self.referenced_services = set()
+        self.referenced_secrets = set()

@@ -1,0 +1,95 @@
+"""Validation of TLS material from Kubernetes Secrets (with the cryptography library)."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+from cpx import objects as k8s
+from cpx.dag.nodes import Secret
+
+TLS_SECRET_TYPE = "kubernetes.io/tls"
+
+
+class SecretError(ValueError):
+    """A Secret cannot be used; the message says why (and never contains its data)."""
+
+
+def _decode(obj: Mapping[str, Any], field: str) -> bytes | None:
+    data = obj.get("data") or {}
+    if field in data:
+        try:
+            return base64.b64decode(str(data[field]), validate=True)
+        except (binascii.Error, ValueError):
+            raise SecretError(f"{field} is not valid base64") from None
+    string_data = obj.get("stringData") or {}
+    if field in string_data:
+        return str(string_data[field]).encode()
+    return None
+
+
+def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
+    try:
+        certs = x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        raise SecretError(f"{what} is not a PEM-encoded certificate") from None
+    if not certs:
+        raise SecretError(f"{what} holds no certificate")
+    return certs
+
+
+def _public_bytes(key: Any) -> bytes:
+    return bytes(key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
+
+
+def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
+    """Check a ``kubernetes.io/tls`` Secret: certificate and key parse, and the key matches."""
+    where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
+    secret_type = obj.get("type", "Opaque")
+    if secret_type != TLS_SECRET_TYPE:
+        raise SecretError(f"{where} is of type {secret_type!r}, not {TLS_SECRET_TYPE!r}")
+    try:
+        cert_pem = _decode(obj, "tls.crt")
+        key_pem = _decode(obj, "tls.key")
+    except SecretError as err:
+        raise SecretError(f"{where}: {err}") from None
+    if not cert_pem:
+        raise SecretError(f"{where} has no tls.crt")
+    if not key_pem:
+        raise SecretError(f"{where} has no tls.key")
+    try:
+        certs = _load_certs(cert_pem, "tls.crt")
+    except SecretError as err:
+        raise SecretError(f"{where}: {err}") from None
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError):
+        raise SecretError(f"{where}: tls.key is not a PEM-encoded, unencrypted private key") from None
+    if not isinstance(key, rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey | ed25519.Ed25519PrivateKey):
+        raise SecretError(f"{where}: unsupported private key type")
+    if _public_bytes(key.public_key()) != _public_bytes(certs[0].public_key()):
+        raise SecretError(f"{where}: tls.key does not match the certificate in tls.crt")
+    ca_pem = _decode(obj, "ca.crt") or b""
+    return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), cert_pem=cert_pem, key_pem=key_pem, ca_pem=ca_pem)
+
+
+def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:
+    """Check a Secret carrying a CA bundle under ``ca.crt``."""
+    where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
+    try:
+        ca_pem = _decode(obj, "ca.crt")
+    except SecretError as err:
+        raise SecretError(f"{where}: {err}") from None
+    if not ca_pem:
+        raise SecretError(f"{where} has no ca.crt")
+    try:
+        _load_certs(ca_pem, "ca.crt")
+    except SecretError as err:
+        raise SecretError(f"{where}: {err}") from None
+    return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), ca_pem=ca_pem)

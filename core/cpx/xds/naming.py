@@ -1,0 +1,73 @@
+"""Contour's names for xDS resources (``internal/envoy/cluster.go``, ``internal/xds/util.go``)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from cpx.dag.nodes import Cluster, Secret
+
+MAX_NAME_LENGTH = 60
+
+
+def _sha1_10(text: str | bytes) -> str:
+    data = text.encode() if isinstance(text, str) else text
+    return hashlib.sha1(data, usedforsecurity=False).hexdigest()[:10]
+
+
+def hashname(limit: int, *segments: str) -> str:
+    """Join segments with '/', truncating each with a short hash when the result is too long.
+
+    Contour's ``Hashname``: a name within the limit is returned as is; otherwise every segment is
+    shortened to an equal share ending in ``-<6 hex sha256>`` so that names stay unique.
+    """
+    joined = "/".join(segments)
+    if len(joined) <= limit or not segments:
+        return joined
+    share = max((limit - (len(segments) - 1)) // len(segments), 8)
+    out = []
+    for segment in segments:
+        if len(segment) <= share:
+            out.append(segment)
+            continue
+        digest = hashlib.sha256(segment.encode()).hexdigest()[:6]
+        out.append(segment[: share - 7] + "-" + digest)
+    return "/".join(out)
+
+
+def cluster_name(cluster: Cluster) -> str:
+    """``namespace/service/port/<hash>``; the hash covers every option that shapes the cluster."""
+    up = cluster.upstream
+    hc = cluster.health_check
+    parts = [
+        cluster.load_balancer_policy,
+        repr((hc.path, hc.host, hc.interval, hc.timeout, hc.unhealthy_threshold, hc.healthy_threshold, hc.port))
+        if hc
+        else "",
+        f"{cluster.validation.ca.ref}:{cluster.validation.subject_names[:1]}" if cluster.validation else "",
+        up.protocol.value,
+        cluster.sni,
+        repr(cluster.idle_connection_timeout.seconds) if cluster.idle_connection_timeout else "",
+        repr((cluster.slow_start.window, cluster.slow_start.aggression, cluster.slow_start.min_weight_percent))
+        if cluster.slow_start
+        else "",
+        cluster.client_certificate.ref if cluster.client_certificate else "",
+        up.external_name or "",
+        repr(cluster.connect_timeout),
+        repr(up.circuit_breakers),
+    ]
+    digest = _sha1_10("|".join(parts))
+    return hashname(MAX_NAME_LENGTH, up.namespace, up.name, str(up.port), digest)
+
+
+def alt_stat_name(cluster: Cluster) -> str:
+    up = cluster.upstream
+    return f"{up.namespace}_{up.name}_{up.port}"
+
+
+def secret_name(secret: Secret) -> str:
+    """``namespace/name/<10-hex sha1 of the certificate>``: a new certificate is a new resource."""
+    return hashname(MAX_NAME_LENGTH, secret.namespace, secret.name, _sha1_10(secret.cert_pem + secret.ca_pem))
+
+
+def eds_name(cluster: Cluster) -> str:
+    return cluster.upstream.eds_name
