@@ -1,0 +1,320 @@
+"""The ``cpx`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from cpx import __version__
+from cpx.config import Config
+from cpx.errors import CpxError
+from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
+
+PLUGINS_ENV = "CPX_PLUGINS"
+
+
+def _split(values: Sequence[str] | str | None) -> list[str]:
+    if values is None:
+        return []
+    items = [values] if isinstance(values, str) else list(values)
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def _preparse_plugins(args: Sequence[str]) -> list[str] | None:
+    """Find ``--plugins`` before full parsing, so the selected plugins can add their options."""
+    found: list[str] = []
+    seen = False
+    for i, arg in enumerate(args):
+        if arg == "--plugins" and i + 1 < len(args):
+            found += _split(args[i + 1])
+            seen = True
+        elif arg.startswith("--plugins="):
+            found += _split(arg.split("=", 1)[1])
+            seen = True
+    if seen:
+        return found
+    env = os.environ.get(PLUGINS_ENV)
+    return _split(env) if env else None
+
+
+class PluginCommand(click.Command):
+    """A command whose options include those the selected plugins declare (``cpx_options``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            host = PluginHost.load(_preparse_plugins(args))
+        except CpxError as err:
+            raise click.UsageError(str(err), ctx) from None
+        ctx.meta["cpx.host"] = host
+        known = {p.name for p in self.params}
+        for spec in host.options():
+            if spec.name in known:
+                continue
+            self.params.append(
+                click.Option(
+                    [spec.flag],
+                    spec.name,
+                    help=spec.help,
+                    default=spec.default,
+                    multiple=spec.multiple,
+                    type=spec.type,
+                    show_default=spec.default is not None,
+                )
+            )
+        return super().parse_args(ctx, args)
+
+
+def _plugin_values(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
+    host: PluginHost = ctx.meta["cpx.host"]
+    out: dict[str, Any] = {}
+    for spec in host.options():
+        value = params.get(spec.name)
+        out[spec.name] = tuple(_split(value)) if spec.multiple else value
+    return out
+
+
+def _setup_logging(level: str, fmt: str) -> None:
+    if fmt == "json":
+        format_ = '{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}'
+    else:
+        format_ = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
+    logging.basicConfig(level=getattr(logging, level.upper()), format=format_, stream=sys.stderr, force=True)
+
+
+plugins_option = click.option(
+    "--plugins",
+    "plugins",
+    multiple=True,
+    help=f"Comma-separated plugins to enable (default: every installed one; env {PLUGINS_ENV}).",
+)
+
+
+@click.group()
+@click.version_option(__version__, prog_name="cpx")
+@click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]), show_default=True)
+@click.option("--log-format", default="text", type=click.Choice(["text", "json"]), show_default=True)
+def cli(log_level: str, log_format: str) -> None:
+    """cpx: an Envoy control plane that does what Project Contour does, built from plugins."""
+    _setup_logging(log_level, log_format)
+
+
+def _core_config(params: dict[str, Any], plugin_values: dict[str, Any]) -> Config:
+    keys = {
+        "xds_address", "xds_port", "xds_cafile", "xds_cert_file", "xds_key_file",
+        "envoy_service_http_address", "envoy_service_http_port",
+        "envoy_service_https_address", "envoy_service_https_port",
+    }
+    p = {k: v for k, v in params.items() if k in keys and v is not None}
+    return Config(
+        xds_address=p.get("xds_address", "127.0.0.1"),
+        xds_port=p.get("xds_port", 8001),
+        xds_cafile=p.get("xds_cafile"),
+        xds_cert_file=p.get("xds_cert_file"),
+        xds_key_file=p.get("xds_key_file"),
+        http_address=p.get("envoy_service_http_address", "0.0.0.0"),
+        http_port=p.get("envoy_service_http_port", 8080),
+        https_address=p.get("envoy_service_https_address", "0.0.0.0"),
+        https_port=p.get("envoy_service_https_port", 8443),
+        options=plugin_values,
+    )
+
+
+def envoy_listener_options(f: Any) -> Any:
+    for opt in reversed(
+        [
+            click.option("--envoy-service-http-address", default="0.0.0.0", show_default=True, help="Address Envoy's HTTP listener binds."),
+            click.option("--envoy-service-http-port", default=8080, type=int, show_default=True, help="Port of Envoy's HTTP listener."),
+            click.option("--envoy-service-https-address", default="0.0.0.0", show_default=True, help="Address Envoy's HTTPS listener binds."),
+            click.option("--envoy-service-https-port", default=8443, type=int, show_default=True, help="Port of Envoy's HTTPS listener."),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+@cli.command(cls=PluginCommand)
+@plugins_option
+@click.option("--manifests", "manifests", multiple=True, type=click.Path(path_type=Path), help="Manifest file or folder (repeatable); watched for changes.")
+@click.option("--status-file", type=click.Path(path_type=Path), help="Write every object's status to this YAML file.")
+@click.option("--xds-address", default="127.0.0.1", show_default=True, help="Address the xDS gRPC server binds.")
+@click.option("--xds-port", default=8001, type=int, show_default=True, help="Port of the xDS gRPC server.")
+@click.option("--xds-cafile", type=click.Path(exists=True), help="CA bundle that Envoy client certificates must chain to (enables mTLS).")
+@click.option("--xds-cert-file", type=click.Path(exists=True), help="Certificate of the xDS server.")
+@click.option("--xds-key-file", type=click.Path(exists=True), help="Private key of the xDS server.")
+@envoy_listener_options
+@click.option("--http-address", "health_address", default="127.0.0.1", show_default=True, help="Address of /healthz, /readyz and /metrics.")
+@click.option("--http-port", "health_port", default=8000, type=int, show_default=True, help="Port of /healthz, /readyz and /metrics.")
+@click.option("--debug-http-address", default="127.0.0.1", show_default=True, help="Address of /debug/dag.")
+@click.option("--debug-http-port", default=6060, type=int, show_default=True, help="Port of /debug/dag.")
+@click.pass_context
+def serve(ctx: click.Context, **params: Any) -> None:
+    """Serve xDS to Envoy from manifests (standalone mode)."""
+    from cpx.serve import ServeOptions, serve as run_serve  # noqa: PLC0415 (grpc loads only when serving)
+
+    if not params["manifests"]:
+        raise click.UsageError("--manifests is required (Kubernetes mode is not available yet)", ctx)
+    if bool(params["xds_cert_file"]) != bool(params["xds_key_file"]) or (params["xds_cafile"] and not params["xds_cert_file"]):
+        raise click.UsageError("mTLS needs --xds-cafile, --xds-cert-file and --xds-key-file together", ctx)
+    config = _core_config(params, _plugin_values(ctx, params))
+    options = ServeOptions(
+        manifests=tuple(params["manifests"]),
+        status_file=params["status_file"],
+        health_address=params["health_address"],
+        health_port=params["health_port"],
+        debug_address=params["debug_http_address"],
+        debug_port=params["debug_http_port"],
+    )
+    try:
+        asyncio.run(run_serve(ctx.meta["cpx.host"], config, options))
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@cli.command(cls=PluginCommand)
+@plugins_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "fmt", default="yaml", type=click.Choice(["yaml", "json"]), show_default=True)
+@envoy_listener_options
+@click.pass_context
+def translate(ctx: click.Context, paths: tuple[Path, ...], fmt: str, **params: Any) -> None:
+    """Translate manifests offline: print every object with its status, and the xDS resources."""
+    from cpx.translate import translate as run_translate  # noqa: PLC0415
+
+    config = _core_config(params, _plugin_values(ctx, params))
+    try:
+        doc = run_translate(paths, ctx.meta["cpx.host"], config)
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+
+
+@cli.group()
+def plugins() -> None:
+    """Inspect installed plugins."""
+
+
+def describe_plugins(enabled: list[str] | None) -> list[dict[str, Any]]:
+    infos = available_plugins()
+    enabled_names = {i.name for i in infos} if enabled is None else {CORE_PLUGIN, *enabled}
+    host = PluginHost.load([n for n in enabled_names if n != CORE_PLUGIN] if enabled is not None else None)
+    contributions: dict[str, dict[str, list[str]]] = {}
+
+    def add(plugin: str, what: str, text: str) -> None:
+        contributions.setdefault(plugin, {}).setdefault(what, []).append(text)
+
+    from cpx.records import OptionSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec  # noqa: PLC0415
+
+    for plugin, w in host.contributions("cpx_watches", WatchSpec):
+        add(plugin, "watches", f"{w.gvk.api_version}/{w.gvk.kind}")
+    processors = {p.name: p for p in host.processors()}
+    proc_owner = {}
+    from cpx.records import ProcessorSpec  # noqa: PLC0415
+
+    for plugin, spec in host.contributions("cpx_dag_processors", ProcessorSpec):
+        proc_owner[spec.name] = plugin
+    for position, name in enumerate(processors, 1):
+        spec = processors[name]
+        add(proc_owner[name], "processors", f"{position}. {name} (phase {spec.phase.name.lower()})")
+    for plugin, c in host.contributions("cpx_resource_caches", ResourceCacheSpec):
+        add(plugin, "resource_caches", f"{c.name} ({c.type_url.rsplit('/', 1)[-1]})")
+    for plugin, s in host.contributions("cpx_status_writers", StatusWriterSpec):
+        add(plugin, "status_writers", f"{s.gvk.api_version}/{s.gvk.kind}")
+    for plugin, o in host.contributions("cpx_options", OptionSpec):
+        add(plugin, "options", o.flag)
+    rows = []
+    for info in infos:
+        row: dict[str, Any] = {
+            "name": info.name,
+            "distribution": info.distribution,
+            "version": info.version,
+            "enabled": info.name in enabled_names,
+        }
+        if info.name in host.names:
+            row.update({k: v for k, v in sorted(contributions.get(info.name, {}).items())})
+        rows.append(row)
+    return rows
+
+
+@plugins.command("list")
+@plugins_option
+@click.option("-o", "--output", "fmt", default="text", type=click.Choice(["text", "json"]), show_default=True)
+def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
+    """List installed plugins, whether enabled, and what each contributes."""
+    enabled = _split(plugins) if plugins else _preparse_plugins([])
+    try:
+        rows = describe_plugins(enabled)
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        state = "enabled" if row["enabled"] else "disabled"
+        click.echo(f"{row['name']}  {row['distribution']} {row['version']}  [{state}]")
+        for what in ("watches", "processors", "resource_caches", "status_writers", "options"):
+            if row.get(what):
+                click.echo(f"  {what.replace('_', ' ')}:")
+                for item in row[what]:
+                    click.echo(f"    {item}")
+
+
+@cli.command()
+@click.argument("path")
+@click.option("--xds-address", default="127.0.0.1", show_default=True, help="Address of cpx's xDS server.")
+@click.option("--xds-port", default=8001, type=int, show_default=True)
+@click.option("--admin-address", default="127.0.0.1", show_default=True, help="Envoy admin address.")
+@click.option("--admin-port", default=9001, type=int, show_default=True)
+@click.option("--node-id", default="cpx", show_default=True)
+@click.option("--xds-cafile", type=click.Path(exists=True), help="CA that the xDS server certificate chains to.")
+@click.option("--xds-cert-file", type=click.Path(exists=True), help="Envoy's client certificate for mTLS.")
+@click.option("--xds-key-file", type=click.Path(exists=True), help="Envoy's client key for mTLS.")
+def bootstrap(path: str, **params: Any) -> None:
+    """Write an Envoy bootstrap (JSON) that points Envoy at cpx; PATH may be '-'."""
+    from cpx.bootstrap import bootstrap_config, write_bootstrap  # noqa: PLC0415
+
+    write_bootstrap(path, bootstrap_config(**params))
+
+
+@cli.command()
+@click.argument("outdir", type=click.Path(path_type=Path))
+@click.option("--namespace", default="projectcontour", show_default=True)
+@click.option("--lifetime-days", default=365, type=int, show_default=True)
+def certgen(outdir: Path, namespace: str, lifetime_days: int) -> None:
+    """Write a CA plus server (cpx) and client (Envoy) certificates for xDS mTLS."""
+    from cpx.certgen import generate  # noqa: PLC0415
+
+    written = generate(outdir, namespace=namespace, lifetime_days=lifetime_days)
+    for item in written or ():
+        click.echo(str(item))
+
+
+@cli.command()
+@click.argument("example", type=click.Path(exists=True, path_type=Path))
+@click.option("--http-port", default=8080, type=int, show_default=True, help="Port Envoy serves HTTP on.")
+@click.option("--https-port", default=8443, type=int, show_default=True, help="Port Envoy serves HTTPS on.")
+@click.option("--xds-port", default=8001, type=int, show_default=True)
+@click.option("--admin-port", default=9001, type=int, show_default=True)
+def run(example: Path, **params: Any) -> None:
+    """Run a demo: cpx, a real Envoy and the example's backend, until Ctrl-C."""
+    from cpx.demo import run_demo  # noqa: PLC0415
+
+    try:
+        run_demo(example, **params)
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli.main(args=list(argv) if argv is not None else None, prog_name="cpx")

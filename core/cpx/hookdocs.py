@@ -1,0 +1,51 @@
+"""Render docs/hooks.md from the hookspec docstrings and record classes (so they cannot drift).
+
+    python -m cpx.hookdocs > docs/hooks.md
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import attrs
+
+from cpx import hookspecs, records
+
+RECORDS = (records.WatchSpec, records.ProcessorSpec, records.ResourceCacheSpec, records.StatusWriterSpec, records.OptionSpec)
+
+
+def _type_name(field: attrs.Attribute) -> str:  # type: ignore[type-arg]
+    return str(field.type).replace("\n", " ") if field.type is not None else "?"
+
+
+def render() -> str:
+    lines = [
+        "# cpx plugin hooks",
+        "",
+        "Generated from `core/cpx/hookspecs.py` and `core/cpx/records.py` by `python -m cpx.hookdocs`;",
+        "a test fails when this file and the code disagree.",
+        "",
+        inspect.getdoc(hookspecs) or "",
+        "",
+        "## Hooks",
+        "",
+    ]
+    for name, fn in inspect.getmembers(hookspecs, inspect.isfunction):
+        if not name.startswith("cpx_"):
+            continue
+        params = ", ".join(inspect.signature(fn).parameters)
+        opts = getattr(fn, "cpx_spec", {}) or {}
+        flags = [k for k in ("firstresult", "historic") if opts.get(k)]
+        lines += [f"### `{name}({params})`" + (f" ({', '.join(flags)})" if flags else ""), "", inspect.getdoc(fn) or "", ""]
+    lines += ["## Records", "", inspect.getdoc(records) or "", ""]
+    for record in RECORDS:
+        lines += [f"### {record.__name__}", "", inspect.getdoc(record) or "", "", "| field | type | default |", "|---|---|---|"]
+        for field in attrs.fields(record):
+            default = "required" if field.default is attrs.NOTHING else repr(field.default)
+            lines.append(f"| `{field.name}` | `{_type_name(field)}` | {default} |")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":
+    print(render(), end="")

@@ -1,0 +1,160 @@
+"""``cpx serve``: wires sources, the event handler, the pipeline and the xDS server together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import yaml
+
+from cpx import objects as k8s
+from cpx.config import Config
+from cpx.dag.dot import to_dot
+from cpx.events import EventHandler
+from cpx.httpserver import HTTPService, health_routes
+from cpx.metrics import Metrics
+from cpx.objects import ObjectKey
+from cpx.pipeline import ObjectStatus, Pipeline
+from cpx.plugins import PluginHost
+from cpx.standalone import SOURCE_NAME, StandaloneSource
+from cpx.xds.server import ServerTLS, XdsServer
+
+log = logging.getLogger("cpx.serve")
+
+
+@attrs.frozen(kw_only=True)
+class ServeOptions:
+    manifests: Sequence[Path] = ()
+    status_file: Path | None = None
+    health_address: str = "127.0.0.1"
+    health_port: int = 8000
+    debug_address: str = "127.0.0.1"
+    debug_port: int = 6060
+
+
+@attrs.define(eq=False)
+class StatusReporter:
+    """Logs status changes and, when asked, writes every object's status to a YAML file."""
+
+    path: Path | None
+    metrics: Metrics
+    _last: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
+
+    def __call__(self, pipeline: Pipeline) -> None:
+        statuses = pipeline.statuses()
+        current = {key: s.to_dict() for key, s in statuses.items()}
+        for key, status in statuses.items():
+            if self._last.get(key) == current[key]:
+                continue
+            self.metrics.status_update_total.labels(kind=key.kind).inc()
+            self._log(status)
+        self._last = current
+        if self.path is not None:
+            self._write(statuses)
+
+    @staticmethod
+    def _log(status: ObjectStatus) -> None:
+        if not status.notes:
+            log.info("%s: status %s", status.key, status.status or "ok")
+        for note in status.notes:
+            level = logging.ERROR if note.severity == "error" else logging.WARNING
+            log.log(level, "%s: %s (%s): %s", status.key, note.type, note.reason, note.message)
+
+    def _write(self, statuses: dict[ObjectKey, ObjectStatus]) -> None:
+        assert self.path is not None
+        doc = [
+            {
+                "kind": key.kind,
+                "group": key.group,
+                "namespace": key.namespace,
+                "name": key.name,
+                "status": status.to_dict(),
+            }
+            for key, status in sorted(statuses.items())
+        ]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Atomic replace so readers never see half a file.
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
+        with os.fdopen(fd, "w") as fh:
+            yaml.safe_dump({"objects": doc}, fh, sort_keys=False)
+        os.replace(tmp, self.path)
+
+
+def _update_cache_metrics(metrics: Metrics, pipeline: Pipeline) -> None:
+    for group, kind in pipeline.source.kinds():
+        gvk = k8s.GroupVersionKind(group=group, version="", kind=kind, plural="")
+        metrics.dag_cache_object.labels(kind=kind).set(pipeline.source.count(gvk))
+
+
+async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
+    """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
+    metrics = Metrics()
+    pipeline = Pipeline.create(host, config)
+    tls = None
+    if config.xds_cafile or config.xds_cert_file or config.xds_key_file:
+        tls = ServerTLS(ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file)
+    server = XdsServer(address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics)
+    reporter = StatusReporter(options.status_file, metrics)
+
+    def on_rebuild(p: Pipeline) -> None:
+        metrics.dagrebuild_total.inc()
+        metrics.dagrebuild_timestamp.set(time.time())
+        metrics.dagrebuild_seconds.observe(p.last_build_seconds)
+        _update_cache_metrics(metrics, p)
+        reporter(p)
+
+    handler = EventHandler(
+        pipeline,
+        on_snapshot=server.set_snapshot,
+        on_rebuild=on_rebuild,
+        holdoff_delay=config.holdoff_delay,
+        holdoff_max_delay=config.holdoff_max_delay,
+        pending_sources={SOURCE_NAME},
+    )
+    health = HTTPService(options.health_address, options.health_port, health_routes(metrics.registry, lambda: handler.ready))
+    debug = HTTPService(
+        options.debug_address,
+        options.debug_port,
+        {"/debug/dag": lambda: (200, "text/vnd.graphviz", to_dot(pipeline.dag).encode() if pipeline.dag else b"")},
+    )
+    port = await server.start()
+    health.start()
+    debug.start()
+    log.info(
+        "serving xDS on %s:%d (%s); health and metrics on %s:%d; debug on %s:%d",
+        config.xds_address, port, "mTLS" if tls else "plaintext",
+        options.health_address, health.port, options.debug_address, debug.port,
+    )
+    source = StandaloneSource(options.manifests, pipeline)
+    tasks = [
+        asyncio.create_task(handler.run(), name="event-handler"),
+        asyncio.create_task(source.run(handler), name="manifests"),
+    ]
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        done, _ = await asyncio.wait([*tasks, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        for task in done:
+            if task in tasks and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a source or the handler died
+    finally:
+        log.info("shutting down")
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await server.stop(grace=1.0)
+        health.stop()
+        debug.stop()
+        host.unconfigure(config)

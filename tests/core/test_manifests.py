@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cpx.errors import ManifestError
+from cpx.manifests import ManifestSet, expand, is_manifest, parse_file
+from cpx.objects import ObjectKey
+
+SERVICE = "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {ports: [{port: 80}]}\n"
+
+
+def test_multi_document_file_and_list_kind(tmp_path: Path) -> None:
+    f = tmp_path / "a.yaml"
+    listed = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Service, metadata: {name: two}}\n"
+    f.write_text(SERVICE % "one" + "---\n" + listed + "---\n")
+    objects, errors = parse_file(f)
+    assert [o["metadata"]["name"] for o in objects] == ["one", "two"]
+    assert errors == []
+
+
+def test_bad_document_is_reported_with_file_and_index_and_others_load(tmp_path: Path) -> None:
+    f = tmp_path / "a.yaml"
+    f.write_text(SERVICE % "one" + "---\nkind: Service\nmetadata: {name: x}\n---\n- just a list\n")
+    objects, errors = parse_file(f)
+    assert [o["metadata"]["name"] for o in objects] == ["one"]
+    assert [str(e) for e in errors] == [
+        f"{f} (document 2): missing apiVersion",
+        f"{f} (document 3): expected a mapping (a Kubernetes object), got list",
+    ]
+
+
+def test_malformed_yaml_names_the_file(tmp_path: Path) -> None:
+    f = tmp_path / "bad.yaml"
+    f.write_text("apiVersion: v1\nkind: [unclosed\n")
+    with pytest.raises(ManifestError, match=r"bad\.yaml: malformed YAML"):
+        parse_file(f)
+
+
+def test_dotfiles_and_editor_files_are_ignored(tmp_path: Path) -> None:
+    for name in ("a.yaml", ".a.yaml.tmp", ".hidden.yaml", "b.yml~", "#c.yaml#", "d.yaml.swp", "notes.txt"):
+        (tmp_path / name).write_text(SERVICE % "x")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "x.yaml").write_text(SERVICE % "y")
+    assert [p.name for p in expand([tmp_path])] == ["a.yaml"]
+    assert not is_manifest(Path(".a.yaml"))
+
+
+def test_missing_path_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="no such file"):
+        expand([tmp_path / "nope"])
+
+
+def test_manifest_set_diffs_a_file() -> None:
+    s = ManifestSet()
+    one = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "one", "namespace": "default"}}
+    two = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "two", "namespace": "default"}}
+    assert s.replace_file(Path("a"), [one, two]) == ([one, two], [])
+    changed = {**two, "spec": {"x": 1}}
+    assert s.replace_file(Path("a"), [changed]) == ([changed], [one])
+    # An object also held by another file is not deleted when one file drops it.
+    s.replace_file(Path("b"), [changed])
+    assert s.remove_file(Path("a")) == []
+    assert [ObjectKey.of(o).name for o in s.objects()] == ["two"]

@@ -1,0 +1,159 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cpx import OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, hookimpl
+from cpx.cli import cli
+from cpx.dag.builder import order_processors
+from cpx.errors import PluginError
+from cpx.plugins import PluginHost, available_plugins
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _spec(name: str, phase: Phase = Phase.ROUTES, after: tuple[str, ...] = (), before: tuple[str, ...] = ()) -> ProcessorSpec:
+    return ProcessorSpec(name=name, factory=lambda config: None, phase=phase, after=after, before=before)  # type: ignore[arg-type,return-value]
+
+
+def test_processors_sort_by_phase_then_constraints_then_name() -> None:
+    specs = [
+        _spec("zeta"),
+        _spec("finalize", Phase.FINALIZE),
+        _spec("alpha", after=("zeta",)),
+        _spec("listeners", Phase.LISTENERS),
+        _spec("beta", before=("zeta",)),
+    ]
+    assert [s.name for s in order_processors(specs)] == ["listeners", "beta", "zeta", "alpha", "finalize"]
+    # Registration order never matters.
+    assert [s.name for s in order_processors(list(reversed(specs)))] == [
+        "listeners", "beta", "zeta", "alpha", "finalize"
+    ]
+
+
+def test_processor_cycle_and_unknown_names_are_errors() -> None:
+    with pytest.raises(PluginError, match="cycle"):
+        order_processors([_spec("a", after=("b",)), _spec("b", after=("a",))])
+    with pytest.raises(PluginError, match="unknown processor 'nope'"):
+        order_processors([_spec("a", after=("nope",))])
+    with pytest.raises(PluginError, match="two DAG processors are named 'a'"):
+        order_processors([_spec("a"), _spec("a")])
+
+
+def test_unknown_plugin_names_the_installed_ones() -> None:
+    with pytest.raises(PluginError, match=r"unknown plugin\(s\): htpproxy \(installed: .*ingress"):
+        PluginHost.load(["htpproxy"])
+
+
+def test_two_caches_for_one_type_url_is_an_error() -> None:
+    other = types.ModuleType("dup")
+
+    @hookimpl
+    def cpx_resource_caches():  # type: ignore[no-untyped-def]
+        yield ResourceCacheSpec(
+            name="mine", type_url="type.googleapis.com/envoy.config.cluster.v3.Cluster", factory=lambda c: None  # type: ignore[arg-type,return-value]
+        )
+
+    other.cpx_resource_caches = cpx_resource_caches  # type: ignore[attr-defined]
+    from cpx.builtin import plugin as core
+
+    host = PluginHost.from_modules([("core", core), ("dup", other)])
+    with pytest.raises(PluginError, match="registered by both 'core' and 'dup'"):
+        host.resource_caches()
+
+
+def test_hookimpl_of_unknown_hook_is_rejected() -> None:
+    bad = types.ModuleType("bad")
+
+    @hookimpl
+    def cpx_not_a_hook():  # type: ignore[no-untyped-def]
+        return None
+
+    bad.cpx_not_a_hook = cpx_not_a_hook  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match="'bad'"):
+        PluginHost.from_modules([("bad", bad)])
+
+
+def test_wrong_record_type_names_the_plugin() -> None:
+    odd = types.ModuleType("odd")
+
+    @hookimpl
+    def cpx_options():  # type: ignore[no-untyped-def]
+        yield "not a record"
+
+    odd.cpx_options = cpx_options  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match="plugin 'odd' returned str from cpx_options; expected OptionSpec"):
+        PluginHost.from_modules([("odd", odd)]).options()
+
+
+def test_plugins_list_json_reports_contributions() -> None:
+    result = CliRunner().invoke(cli, ["plugins", "list", "-o", "json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in json.loads(result.output)}
+    core = rows["core"]
+    assert core["enabled"] is True and core["distribution"] == "cpx"
+    assert "v1/Service" in core["watches"] and "discovery.k8s.io/v1/EndpointSlice" in core["watches"]
+    assert core["processors"][0].startswith("1. listeners")
+    assert {c.split()[0] for c in core["resource_caches"]} == {"listeners", "routes", "clusters", "endpoints", "secrets"}
+    ingress = rows["ingress"]
+    assert ingress["distribution"] == "cpx-ingress"
+    assert "networking.k8s.io/v1/Ingress" in ingress["watches"]
+
+
+def test_plugins_list_does_not_import_disabled_plugins() -> None:
+    code = (
+        "import sys, json; from cpx.cli import describe_plugins;"
+        "rows = describe_plugins([]);"
+        "print(json.dumps({'loaded': 'cpx_ingress' in sys.modules, 'rows': rows}))"
+    )
+    out = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+    assert out["loaded"] is False
+    ingress = next(r for r in out["rows"] if r["name"] == "ingress")
+    assert ingress["enabled"] is False and "watches" not in ingress
+
+
+def test_installed_example_plugin_is_discovered_and_runs(tmp_path: Path) -> None:
+    """Install the example third-party plugin for real, then list and use it."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
+         str(ROOT / "examples" / "plugins" / "response-header")],
+        check=True,
+    )
+    env_code = (
+        "import sys; sys.path.insert(0, %r);"
+        "from cpx.cli import main; main(sys.argv[1:])" % str(target)
+    )
+    listed = subprocess.run(
+        [sys.executable, "-c", env_code, "plugins", "list", "-o", "json"], capture_output=True, text=True, check=True
+    )
+    rows = {row["name"]: row for row in json.loads(listed.stdout)}
+    assert rows["response-header"]["distribution"] == "cpx-example-response-header"
+    assert any("response-header (phase finalize)" in p for p in rows["response-header"]["processors"])
+    translated = subprocess.run(
+        [sys.executable, "-c", env_code, "translate", "--plugins", "ingress,response-header",
+         "--response-header-value", "edge-7", "-o", "json", str(ROOT / "examples" / "quickstart")],
+        capture_output=True, text=True, check=True,
+    )
+    doc = json.loads(translated.stdout)
+    routes = doc["xds"]["routes"]
+    added = [
+        h for rc in routes for vh in rc.get("virtualHosts", []) for r in vh.get("routes", [])
+        for h in r.get("responseHeadersToAdd", [])
+    ]
+    assert added and all(h["header"] == {"key": "x-served-by", "value": "edge-7"} for h in added)
+
+
+def test_option_spec_flag() -> None:
+    assert OptionSpec(name="ingress_class_name", help="x").flag == "--ingress-class-name"
+
+
+def test_available_plugins_reads_metadata() -> None:
+    names = [p.name for p in available_plugins()]
+    assert "core" in names and "ingress" in names
