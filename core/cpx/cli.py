@@ -61,8 +61,7 @@ class PluginCommand(click.Command):
                 continue
             self.params.append(
                 click.Option(
-                    [spec.flag],
-                    spec.name,
+                    [spec.flag, spec.name],
                     help=spec.help,
                     default=spec.default,
                     multiple=spec.multiple,
@@ -197,7 +196,8 @@ def translate(ctx: click.Context, paths: tuple[Path, ...], fmt: str, **params: A
     if fmt == "json":
         click.echo(json.dumps(doc, indent=2))
     else:
-        click.echo(yaml.safe_dump(doc, sort_keys=False), nl=False)
+        # Through JSON first: plain lists and dicts only (the status may hold tuples).
+        click.echo(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False), nl=False)
 
 
 @cli.group()

@@ -69,8 +69,9 @@ def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("metadata") or {}
 
 
-def annotations(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    return meta(obj).get("annotations") or {}
+def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    value = meta(obj).get("annotations")
+    return value if isinstance(value, Mapping) else {}
 
 
 def namespace_of(obj: Mapping[str, Any]) -> str:

@@ -109,7 +109,8 @@ class PluginHost:
         try:
             pm.check_pending()
         except pluggy.PluginValidationError as err:
-            raise PluginError(f"plugin {err.plugin_name!r} implements an unknown hook: {err}") from err
+            name = pm.get_name(err.plugin) if err.plugin is not None else "?"
+            raise PluginError(f"plugin {name!r} implements an unknown hook: {err}") from err
         return cls(pm, tuple(names))
 
     # -- typed facade --------------------------------------------------------------------------

@@ -16,7 +16,9 @@ from cpx.source import SourceCache
 def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
     """Sort processors by phase, then ``after``/``before`` constraints, then name.
 
-    Registration order never matters.  Unknown names in constraints and cycles are errors.
+    Registration order never matters.  A constraint naming a processor that is not loaded is
+    ignored, so a plugin can order itself against an optional one (Ingress runs before HTTPProxy
+    when both are enabled, as in Contour); a cycle is an error naming the processors.
     """
     by_name: dict[str, ProcessorSpec] = {}
     for spec in specs:
@@ -25,14 +27,10 @@ def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
         by_name[spec.name] = spec
     graph: dict[str, set[str]] = {name: set() for name in by_name}
     for spec in specs:
-        for other in spec.after:
-            if other not in by_name:
-                raise PluginError(f"processor {spec.name!r} runs after unknown processor {other!r}")
-            graph[spec.name].add(other)
+        graph[spec.name].update(other for other in spec.after if other in by_name)
         for other in spec.before:
-            if other not in by_name:
-                raise PluginError(f"processor {spec.name!r} runs before unknown processor {other!r}")
-            graph[other].add(spec.name)
+            if other in by_name:
+                graph[other].add(spec.name)
     # Phases are constraints too: every processor of an earlier phase runs first.
     for spec in specs:
         for other in specs:

@@ -12,7 +12,6 @@ from typing import Any
 
 import attrs
 
-frozen = attrs.frozen(cache_hash=True, kw_only=True)
 
 
 class PathKind(enum.Enum):
@@ -22,7 +21,7 @@ class PathKind(enum.Enum):
     REGEX = "regex"  # RE2, anchored on the whole path
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class PathMatch:
     kind: PathKind
     value: str
@@ -40,7 +39,7 @@ class HeaderMatchKind(enum.Enum):
     SUFFIX = "suffix"
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class HeaderMatch:
     """A request header condition; `:method` and `:authority` are headers too."""
 
@@ -61,7 +60,7 @@ class QueryMatchKind(enum.Enum):
     PRESENT = "present"
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class QueryMatch:
     name: str
     kind: QueryMatchKind
@@ -76,7 +75,7 @@ class UpstreamProtocol(enum.Enum):
     TLS = "tls"  # HTTP/1 over TLS
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class CircuitBreakers:
     max_connections: int | None = None
     max_pending_requests: int | None = None
@@ -88,7 +87,7 @@ class CircuitBreakers:
         return self == CircuitBreakers()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Secret:
     """A validated TLS (or CA) Secret.  Its data never appears in repr or logs."""
 
@@ -103,7 +102,7 @@ class Secret:
         return f"{self.namespace}/{self.name}"
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class ServicePort:
     """One port of a Kubernetes Service: where a cluster's endpoints come from."""
 
@@ -125,7 +124,7 @@ class ServicePort:
         return f"{self.namespace}/{self.name}"
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Duration:
     """A timeout: `None` seconds means disabled (Contour's `infinity`)."""
 
@@ -136,7 +135,7 @@ class Duration:
         return self.seconds is None
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class HealthCheck:
     path: str = ""  # empty: TCP health check
     host: str = "contour-envoy-healthcheck"
@@ -148,19 +147,19 @@ class HealthCheck:
     expected_statuses: tuple[tuple[int, int], ...] = ()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class UpstreamValidation:
     ca: Secret
     subject_names: tuple[str, ...] = ()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class HeaderValue:
     name: str
     value: str
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class HeadersPolicy:
     set: tuple[HeaderValue, ...] = ()
     add: tuple[HeaderValue, ...] = ()
@@ -172,14 +171,14 @@ class HeadersPolicy:
         return self == HeadersPolicy()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class SlowStart:
     window: float
     aggression: float = 1.0
     min_weight_percent: int = 10
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Cluster:
     """An upstream cluster: a Service port plus how to talk to it.
 
@@ -203,7 +202,7 @@ class Cluster:
     extensions: tuple[tuple[str, Any], ...] = ()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class ExtensionCluster:
     """A cluster no route references directly (e.g. an ExtensionService for ext_authz)."""
 
@@ -217,7 +216,7 @@ class ExtensionCluster:
     idle_connection_timeout: Duration | None = None
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class RetryPolicy:
     retry_on: str = "5xx"
     num_retries: int = 1
@@ -225,14 +224,14 @@ class RetryPolicy:
     retriable_status_codes: tuple[int, ...] = ()
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class TimeoutPolicy:
     response: Duration | None = None  # None: Envoy default (15 s); Duration(None): infinity
     idle: Duration | None = None
     idle_connection: Duration | None = None
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Redirect:
     scheme: str | None = None
     hostname: str | None = None
@@ -242,19 +241,19 @@ class Redirect:
     status_code: int = 302
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class DirectResponse:
     status_code: int
     body: str | None = None
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class MirrorPolicy:
     cluster: Cluster
     percent: float = 100.0
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Route:
     """One route of a virtual host: match conditions plus exactly one action.
 
@@ -291,13 +290,13 @@ class Route:
         return "|".join(parts)
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class TCPProxy:
     clusters: tuple[Cluster, ...]
     idle_timeout: Duration | None = None
 
 
-@frozen
+@attrs.frozen(cache_hash=True, kw_only=True)
 class TLSParams:
     min_version: str = "1.2"
     max_version: str = "1.3"
