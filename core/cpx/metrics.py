@@ -6,7 +6,7 @@ import attrs
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 
 
-@attrs.define(eq=False)
+@attrs.define(eq=False, slots=False)  # metric objects are attached in __attrs_post_init__
 class Metrics:
     registry: CollectorRegistry = attrs.field(factory=CollectorRegistry)
 
