@@ -1,0 +1,164 @@
+"""The RDS cache: one RouteConfiguration per HTTP listener and per secure virtual host.
+
+Names follow Contour (``internal/xdscache/v3/route.go``): ``ingress_http`` for all plain-HTTP
+virtual hosts, ``https/<fqdn>`` for each secure one (its own HTTP connection manager, see
+:mod:`cpx.xds.listeners`) and ``ingress_fallbackcert`` for the virtual hosts reachable through the
+fallback certificate.  Gateway listeners use ``<listener>`` and ``<listener>/<fqdn>``.
+
+Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
+``VirtualHost`` together with the set of routes it came from and the serialised ``Route`` of each:
+an unchanged route set reuses the bytes as they are, a changed one is re-sorted and re-assembled
+translating only the routes not seen before.  A RouteConfiguration is the concatenation of cached
+bytes (see :func:`cpx.xds.envoy_common.embedded`), and one whose bytes did not change keeps its
+Resource object.  Only what the latest DAG uses stays memoised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from operator import itemgetter
+
+import attrs
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_pb2 as route_v3
+
+from cpx.config import Config
+from cpx.dag.dag import DAG, Listener, VirtualHost
+from cpx.dag.nodes import Route
+from cpx.dag.sorting import route_key
+from cpx.xds import resource
+from cpx.xds.envoy_common import embedded
+from cpx.xds.envoy_route import build_route, virtual_host_head, wildcard_authority_match
+from cpx.xds.resource import Resource, content_version
+
+# Contour's names in static (non-Gateway) mode.
+HTTP_ROUTE_CONFIG = "ingress_http"
+FALLBACK_ROUTE_CONFIG = "ingress_fallbackcert"
+
+_VIRTUAL_HOSTS_FIELD = 2  # RouteConfiguration.virtual_hosts
+_ROUTES_FIELD = 3  # VirtualHost.routes
+
+VHostKey = tuple[str, str, bool]  # listener, fqdn, secure
+# A route's Contour sort key and its ready-to-concatenate VirtualHost.routes entry.
+_Piece = tuple[tuple[object, ...], bytes]
+
+
+@attrs.frozen(eq=False)
+class _Translated:
+    """A virtual host's encoded RouteConfiguration entry and, per route, its sort key and entry."""
+
+    routes: frozenset[Route]
+    entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
+    pieces: dict[Route, _Piece]
+
+
+def fallback_route_config_name(listener: Listener) -> str:
+    if listener.route_config_prefix:
+        return f"{listener.route_config_prefix}/fallbackcert"
+    return FALLBACK_ROUTE_CONFIG
+
+
+def _route_config_tail() -> bytes:
+    # Contour stamps every request with its arrival time (for upstream queueing metrics).
+    tail = route_v3.RouteConfiguration(
+        request_headers_to_add=[
+            core_base.HeaderValueOption(
+                header=core_base.HeaderValue(key="x-request-start", value="t=%START_TIME(%s.%3f)%"),
+                append_action=core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD,
+            )
+        ]
+    )
+    data: bytes = tail.SerializeToString(deterministic=True)
+    return data
+
+
+class RouteCache:
+    type_url = resource.ROUTE
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._resources: dict[str, Resource] = {}
+        self._vhosts: dict[VHostKey, _Translated] = {}
+        self._tail = _route_config_tail()
+
+    def contents(self) -> Mapping[str, Resource]:
+        return self._resources
+
+    def on_change(self, dag: DAG) -> None:
+        builder = _Build(self._vhosts)
+        configs: dict[str, list[bytes]] = {}
+        # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
+        # waits for a route table that does not exist.
+        if not any(listener.route_config_prefix for listener in dag.listeners.values()):
+            configs[HTTP_ROUTE_CONFIG] = []
+        for name in sorted(dag.listeners):
+            self._add_listener(dag.listeners[name], builder, configs)
+        # Only what this build used stays memoised: memory follows the DAG, not its history.
+        self._vhosts = builder.current
+        self._resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
+
+    def _add_listener(self, listener: Listener, builder: _Build, configs: dict[str, list[bytes]]) -> None:
+        if listener.virtual_hosts:
+            entries = configs.setdefault(listener.http_route_config_name(), [])
+            entries.extend(
+                builder.vhost(listener, v, secure=False) for v in _by_name(listener.virtual_hosts.values())
+            )
+        for name in sorted(listener.secure_virtual_hosts):
+            vhost = listener.secure_virtual_hosts[name]
+            if vhost.tcp_proxy is not None or not vhost.routes:
+                continue
+            entry = builder.vhost(listener, vhost, secure=True)
+            configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
+            if vhost.fallback_certificate is not None:
+                configs.setdefault(fallback_route_config_name(listener), []).append(entry)
+
+    def _resource(self, name: str, vhosts: list[bytes]) -> Resource:
+        head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
+        body = b"".join((head, *vhosts, self._tail))
+        previous = self._resources.get(name)
+        if previous is not None and previous.body == body:
+            return previous
+        return Resource(name, self.type_url, body, content_version(body))
+
+
+def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
+    """Virtual hosts in a RouteConfiguration sort by name (Contour's virtualHostSorter)."""
+    return sorted(vhosts, key=lambda v: v.name)
+
+
+class _Build:
+    """One on_change: reads the previous memo table and fills a new one with what it uses."""
+
+    def __init__(self, previous: dict[VHostKey, _Translated]) -> None:
+        self.previous = previous
+        self.current: dict[VHostKey, _Translated] = {}
+
+    def vhost(self, listener: Listener, vhost: VirtualHost, secure: bool) -> bytes:
+        key: VHostKey = (listener.name, vhost.name, secure)
+        done = self.current.get(key)
+        if done is not None:
+            return done.entry
+        routes = frozenset(vhost.routes.values())
+        before = self.previous.get(key)
+        if before is None or before.routes != routes:
+            before = self._translate(vhost.name, secure, routes, before.pieces if before else {})
+        self.current[key] = before
+        return before.entry
+
+    @staticmethod
+    def _translate(
+        fqdn: str, secure: bool, routes: frozenset[Route], known: dict[Route, _Piece]
+    ) -> _Translated:
+        """Re-assemble a changed virtual host, translating (and keying) only routes not seen before."""
+        authority = wildcard_authority_match(fqdn)
+        pieces: dict[Route, _Piece] = {}
+        for route in routes:
+            piece = known.get(route)
+            if piece is None:
+                body = build_route(route, secure, authority).SerializeToString(deterministic=True)
+                piece = (route_key(route), embedded(_ROUTES_FIELD, body))
+            pieces[route] = piece
+        head = virtual_host_head(fqdn).SerializeToString(deterministic=True)
+        ordered = sorted(pieces.values(), key=itemgetter(0))
+        vhost = b"".join((head, *(p[1] for p in ordered)))
+        return _Translated(routes, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)

@@ -1,0 +1,477 @@
+"""The LDS cache: listeners, filter chains, connection managers, TLS, plus Envoy's own verdict."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cpx import certgen
+from cpx.config import Config
+from cpx.dag.dag import DAG, Protocol
+from cpx.dag.nodes import (
+    Cluster,
+    DirectResponse,
+    Duration,
+    HeaderMatch,
+    HeaderMatchKind,
+    PathKind,
+    PathMatch,
+    Route,
+    Secret,
+    ServicePort,
+    TCPProxy,
+    TLSParams,
+)
+from cpx.xds import resource
+from cpx.xds.listeners import ListenerCache
+from cpx.xds.naming import cluster_name, secret_name
+from cpx.xds.routes import RouteCache
+from cpx.xds.secrets import SecretCache
+from envoy.config.listener.v3 import listener_components_pb2 as listener_components
+from envoy.config.listener.v3 import listener_pb2 as listener_v3
+from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
+from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
+from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
+from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
+from google.protobuf import json_format
+
+HTTP, HTTPS = "ingress_http", "ingress_https"
+SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
+FALLBACK = Secret(namespace="projectcontour", name="fallback", cert_pem=b"fb-cert", key_pem=b"fb-key")
+CA = Secret(namespace="default", name="client-ca", ca_pem=b"ca")
+
+
+def backend(name: str = "svc", weight: int = 1) -> Cluster:
+    return Cluster(upstream=ServicePort(namespace="default", name=name, port=80), weight=weight)
+
+
+def prefix(value: str = "/", **kwargs: Any) -> Route:
+    kwargs.setdefault("clusters", (backend(),))
+    return Route(path=PathMatch(kind=PathKind.PREFIX, value=value), **kwargs)
+
+
+def new_dag(http_port: int = 8080, https_port: int = 8443) -> DAG:
+    dag = DAG()
+    dag.ensure_listener(HTTP, Protocol.HTTP, "0.0.0.0", http_port)
+    dag.ensure_listener(HTTPS, Protocol.HTTPS, "0.0.0.0", https_port)
+    return dag
+
+
+def add_secure(dag: DAG, fqdn: str, secret: Secret = SECRET, **fields: Any) -> None:
+    svh = dag.ensure_secure_virtual_host(HTTPS, fqdn)
+    svh.secret = secret
+    for name, value in fields.items():
+        setattr(svh, name, value)
+    if svh.tcp_proxy is None:
+        svh.add_route(prefix())
+
+
+def translate(dag: DAG, cache: ListenerCache | None = None) -> dict[str, listener_v3.Listener]:
+    cache = cache or ListenerCache(Config())
+    cache.on_change(dag)
+    out = {}
+    for name, res in cache.contents().items():
+        assert res.name == name and res.type_url == resource.LISTENER
+        out[name] = listener_v3.Listener.FromString(res.body)
+    return out
+
+
+def unpack_hcm(chain: listener_components.FilterChain) -> hcm.HttpConnectionManager:
+    (network_filter,) = chain.filters
+    assert network_filter.name == "envoy.filters.network.http_connection_manager"
+    manager = hcm.HttpConnectionManager()
+    assert network_filter.typed_config.Unpack(manager)
+    return manager
+
+
+def unpack_tcp(chain: listener_components.FilterChain) -> tcp_proxy.TcpProxy:
+    (network_filter,) = chain.filters
+    assert network_filter.name == "envoy.filters.network.tcp_proxy"
+    proxy = tcp_proxy.TcpProxy()
+    assert network_filter.typed_config.Unpack(proxy)
+    return proxy
+
+
+def unpack_tls(chain: listener_components.FilterChain) -> tls.DownstreamTlsContext:
+    assert chain.transport_socket.name == "envoy.transport_sockets.tls"
+    context = tls.DownstreamTlsContext()
+    assert chain.transport_socket.typed_config.Unpack(context)
+    return context
+
+
+def lua_code(manager: hcm.HttpConnectionManager) -> str:
+    first = manager.http_filters[0]
+    assert first.name == "envoy.filters.http.lua"
+    config = lua.Lua()
+    assert first.typed_config.Unpack(config)
+    code: str = config.default_source_code.inline_string
+    return code
+
+
+# -- plain HTTP ------------------------------------------------------------------------------------
+
+
+def test_empty_dag_has_no_listeners() -> None:
+    dag = new_dag()
+    dag.prune()
+    assert translate(dag) == {}
+    # Not even an unpruned listener without anything to serve: Envoy refuses empty listeners.
+    assert translate(new_dag()) == {}
+
+
+def test_http_listener() -> None:
+    dag = new_dag(http_port=8080)
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
+    listeners = translate(dag)
+    assert list(listeners) == [HTTP]
+    listener = listeners[HTTP]
+    assert listener.address.socket_address.address == "0.0.0.0"
+    assert listener.address.socket_address.port_value == 8080
+    assert not listener.listener_filters
+    (chain,) = listener.filter_chains
+    assert not chain.HasField("filter_chain_match") and not chain.HasField("transport_socket")
+    manager = unpack_hcm(chain)
+    assert manager.stat_prefix == HTTP
+    assert manager.rds.route_config_name == "ingress_http"
+    assert manager.rds.config_source.HasField("ads")
+    assert manager.rds.config_source.resource_api_version == 2  # V3
+    assert [f.name for f in manager.http_filters] == ["router"]
+    assert manager.use_remote_address.value and manager.normalize_path.value and manager.merge_slashes
+    assert manager.strip_any_host_port and manager.preserve_external_request_id
+    assert manager.http_protocol_options.accept_http_10
+    assert manager.HasField("request_timeout") and manager.request_timeout.seconds == 0
+    assert manager.HasField("common_http_protocol_options")
+    assert [log.name for log in manager.access_log] == ["envoy.access_loggers.stdout"]
+
+
+def test_http_settings_from_config_options() -> None:
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
+    options = {"connection_idle_timeout": 30.0, "stream_idle_timeout": 120.0, "disable_merge_slashes": True}
+    manager = unpack_hcm(translate(dag, ListenerCache(Config(options=options)))[HTTP].filter_chains[0])
+    assert manager.common_http_protocol_options.idle_timeout.seconds == 30
+    assert manager.stream_idle_timeout.seconds == 120
+    assert not manager.merge_slashes
+
+
+def test_gateway_listener_uses_its_route_config_name_and_proxy_protocol() -> None:
+    dag = DAG()
+    listener = dag.ensure_listener("gw", Protocol.HTTP, "::", 80)
+    listener.route_config_prefix, listener.use_proxy_protocol = "gw-routes", True
+    dag.ensure_virtual_host("gw", "example.com").add_route(prefix())
+    envoy_listener = translate(dag)["gw"]
+    assert envoy_listener.address.socket_address.ipv4_compat
+    assert unpack_hcm(envoy_listener.filter_chains[0]).rds.route_config_name == "gw-routes"
+    (listener_filter,) = envoy_listener.listener_filters
+    assert listener_filter.name == "envoy.filters.listener.proxy_protocol"
+    assert listener_filter.typed_config.Is(proxy_protocol.ProxyProtocol.DESCRIPTOR)
+
+
+def test_tcp_listener() -> None:
+    dag = DAG()
+    listener = dag.ensure_listener("tcp-5432", Protocol.TCP, "0.0.0.0", 5432)
+    listener.tcp_proxy = TCPProxy(clusters=(backend("db"),), idle_timeout=Duration(seconds=None))
+    (chain,) = translate(dag)["tcp-5432"].filter_chains
+    proxy = unpack_tcp(chain)
+    assert proxy.stat_prefix == "tcp-5432" and proxy.cluster == cluster_name(backend("db"))
+    assert proxy.HasField("idle_timeout") and proxy.idle_timeout.seconds == 0  # disabled
+
+
+# -- HTTPS -----------------------------------------------------------------------------------------
+
+
+def test_https_chain_per_vhost_sorted_by_sni() -> None:
+    dag = new_dag()
+    for fqdn in ("b.com", "a.com", "*.wild.com"):
+        add_secure(dag, fqdn)
+    listener = translate(dag)[HTTPS]
+    (inspector,) = listener.listener_filters
+    assert inspector.name == "envoy.filters.listener.tls_inspector"
+    assert inspector.typed_config.Is(tls_inspector.TlsInspector.DESCRIPTOR)
+    assert [list(c.filter_chain_match.server_names) for c in listener.filter_chains] == [
+        ["*.wild.com"],
+        ["a.com"],
+        ["b.com"],
+    ]
+    managers = [unpack_hcm(c) for c in listener.filter_chains]
+    assert [m.rds.route_config_name for m in managers] == ["https/*.wild.com", "https/a.com", "https/b.com"]
+    assert {m.stat_prefix for m in managers} == {HTTPS}
+    for manager in managers:
+        assert [f.name for f in manager.http_filters] == ["envoy.filters.http.lua", "router"]
+
+
+def test_misdirected_request_lua() -> None:
+    dag = new_dag()
+    add_secure(dag, "Example.com")
+    add_secure(dag, "*.wild.com")
+    wild, exact = (unpack_hcm(c) for c in translate(dag)[HTTPS].filter_chains)
+    code = lua_code(exact)
+    assert 'local target = "example.com"' in code  # lower-cased, as :authority is
+    assert '[":status"] = "421"' in code
+    assert 'string.lower(headers:get(":authority")' in code
+    assert "requestedServerName()" in lua_code(wild)
+
+
+def test_downstream_tls_context() -> None:
+    dag = new_dag()
+    add_secure(
+        dag, "example.com", tls=TLSParams(min_version="1.3", cipher_suites=("ECDHE-RSA-AES128-GCM-SHA256",))
+    )
+    (chain,) = translate(dag)[HTTPS].filter_chains
+    context = unpack_tls(chain)
+    common = context.common_tls_context
+    assert common.tls_params.tls_minimum_protocol_version == tls_common.TlsParameters.TLSv1_3
+    assert common.tls_params.tls_maximum_protocol_version == tls_common.TlsParameters.TLSv1_3
+    assert list(common.tls_params.cipher_suites) == ["ECDHE-RSA-AES128-GCM-SHA256"]
+    assert list(common.alpn_protocols) == ["h2", "http/1.1"]
+    (sds,) = common.tls_certificate_sds_secret_configs
+    assert sds.name == secret_name(SECRET) and sds.sds_config.HasField("ads")
+    assert not common.tls_certificates  # no key material in LDS
+    assert not context.HasField("require_client_certificate")
+
+
+def test_min_tls_version_has_a_floor() -> None:
+    dag = new_dag()
+    add_secure(dag, "example.com", tls=TLSParams(min_version="1.1"))
+    params = unpack_tls(translate(dag)[HTTPS].filter_chains[0]).common_tls_context.tls_params
+    assert params.tls_minimum_protocol_version == tls_common.TlsParameters.TLSv1_2
+
+
+def test_client_validation() -> None:
+    dag = new_dag()
+    add_secure(dag, "example.com", client_validation=CA)
+    context = unpack_tls(translate(dag)[HTTPS].filter_chains[0])
+    assert context.require_client_certificate.value
+    assert context.common_tls_context.validation_context.trusted_ca.inline_bytes == b"ca"
+
+
+def test_passthrough_and_tcp_proxy_vhosts() -> None:
+    dag = new_dag()
+    add_secure(
+        dag, "pass.com", passthrough=True, tcp_proxy=TCPProxy(clusters=(backend("b", 0), backend("a", 0)))
+    )
+    add_secure(
+        dag, "term.com", tcp_proxy=TCPProxy(clusters=(backend("x", 3), backend("y", 0), backend("z", 7)))
+    )
+    passthrough, terminated = translate(dag)[HTTPS].filter_chains
+    assert list(passthrough.filter_chain_match.server_names) == ["pass.com"]
+    assert not passthrough.HasField("transport_socket")  # TLS goes through untouched
+    proxy = unpack_tcp(passthrough)
+    assert proxy.stat_prefix == HTTPS and proxy.idle_timeout.seconds == 9001
+    # All weights zero: every cluster, evenly; sorted by name.
+    entries = [(c.name, c.weight) for c in proxy.weighted_clusters.clusters]
+    assert entries == [(cluster_name(backend("a")), 1), (cluster_name(backend("b")), 1)]
+    # Zero-weight clusters are dropped otherwise (TCP weights cannot be zero).
+    entries = [(c.name, c.weight) for c in unpack_tcp(terminated).weighted_clusters.clusters]
+    assert entries == [(cluster_name(backend("x")), 3), (cluster_name(backend("z")), 7)]
+    assert not unpack_tls(terminated).common_tls_context.alpn_protocols  # the backend picks
+
+
+def test_fallback_certificate_chain() -> None:
+    dag = new_dag()
+    add_secure(dag, "b.com", fallback_certificate=FALLBACK)
+    add_secure(dag, "a.com", fallback_certificate=FALLBACK)
+    add_secure(dag, "c.com")
+    chains = translate(dag)[HTTPS].filter_chains
+    assert [list(c.filter_chain_match.server_names) for c in chains] == [["a.com"], ["b.com"], ["c.com"], []]
+    fallback = chains[-1]
+    assert fallback.name == "fallback-certificate"
+    assert fallback.filter_chain_match.transport_protocol == "tls"
+    manager = unpack_hcm(fallback)
+    assert manager.rds.route_config_name == "ingress_fallbackcert"
+    assert [f.name for f in manager.http_filters] == ["router"]  # no 421 check: it serves many hosts
+    (sds,) = unpack_tls(fallback).common_tls_context.tls_certificate_sds_secret_configs
+    assert sds.name == secret_name(FALLBACK)
+
+
+def test_catch_all_secure_vhost_matches_any_tls() -> None:
+    dag = new_dag()
+    add_secure(dag, "*")
+    (chain,) = translate(dag)[HTTPS].filter_chains
+    assert chain.filter_chain_match.transport_protocol == "tls" and not chain.filter_chain_match.server_names
+    assert [f.name for f in unpack_hcm(chain).http_filters] == ["router"]
+
+
+def test_unservable_secure_vhosts_are_skipped() -> None:
+    dag = new_dag()
+    dag.ensure_secure_virtual_host(HTTPS, "nosecret.com").add_route(prefix())
+    add_secure(dag, "ok.com")
+    chains = translate(dag)[HTTPS].filter_chains
+    assert [list(c.filter_chain_match.server_names) for c in chains] == [["ok.com"]]
+
+
+# -- memoisation -----------------------------------------------------------------------------------
+
+
+def test_unchanged_listeners_keep_their_resources() -> None:
+    def build(extra: str = "") -> DAG:
+        dag = new_dag()
+        dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
+        for i in range(5):
+            add_secure(dag, f"host{i}.com")
+        if extra:
+            add_secure(dag, extra)
+        return dag
+
+    cache = ListenerCache(Config())
+    cache.on_change(build())
+    before = dict(cache.contents())
+    for res in before.values():
+        assert res.message().SerializeToString(deterministic=True) == res.body
+    cache.on_change(build())
+    assert all(cache.contents()[name] is res for name, res in before.items())
+    cache.on_change(build("new.com"))
+    assert cache.contents()[HTTP] is before[HTTP]
+    assert cache.contents()[HTTPS].version != before[HTTPS].version
+    assert len(translate(build("new.com"))[HTTPS].filter_chains) == 6
+
+
+# -- Envoy's verdict -------------------------------------------------------------------------------
+
+
+def _envoy() -> str:
+    from cpx.testing.envoy import envoy_binary  # noqa: PLC0415
+
+    try:
+        return envoy_binary()
+    except FileNotFoundError:
+        pytest.skip("no envoy binary")
+
+
+def _static_cluster(name: str) -> dict[str, Any]:
+    """A cluster of that name with one (closed) endpoint: enough for routes to validate."""
+    endpoint = {"address": {"socket_address": {"address": "127.0.0.1", "port_value": 9}}}
+    assignment = {"cluster_name": name, "endpoints": [{"lb_endpoints": [{"endpoint": endpoint}]}]}
+    return {"name": name, "type": "STATIC", "connect_timeout": "1s", "load_assignment": assignment}
+
+
+def static_bootstrap(dag: DAG, admin_port: int = 0) -> dict[str, Any]:
+    """LDS, RDS and SDS of ``dag`` as one static bootstrap (RDS inlined, SDS as static secrets)."""
+    caches = (ListenerCache(Config()), RouteCache(Config()), SecretCache(Config()))
+    for cache in caches:
+        cache.on_change(dag)
+    listeners, routes, secrets = (
+        {n: json_format.MessageToDict(r.message()) for n, r in c.contents().items()} for c in caches
+    )
+
+    def inline(node: Any) -> None:
+        if isinstance(node, dict):
+            if "rds" in node:
+                node["routeConfig"] = routes[node.pop("rds")["routeConfigName"]]
+            for sds in node.get("tlsCertificateSdsSecretConfigs", ()):
+                sds.pop("sdsConfig")  # a name alone refers to a static secret
+            for value in node.values():
+                inline(value)
+        elif isinstance(node, list):
+            for value in node:
+                inline(value)
+
+    inline(listeners)
+    clusters = {cluster_name(c) for c in dag.clusters()}
+    return {
+        "admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin_port}}},
+        "static_resources": {
+            "listeners": list(listeners.values()),
+            "secrets": list(secrets.values()),
+            "clusters": [_static_cluster(name) for name in sorted(clusters)],
+        },
+    }
+
+
+@pytest.fixture(scope="module")
+def keypair() -> certgen.KeyPair:
+    ca = certgen.new_ca()
+    return certgen.issue(ca, "example.com", dns_names=["example.com", "*.wild.com"])
+
+
+def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair) -> None:
+    envoy = _envoy()
+    secret = Secret(namespace="default", name="tls", cert_pem=keypair.cert_pem, key_pem=keypair.key_pem)
+    ca = Secret(namespace="default", name="ca", ca_pem=keypair.cert_pem)
+    dag = new_dag()
+    vhost = dag.ensure_virtual_host(HTTP, "*.example.com")
+    vhost.add_route(
+        Route(
+            path=PathMatch(kind=PathKind.SEGMENT_PREFIX, value="/api/"),
+            clusters=(backend("a", 1), backend("b", 3)),
+        )
+    )
+    vhost.add_route(
+        Route(path=PathMatch(kind=PathKind.REGEX, value="/v[0-9]+/.*"), clusters=(backend(),), websocket=True)
+    )
+    vhost.add_route(
+        prefix(
+            "/", headers=(HeaderMatch(name="x", kind=HeaderMatchKind.CONTAINS, value="y", ignore_case=True),)
+        )
+    )
+    dag.ensure_virtual_host(HTTP, "*").add_route(prefix(https_redirect=True))
+    add_secure(dag, "example.com", secret=secret, fallback_certificate=secret, client_validation=ca)
+    add_secure(dag, "*.wild.com", secret=secret)
+    add_secure(
+        dag, "pass.com", passthrough=True, tcp_proxy=TCPProxy(clusters=(backend("p", 1), backend("q", 1)))
+    )
+    dag.ensure_listener("tcp", Protocol.TCP, "127.0.0.1", 15432).tcp_proxy = TCPProxy(
+        clusters=(backend("db"),)
+    )
+    dag.prune()
+    path = tmp_path / "bootstrap.json"
+    path.write_text(json.dumps(static_bootstrap(dag)))
+    command = [envoy, "--mode", "validate", "-c", str(path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def _status(port: int, sni: str | None, host: str) -> int:
+    raw = socket.create_connection(("127.0.0.1", port), timeout=5)
+    if sni is not None:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        raw = context.wrap_socket(raw, server_hostname=sni)
+    with raw:
+        raw.sendall(f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        # The status line is enough; waiting for Envoy to close would cost its delayed-close timeout.
+        data = b""
+        while b"\r\n" not in data:
+            chunk = raw.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.split()[1])
+
+
+def test_envoy_serves_sni_and_421(keypair: certgen.KeyPair) -> None:
+    """A real Envoy: Host ports are ignored, a Host other than the SNI gets 421, wildcards take one label."""
+    _envoy()
+    from cpx.testing.envoy import EnvoyProcess, free_port  # noqa: PLC0415
+
+    secret = Secret(namespace="default", name="tls", cert_pem=keypair.cert_pem, key_pem=keypair.key_pem)
+    ok = {"direct_response": DirectResponse(status_code=200, body="ok"), "clusters": ()}
+    dag = DAG()
+    dag.ensure_listener(HTTP, Protocol.HTTP, "127.0.0.1", http_port := free_port())
+    dag.ensure_listener(HTTPS, Protocol.HTTPS, "127.0.0.1", https_port := free_port())
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix(**ok))
+    for fqdn in ("example.com", "*.wild.com"):
+        add_secure(dag, fqdn, secret=secret)
+        dag.ensure_secure_virtual_host(HTTPS, fqdn).add_route(prefix(**ok))
+    with EnvoyProcess(static_bootstrap(dag)) as envoy:
+        from cpx.testing.envoy import wait_for_port  # noqa: PLC0415
+
+        wait_for_port("127.0.0.1", https_port)
+        assert _status(http_port, None, "example.com:8080") == 200
+        assert _status(http_port, None, "other.com") == 404
+        assert _status(https_port, "example.com", "example.com") == 200
+        assert _status(https_port, "example.com", "EXAMPLE.com:443") == 200
+        assert _status(https_port, "example.com", "a.wild.com") == 421
+        assert _status(https_port, "a.wild.com", "a.wild.com") == 200
+        assert _status(https_port, "a.wild.com", "b.wild.com") == 421
+        # Envoy's *.wild.com also takes a.b.wild.com; the :authority regex does not.
+        assert _status(https_port, "a.b.wild.com", "a.b.wild.com") == 404
+        assert envoy.running

@@ -1,0 +1,475 @@
+"""The RDS cache: RouteConfiguration names, virtual hosts, matches, actions and memoisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cpx.xds.routes as routes_module
+import pytest
+from cpx.config import Config
+from cpx.dag.dag import DAG, Protocol
+from cpx.dag.nodes import (
+    Cluster,
+    DirectResponse,
+    Duration,
+    HeaderMatch,
+    HeaderMatchKind,
+    HeadersPolicy,
+    HeaderValue,
+    MirrorPolicy,
+    PathKind,
+    PathMatch,
+    QueryMatch,
+    QueryMatchKind,
+    Redirect,
+    RetryPolicy,
+    Route,
+    Secret,
+    ServicePort,
+    TCPProxy,
+    TimeoutPolicy,
+)
+from cpx.xds import resource
+from cpx.xds.naming import cluster_name
+from cpx.xds.routes import RouteCache
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_components_pb2 as route_components
+from envoy.config.route.v3 import route_pb2 as route_v3
+from envoy.type.v3 import percent_pb2 as percent
+
+HTTP, HTTPS = "ingress_http", "ingress_https"
+SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
+RC = route_components.RedirectAction
+
+
+def backend(name: str = "svc", weight: int = 1, **kwargs: Any) -> Cluster:
+    return Cluster(upstream=ServicePort(namespace="default", name=name, port=80), weight=weight, **kwargs)
+
+
+def prefix(value: str = "/", **kwargs: Any) -> Route:
+    kwargs.setdefault("clusters", (backend(),))
+    return Route(path=PathMatch(kind=PathKind.PREFIX, value=value), **kwargs)
+
+
+def new_dag() -> DAG:
+    dag = DAG()
+    dag.ensure_listener(HTTP, Protocol.HTTP, "0.0.0.0", 8080)
+    dag.ensure_listener(HTTPS, Protocol.HTTPS, "0.0.0.0", 8443)
+    return dag
+
+
+def translate(dag: DAG, cache: RouteCache | None = None) -> dict[str, route_v3.RouteConfiguration]:
+    cache = cache or RouteCache(Config())
+    cache.on_change(dag)
+    out = {}
+    for name, res in cache.contents().items():
+        assert res.name == name and res.type_url == resource.ROUTE
+        msg = route_v3.RouteConfiguration()
+        msg.ParseFromString(res.body)
+        out[name] = msg
+    return out
+
+
+def one_route(route: Route, fqdn: str = "example.com") -> route_components.Route:
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, fqdn).add_route(route)
+    (vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    (envoy_route,) = vhost.routes
+    return envoy_route
+
+
+# -- names and virtual hosts -----------------------------------------------------------------------
+
+
+def test_ingress_http_always_emitted() -> None:
+    configs = translate(DAG())
+    assert list(configs) == ["ingress_http"]
+    assert not configs["ingress_http"].virtual_hosts
+    # Contour stamps requests with their start time.
+    (header,) = configs["ingress_http"].request_headers_to_add
+    assert header.header.key == "x-request-start"
+    assert header.append_action == core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
+
+
+def test_virtual_hosts_sorted_with_domains() -> None:
+    dag = new_dag()
+    for fqdn in ("b.example.com", "*", "a.example.com"):
+        dag.ensure_virtual_host(HTTP, fqdn).add_route(prefix())
+    vhosts = translate(dag)["ingress_http"].virtual_hosts
+    assert [v.name for v in vhosts] == ["*", "a.example.com", "b.example.com"]
+    assert [list(v.domains) for v in vhosts] == [["*"], ["a.example.com"], ["b.example.com"]]
+
+
+def test_long_vhost_name_is_hashed_domain_is_not() -> None:
+    fqdn = "a-very-long-host-name-that-goes-on-and-on." * 2 + "example.com"
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, fqdn).add_route(prefix())
+    (vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    assert len(vhost.name) <= 60 and vhost.name != fqdn
+    assert list(vhost.domains) == [fqdn]
+
+
+def test_wildcard_vhost_restricts_to_one_label() -> None:
+    dag = new_dag()
+    vhost = dag.ensure_virtual_host(HTTP, "*.foo.com")
+    vhost.add_route(prefix("/", headers=(HeaderMatch(name="x-a", kind=HeaderMatchKind.PRESENT),)))
+    vhost.add_route(prefix("/api"))
+    (envoy_vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    assert list(envoy_vhost.domains) == ["*.foo.com"]
+    assert [r.match.prefix for r in envoy_vhost.routes] == ["/api", "/"]
+    for envoy_route in envoy_vhost.routes:
+        authority = envoy_route.match.headers[0]  # ":authority" sorts before other names
+        assert authority.name == ":authority"
+        assert authority.string_match.safe_regex.regex == r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.foo\.com"
+    assert [h.name for h in envoy_vhost.routes[1].match.headers] == [":authority", "x-a"]
+
+
+def test_secure_vhosts_get_their_own_configs() -> None:
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
+    for fqdn in ("example.com", "other.com"):
+        svh = dag.ensure_secure_virtual_host(HTTPS, fqdn)
+        svh.secret = SECRET
+        svh.add_route(prefix("/secure"))
+    tcp = dag.ensure_secure_virtual_host(HTTPS, "tcp.com")
+    tcp.passthrough, tcp.tcp_proxy = True, TCPProxy(clusters=(backend(),))
+    configs = translate(dag)
+    assert list(configs) == ["https/example.com", "https/other.com", "ingress_http"]
+    (vhost,) = configs["https/other.com"].virtual_hosts
+    assert vhost.name == "other.com" and vhost.routes[0].match.prefix == "/secure"
+
+
+def test_fallback_config_holds_vhosts_with_fallback_certificate() -> None:
+    dag = new_dag()
+    for fqdn, fallback in (("b.com", True), ("a.com", True), ("c.com", False)):
+        svh = dag.ensure_secure_virtual_host(HTTPS, fqdn)
+        svh.secret = SECRET
+        svh.fallback_certificate = SECRET if fallback else None
+        svh.add_route(prefix())
+    configs = translate(dag)
+    assert [v.name for v in configs["ingress_fallbackcert"].virtual_hosts] == ["a.com", "b.com"]
+
+
+def test_gateway_listener_names() -> None:
+    dag = DAG()
+    listener = dag.ensure_listener("gw-http", Protocol.HTTP, "0.0.0.0", 80)
+    listener.route_config_prefix = "gateway/http"
+    dag.ensure_virtual_host("gw-http", "example.com").add_route(prefix())
+    secure = dag.ensure_listener("gw-https", Protocol.HTTPS, "0.0.0.0", 443)
+    secure.route_config_prefix = "gateway/https"
+    svh = dag.ensure_secure_virtual_host("gw-https", "example.com")
+    svh.secret = SECRET
+    svh.add_route(prefix())
+    # No static ingress_http in Gateway mode.
+    assert list(translate(dag)) == ["gateway/http", "gateway/https/example.com"]
+
+
+# -- matches ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "field", "expected"),
+    [
+        (PathKind.PREFIX, "/foo/", "prefix", "/foo/"),
+        (PathKind.SEGMENT_PREFIX, "/foo/", "path_separated_prefix", "/foo"),
+        (PathKind.SEGMENT_PREFIX, "/foo", "path_separated_prefix", "/foo"),
+        (PathKind.SEGMENT_PREFIX, "/", "prefix", "/"),
+        (PathKind.EXACT, "/foo", "path", "/foo"),
+    ],
+)
+def test_path_matches(kind: PathKind, value: str, field: str, expected: str) -> None:
+    match = one_route(Route(path=PathMatch(kind=kind, value=value), clusters=(backend(),))).match
+    assert match.WhichOneof("path_specifier") == field
+    assert getattr(match, field) == expected
+
+
+def test_regex_path_is_anchored_re2() -> None:
+    match = one_route(
+        Route(path=PathMatch(kind=PathKind.REGEX, value="/v[0-9]+/.*"), clusters=(backend(),))
+    ).match
+    assert match.safe_regex.regex == "^/v[0-9]+/.*"
+    assert not match.safe_regex.HasField("google_re2")  # deprecated; RE2 is the default engine
+
+
+def test_header_matchers() -> None:
+    headers = (
+        HeaderMatch(name="a-exact", kind=HeaderMatchKind.EXACT, value="v", ignore_case=True),
+        HeaderMatch(name="b-regex", kind=HeaderMatchKind.REGEX, value="v.*"),
+        HeaderMatch(name="c-contains", kind=HeaderMatchKind.CONTAINS, value="v", invert=True),
+        HeaderMatch(name="d-prefix", kind=HeaderMatchKind.PREFIX, value="p"),
+        HeaderMatch(name="e-suffix", kind=HeaderMatchKind.SUFFIX, value="s", treat_missing_as_empty=True),
+        HeaderMatch(name="f-present", kind=HeaderMatchKind.PRESENT, invert=True),
+    )
+    matchers = one_route(prefix("/", headers=tuple(reversed(headers)))).match.headers
+    assert [m.name for m in matchers] == [h.name for h in headers]
+    exact, regex, contains, pre, suf, present = matchers
+    assert exact.string_match.exact == "v" and exact.string_match.ignore_case
+    assert regex.string_match.safe_regex.regex == "v.*"
+    assert contains.string_match.contains == "v" and contains.invert_match
+    assert pre.string_match.prefix == "p"
+    assert suf.string_match.suffix == "s" and suf.treat_missing_header_as_empty
+    assert present.present_match and present.invert_match
+
+
+def test_query_matchers() -> None:
+    query = (
+        QueryMatch(name="a", kind=QueryMatchKind.EXACT, value="1", ignore_case=True),
+        QueryMatch(name="b", kind=QueryMatchKind.REGEX, value="[0-9]"),
+        QueryMatch(name="c", kind=QueryMatchKind.PREFIX, value="p"),
+        QueryMatch(name="d", kind=QueryMatchKind.SUFFIX, value="s"),
+        QueryMatch(name="e", kind=QueryMatchKind.CONTAINS, value="c"),
+        QueryMatch(name="f", kind=QueryMatchKind.PRESENT),
+    )
+    matchers = one_route(prefix("/", query=tuple(reversed(query)))).match.query_parameters
+    assert [m.name for m in matchers] == ["a", "b", "c", "d", "e", "f"]
+    a, b, c, d, e, f = matchers
+    assert a.string_match.exact == "1" and a.string_match.ignore_case
+    assert b.string_match.safe_regex.regex == "[0-9]"
+    assert c.string_match.prefix == "p" and d.string_match.suffix == "s" and e.string_match.contains == "c"
+    assert f.present_match
+
+
+def test_routes_sorted_per_contour() -> None:
+    dag = new_dag()
+    vhost = dag.ensure_virtual_host(HTTP, "example.com")
+    vhost.add_route(prefix("/"))
+    vhost.add_route(Route(path=PathMatch(kind=PathKind.EXACT, value="/exact"), clusters=(backend(),)))
+    vhost.add_route(prefix("/api"))
+    vhost.add_route(Route(path=PathMatch(kind=PathKind.SEGMENT_PREFIX, value="/api"), clusters=(backend(),)))
+    vhost.add_route(
+        prefix("/api", headers=(HeaderMatch(name=":method", kind=HeaderMatchKind.EXACT, value="GET"),))
+    )
+    (envoy_vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    summary = [(r.match.WhichOneof("path_specifier"), len(r.match.headers)) for r in envoy_vhost.routes]
+    assert summary == [
+        ("path", 0),
+        ("path_separated_prefix", 0),
+        ("prefix", 1),  # same string prefix: the :method match first
+        ("prefix", 0),
+        ("prefix", 0),
+    ]
+    assert envoy_vhost.routes[-1].match.prefix == "/"
+
+
+# -- actions ---------------------------------------------------------------------------------------
+
+
+def test_single_cluster() -> None:
+    action = one_route(prefix()).route
+    assert action.cluster == cluster_name(backend())
+    assert not action.HasField("timeout") and not action.HasField("retry_policy")
+
+
+def test_weighted_clusters_sorted_by_name_then_weight() -> None:
+    clusters = (backend("c", 10), backend("a", 30), backend("b", 60))
+    entries = one_route(prefix(clusters=clusters)).route.weighted_clusters.clusters
+    assert [(e.name, e.weight.value) for e in entries] == [
+        (cluster_name(backend("a")), 30),
+        (cluster_name(backend("b")), 60),
+        (cluster_name(backend("c")), 10),
+    ]
+
+
+def test_all_zero_weights_split_evenly() -> None:
+    entries = one_route(prefix(clusters=(backend("a", 0), backend("b", 0)))).route.weighted_clusters.clusters
+    assert [e.weight.value for e in entries] == [1, 1]
+    # Some zero weights are kept as they are (that backend gets no traffic).
+    entries = one_route(prefix(clusters=(backend("a", 0), backend("b", 5)))).route.weighted_clusters.clusters
+    assert [e.weight.value for e in entries] == [0, 5]
+
+
+def test_per_cluster_headers_on_weighted_entries() -> None:
+    policy = HeadersPolicy(
+        set=(HeaderValue(name="x-set", value="1"),), remove=("x-gone",), host_rewrite="up.local"
+    )
+    response = HeadersPolicy(add=(HeaderValue(name="x-add", value="2"),))
+    # One cluster with its own header policy still needs the weighted form (Contour's rule).
+    action = one_route(prefix(clusters=(backend(request_headers=policy, response_headers=response),))).route
+    (entry,) = action.weighted_clusters.clusters
+    assert entry.request_headers_to_add[0].header.key == "x-set"
+    assert list(entry.request_headers_to_remove) == ["x-gone"]
+    assert entry.host_rewrite_literal == "up.local"
+    assert (
+        entry.response_headers_to_add[0].append_action == core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
+    )
+
+
+def test_no_clusters_answers_503() -> None:
+    envoy_route = one_route(prefix(clusters=()))
+    assert envoy_route.WhichOneof("action") == "direct_response"
+    assert envoy_route.direct_response.status == 503
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (301, RC.MOVED_PERMANENTLY),
+        (302, RC.FOUND),
+        (303, RC.SEE_OTHER),
+        (307, RC.TEMPORARY_REDIRECT),
+        (308, RC.PERMANENT_REDIRECT),
+    ],
+)
+def test_redirect_codes(code: int, expected: int) -> None:
+    assert one_route(prefix(redirect=Redirect(status_code=code))).redirect.response_code == expected
+
+
+def test_redirect_fields() -> None:
+    full = Redirect(scheme="https", hostname="new.com", port=8443, path="/new", status_code=301)
+    redirect = one_route(prefix(redirect=full)).redirect
+    assert (redirect.scheme_redirect, redirect.host_redirect, redirect.port_redirect) == (
+        "https",
+        "new.com",
+        8443,
+    )
+    assert redirect.path_redirect == "/new"
+    assert one_route(prefix(redirect=Redirect(prefix="/p"))).redirect.prefix_rewrite == "/p"
+
+
+def test_direct_response() -> None:
+    envoy_route = one_route(prefix(direct_response=DirectResponse(status_code=418, body="teapot")))
+    assert envoy_route.direct_response.status == 418
+    assert envoy_route.direct_response.body.inline_string == "teapot"
+    assert not one_route(prefix(direct_response=DirectResponse(status_code=204))).direct_response.HasField(
+        "body"
+    )
+
+
+def test_https_redirect_only_on_insecure_vhost() -> None:
+    dag = new_dag()
+    route = prefix(https_redirect=True)
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(route)
+    svh = dag.ensure_secure_virtual_host(HTTPS, "example.com")
+    svh.secret = SECRET
+    svh.add_route(route)
+    configs = translate(dag)
+    insecure = configs["ingress_http"].virtual_hosts[0].routes[0]
+    assert insecure.redirect.https_redirect and insecure.redirect.response_code == RC.MOVED_PERMANENTLY
+    secure = configs["https/example.com"].virtual_hosts[0].routes[0]
+    assert secure.route.cluster == cluster_name(backend())
+
+
+def test_timeouts() -> None:
+    infinite = one_route(prefix(timeout_policy=TimeoutPolicy(response=Duration(seconds=None)))).route
+    assert infinite.HasField("timeout") and infinite.timeout.ToTimedelta().total_seconds() == 0
+    timed = one_route(
+        prefix(timeout_policy=TimeoutPolicy(response=Duration(seconds=2.5), idle=Duration(seconds=60)))
+    )
+    assert timed.route.timeout.ToMilliseconds() == 2500
+    assert timed.route.idle_timeout.seconds == 60
+
+
+def test_retry_policy() -> None:
+    policy = RetryPolicy(
+        retry_on="5xx,gateway-error",
+        num_retries=3,
+        per_try_timeout=Duration(seconds=1),
+        retriable_status_codes=(502, 503),
+    )
+    retry = one_route(prefix(retry_policy=policy)).route.retry_policy
+    assert retry.retry_on == "5xx,gateway-error" and retry.num_retries.value == 3
+    assert retry.per_try_timeout.seconds == 1 and list(retry.retriable_status_codes) == [502, 503]
+    # No retry_on: no policy at all (Contour's rule); zero retries leave Envoy's default.
+    assert not one_route(prefix(retry_policy=RetryPolicy(retry_on=""))).route.HasField("retry_policy")
+    assert not one_route(prefix(retry_policy=RetryPolicy(num_retries=0))).route.retry_policy.HasField(
+        "num_retries"
+    )
+
+
+def test_websocket_and_prefix_rewrite() -> None:
+    action = one_route(prefix(websocket=True, prefix_rewrite="/new")).route
+    assert [u.upgrade_type for u in action.upgrade_configs] == ["websocket"]
+    assert action.prefix_rewrite == "/new"
+    assert not one_route(prefix()).route.upgrade_configs
+
+
+def test_route_header_policies() -> None:
+    request = HeadersPolicy(
+        set=(HeaderValue(name="x-b", value="2"), HeaderValue(name="x-a", value="1")),
+        add=(HeaderValue(name="x-c", value="3"),),
+        remove=("x-drop",),
+        host_rewrite="backend.local",
+    )
+    response = HeadersPolicy(set=(HeaderValue(name="x-r", value="r"),), remove=("server",))
+    envoy_route = one_route(prefix(request_headers=request, response_headers=response))
+    added = [(h.header.key, h.append_action) for h in envoy_route.request_headers_to_add]
+    overwrite = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+    append = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
+    assert added == [("x-a", overwrite), ("x-b", overwrite), ("x-c", append)]
+    assert list(envoy_route.request_headers_to_remove) == ["x-drop"]
+    assert [h.header.key for h in envoy_route.response_headers_to_add] == ["x-r"]
+    assert list(envoy_route.response_headers_to_remove) == ["server"]
+    assert envoy_route.route.host_rewrite_literal == "backend.local"
+    by_header = one_route(prefix(request_headers=HeadersPolicy(host_rewrite_header="x-host"))).route
+    assert by_header.host_rewrite_header == "x-host"
+
+
+def test_mirrors() -> None:
+    mirrors = (MirrorPolicy(cluster=backend("m1")), MirrorPolicy(cluster=backend("m2"), percent=12.5))
+    policies = one_route(prefix(mirrors=mirrors)).route.request_mirror_policies
+    assert [p.cluster for p in policies] == [cluster_name(backend("m1")), cluster_name(backend("m2"))]
+    full, partial = (p.runtime_fraction.default_value for p in policies)
+    assert (full.numerator, full.denominator) == (100, percent.FractionalPercent.HUNDRED)
+    assert (partial.numerator, partial.denominator) == (125_000, percent.FractionalPercent.MILLION)
+
+
+# -- memoisation -----------------------------------------------------------------------------------
+
+
+def big_dag(changed: str = "") -> DAG:
+    dag = new_dag()
+    for v in range(20):
+        vhost = dag.ensure_virtual_host(HTTP, f"host{v}.example.com")
+        for r in range(5):
+            vhost.add_route(prefix(f"/p{r}", clusters=(backend(f"svc{r}"),)))
+    svh = dag.ensure_secure_virtual_host(HTTPS, "secure.com")
+    svh.secret = SECRET
+    svh.add_route(prefix("/s" + changed))
+    return dag
+
+
+def test_body_is_canonical_serialisation() -> None:
+    cache = RouteCache(Config())
+    cache.on_change(big_dag())
+    for res in cache.contents().values():
+        assert res.message().SerializeToString(deterministic=True) == res.body
+
+
+def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Route] = []
+    real = routes_module.build_route
+
+    def counting(route: Route, *args: Any) -> route_components.Route:
+        calls.append(route)
+        return real(route, *args)
+
+    monkeypatch.setattr(routes_module, "build_route", counting)
+    cache = RouteCache(Config())
+    cache.on_change(big_dag())
+    assert len(calls) == 101
+    before = dict(cache.contents())
+    calls.clear()
+    cache.on_change(big_dag())  # equal values, new objects
+    assert calls == []
+    assert all(cache.contents()[name] is res for name, res in before.items())
+
+    # One route changes in one virtual host: only that route is translated again.
+    changed = big_dag()
+    changed.ensure_virtual_host(HTTP, "host7.example.com").add_route(prefix("/new"))
+    cache.on_change(changed)
+    assert [r.path.value for r in calls] == ["/new"]
+    after = cache.contents()
+    assert after["https/secure.com"] is before["https/secure.com"]
+    assert after["ingress_http"].version != before["ingress_http"].version
+    vhosts = translate(changed)["ingress_http"].virtual_hosts
+    assert route_v3.RouteConfiguration.FromString(after["ingress_http"].body).virtual_hosts == vhosts
+
+
+def test_removed_resources_disappear() -> None:
+    cache = RouteCache(Config())
+    cache.on_change(big_dag())
+    assert "https/secure.com" in cache.contents()
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, "only.com").add_route(prefix())
+    cache.on_change(dag)
+    assert list(cache.contents()) == ["ingress_http"]
