@@ -1,0 +1,8 @@
+"""``python -m cpx``: the same as the ``cpx`` command."""
+
+from __future__ import annotations
+
+from cpx.cli import main
+
+if __name__ == "__main__":
+    main()
