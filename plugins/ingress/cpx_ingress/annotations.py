@@ -60,6 +60,9 @@ _INT32_MAX = 2**31 - 1
 _GO_COMPONENT = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 
 
+_GO_MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
+
+
 def parse_go_duration(text: str) -> float:
     """Seconds in a Go duration string; raises ValueError (negative durations included)."""
     s = text.strip()
@@ -77,6 +80,9 @@ def parse_go_duration(text: str) -> float:
             raise ValueError(f"invalid duration {text!r}")
         total += float(m.group(1)) * _GO_UNITS[m.group(2)]
         pos = m.end()
+    if total > _GO_MAX_DURATION_SECONDS:
+        # Go's time.ParseDuration refuses it too; Envoy would NACK the whole route table.
+        raise ValueError(f"duration {text!r} is out of range (at most about 2562047h)")
     return total
 
 
