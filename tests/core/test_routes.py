@@ -120,7 +120,7 @@ def test_wildcard_vhost_restricts_to_one_label() -> None:
     for envoy_route in envoy_vhost.routes:
         authority = envoy_route.match.headers[0]  # ":authority" sorts before other names
         assert authority.name == ":authority"
-        assert authority.string_match.safe_regex.regex == r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.foo\.com"
+        assert authority.string_match.safe_regex.regex == r"(?i)^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.foo\.com"
     assert [h.name for h in envoy_vhost.routes[1].match.headers] == [":authority", "x-a"]
 
 

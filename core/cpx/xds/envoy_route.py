@@ -32,7 +32,8 @@ from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
 
 AUTHORITY_HEADER = ":authority"
 # Contour's singleDNSLabelWildcardRegex: a wildcard host name matches exactly one DNS label.
-_SINGLE_LABEL = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+# Case-insensitive, unlike Contour's: Host names are, and Envoy's domain match already is.
+_SINGLE_LABEL = "(?i)^[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 
 _REDIRECT_CODES = {
     301: route_components.RedirectAction.MOVED_PERMANENTLY,

@@ -167,6 +167,7 @@ def test_wildcard_host_matches_one_label(stack: Stack) -> None:
     )
     assert stack.backend_of("/", "a.wild.test") == "wild"
     assert stack.backend_of("/", "a.wild.test:80") == "wild"
+    assert stack.backend_of("/", "A.Wild.TEST") == "wild"  # Host names are case-insensitive
     assert stack.backend_of("/", "x.wild.test") == "foo"  # an exact host wins over the wildcard
     assert stack.backend_of("/", "a.b.wild.test") == 404
     assert stack.backend_of("/", "wild.test") == 404
