@@ -1,0 +1,228 @@
+"""The xDS gRPC server: ADS and the per-type services, SotW and delta, on grpc.aio.
+
+All Envoys share one :class:`~cpx.xds.resource.Snapshot`. Each stream is two coroutines (no thread
+per stream): a reader that applies requests to the stream's state and a writer that sends what the
+state calls for whenever it is woken by a request or by :meth:`XdsServer.set_snapshot`. Responses
+are wire bytes joined from the pre-serialised resources (:mod:`cpx.xds.wire`); the gRPC method
+handlers pass them through without re-encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2
+from google.protobuf.message import DecodeError
+
+from cpx.xds import wire
+from cpx.xds.counters import XdsCounters, XdsMetrics
+from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
+from cpx.xds.streams import DeltaStream, ProtocolError, SotwStream, Stream, StreamHub
+from cpx.xds.tls import ServerTLS
+
+__all__ = ["ServerTLS", "XdsCounters", "XdsMetrics", "XdsServer"]
+
+log = logging.getLogger("cpx.xds")
+
+ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+# The per-type services Contour registers: (service, method noun, type URL).
+PER_TYPE_SERVICES = (
+    ("envoy.service.cluster.v3.ClusterDiscoveryService", "Clusters", CLUSTER),
+    ("envoy.service.endpoint.v3.EndpointDiscoveryService", "Endpoints", ENDPOINT),
+    ("envoy.service.secret.v3.SecretDiscoveryService", "Secrets", SECRET),
+    ("envoy.service.listener.v3.ListenerDiscoveryService", "Listeners", LISTENER),
+    ("envoy.service.route.v3.RouteDiscoveryService", "Routes", ROUTE),
+)
+
+_SERVER_OPTIONS = (
+    # Contour's grpc.MaxConcurrentStreams(1 << 20): one connection may carry every xDS stream.
+    ("grpc.max_concurrent_streams", 1 << 20),
+    # Delta reconnects list every resource held in initial_resource_versions.
+    ("grpc.max_receive_message_length", 64 << 20),
+    # Contour's keepalive (60 s, 20 s timeout): notice dead Envoys behind silent NATs.
+    ("grpc.keepalive_time_ms", 60_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    # Two servers on one port would split the Envoys between them; fail the bind instead.
+    ("grpc.so_reuseport", 0),
+)
+
+Handler = Callable[[AsyncIterator[Any], Any], AsyncIterator[bytes]]
+
+
+def _passthrough(data: bytes) -> bytes:
+    return data
+
+
+def _target(address: str, port: int) -> str:
+    return f"[{address}]:{port}" if ":" in address and not address.startswith("[") else f"{address}:{port}"
+
+
+async def _read(stream: Stream, requests: AsyncIterator[Any]) -> None:
+    try:
+        async for request in requests:
+            stream.on_request(request)
+            stream.wake.set()
+    finally:
+        stream.wake.set()  # the writer notices the end (or the failure) of the request stream
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    # The writer reports the reader's failure; this only keeps asyncio from logging it twice.
+    if not task.cancelled():
+        task.exception()
+
+
+class XdsServer:
+    """Serves one shared snapshot to every Envoy over ADS and per-type xDS, SotW and delta.
+
+    Until the first :meth:`set_snapshot`, streams are accepted but not answered (Contour's
+    initial-sync gate: Envoy must not start from a partial configuration).
+    """
+
+    def __init__(
+        self, *, address: str, port: int, tls: ServerTLS | None = None, metrics: XdsMetrics | None = None
+    ) -> None:
+        self._address = address
+        self._port = port
+        self._tls = tls
+        self._hub = StreamHub(metrics if metrics is not None else XdsCounters())
+        self._server: grpc.aio.Server | None = None
+
+    @property
+    def snapshot(self) -> Snapshot | None:
+        return self._hub.snapshot
+
+    @property
+    def metrics(self) -> XdsMetrics:
+        return self._hub.metrics
+
+    async def start(self) -> int:
+        """Bind and start serving; returns the bound port (an ephemeral one when ``port`` is 0)."""
+        server = grpc.aio.server(options=_SERVER_OPTIONS)
+        for service, handlers in self._services().items():
+            server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
+            server.add_registered_method_handlers(service, handlers)
+        target = _target(self._address, self._port)
+        if self._tls is not None:
+            port = server.add_secure_port(target, self._tls.credentials())
+        else:
+            port = server.add_insecure_port(target)
+        await server.start()
+        self._server = server
+        return int(port)
+
+    def set_snapshot(self, snapshot: Snapshot) -> None:
+        """Serve ``snapshot`` from now on and wake every stream (call on the event loop thread)."""
+        self._hub.set_snapshot(snapshot)
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """End every stream (Envoy reconnects elsewhere or later) and stop within ``grace``."""
+        self._hub.stopping = True
+        self._hub.wake_all()
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+
+    # --- gRPC wiring ---------------------------------------------------------------------
+
+    def _services(self) -> dict[str, dict[str, grpc.RpcMethodHandler]]:
+        services = {
+            ADS_SERVICE: {
+                "StreamAggregatedResources": self._stream_handler(SotwStream, None),
+                "DeltaAggregatedResources": self._stream_handler(DeltaStream, None),
+            }
+        }
+        for service, noun, type_url in PER_TYPE_SERVICES:
+            services[service] = {
+                f"Stream{noun}": self._stream_handler(SotwStream, type_url),
+                f"Delta{noun}": self._stream_handler(DeltaStream, type_url),
+                f"Fetch{noun}": self._fetch_handler(type_url),
+            }
+        return services
+
+    def _stream_handler(
+        self, kind: type[SotwStream | DeltaStream], fixed_type: str | None
+    ) -> grpc.RpcMethodHandler:
+        request_class = (
+            discovery_pb2.DiscoveryRequest if kind is SotwStream else discovery_pb2.DeltaDiscoveryRequest
+        )
+
+        async def handle(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[bytes]:
+            stream = kind(self._hub, fixed_type, peer=str(context.peer()))
+            async for out in self._serve(stream, requests, context):
+                yield out
+
+        return grpc.stream_stream_rpc_method_handler(
+            handle, request_deserializer=request_class.FromString, response_serializer=_passthrough
+        )
+
+    def _fetch_handler(self, type_url: str) -> grpc.RpcMethodHandler:
+        async def fetch(request: Any, context: Any) -> bytes:
+            snapshot = self._hub.snapshot
+            if snapshot is None:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, "no configuration yet")
+            assert snapshot is not None
+            self._hub.metrics.xds_requests.labels(type_url=type_url).inc()
+            snap = snapshot.get(type_url)
+            names = frozenset(request.resource_names) - {"*"}
+            resources = self._hub.cache.resources(snap, names or None)
+            self._hub.count_response(type_url)
+            return wire.sotw_response(snap.version, type_url, resources, "")
+
+        return grpc.unary_unary_rpc_method_handler(
+            fetch,
+            request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
+            response_serializer=_passthrough,
+        )
+
+    # --- one stream ----------------------------------------------------------------------
+
+    async def _serve(
+        self, stream: Stream, requests: AsyncIterator[Any], context: Any
+    ) -> AsyncIterator[bytes]:
+        hub = self._hub
+        hub.add(stream)
+        reader = asyncio.create_task(_read(stream, requests))
+        reader.add_done_callback(_retrieve)
+        failure: tuple[grpc.StatusCode, str] | None = None
+        try:
+            while True:
+                await stream.wake.wait()
+                stream.wake.clear()
+                if reader.done() or hub.stopping:
+                    break
+                snapshot = hub.snapshot
+                if snapshot is None:
+                    continue  # initial-sync gate: requests are recorded, answered later
+                for out in stream.responses(snapshot):
+                    yield out
+            failure = self._reader_failure(stream, reader)
+        except Exception:
+            # A bug must cost this stream only, never the server or the other Envoys.
+            log.exception("xDS stream from %s failed", stream.node_id or stream.peer)
+            failure = (grpc.StatusCode.INTERNAL, "internal error")
+        finally:
+            reader.cancel()
+            hub.remove(stream)
+        if failure is not None:
+            await context.abort(*failure)
+
+    @staticmethod
+    def _reader_failure(stream: Stream, reader: asyncio.Task[None]) -> tuple[grpc.StatusCode, str] | None:
+        if not reader.done() or reader.cancelled():
+            return None
+        error = reader.exception()
+        if error is None:
+            return None  # the client closed its side
+        if isinstance(error, ProtocolError | DecodeError):
+            log.warning("closing xDS stream from %s: %s", stream.node_id or stream.peer, error)
+            return (grpc.StatusCode.INVALID_ARGUMENT, str(error))
+        if isinstance(error, grpc.RpcError | asyncio.CancelledError):
+            return None  # the transport went away; nothing to tell the client
+        log.error("xDS stream from %s failed", stream.node_id or stream.peer, exc_info=error)
+        return (grpc.StatusCode.INTERNAL, "internal error")

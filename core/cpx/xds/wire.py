@@ -1,0 +1,121 @@
+"""Protobuf wire bytes of discovery responses, assembled from pre-serialised resources.
+
+Every :class:`~cpx.xds.resource.Resource` already holds its serialised body, so a response is a
+join of small cached headers and those bodies: no message object is built or encoded per stream.
+Only length-delimited fields are written, which keeps the encoder to a few lines; field order on
+the wire does not matter to protobuf parsers.
+
+Field numbers (``envoy/service/discovery/v3/discovery.proto``, ``google/protobuf/any.proto``):
+
+- ``DiscoveryResponse``: version_info 1, resources 2 (Any), type_url 4, nonce 5
+- ``DeltaDiscoveryResponse``: system_version_info 1, resources 2 (Resource), type_url 4, nonce 5,
+  removed_resources 6
+- ``Resource``: version 1, resource 2 (Any), name 3
+- ``Any``: type_url 1, value 2
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+
+import attrs
+
+from cpx.xds.resource import Resource, TypeSnapshot
+
+# How many distinct named subsets of one type version are kept (Envoys behind one control plane
+# usually request identical EDS/RDS sets, so one or two entries serve the whole fleet).
+_MAX_NAMED_VARIANTS = 8
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _key(field: int) -> bytes:
+    return varint((field << 3) | 2)  # wire type 2: length-delimited
+
+
+def field(number: int, data: bytes) -> bytes:
+    return _key(number) + varint(len(data)) + data
+
+
+def string_field(number: int, text: str) -> bytes:
+    return field(number, text.encode())
+
+
+def _any_prefix(type_url: str, body_len: int) -> tuple[bytes, int]:
+    """The bytes of an ``Any`` before its value, and the length of the whole ``Any``."""
+    head = string_field(1, type_url) + _key(2) + varint(body_len)
+    return head, len(head) + body_len
+
+
+# Headers depend on a few small values, never on the body itself, so they are cheap to cache
+# and the bodies are joined in without being copied into the cache.
+@functools.lru_cache(maxsize=1 << 16)
+def sotw_header(type_url: str, body_len: int) -> bytes:
+    """``DiscoveryResponse.resources`` entry up to the resource body."""
+    head, any_len = _any_prefix(type_url, body_len)
+    return _key(2) + varint(any_len) + head
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def delta_header(type_url: str, name: str, version: str, body_len: int) -> bytes:
+    """``DeltaDiscoveryResponse.resources`` entry (an xDS ``Resource``) up to the resource body."""
+    head, any_len = _any_prefix(type_url, body_len)
+    resource_head = string_field(3, name) + string_field(1, version) + _key(2) + varint(any_len) + head
+    return _key(2) + varint(len(resource_head) + body_len) + resource_head
+
+
+def sotw_resources(type_url: str, resources: Iterable[Resource]) -> bytes:
+    parts: list[bytes] = []
+    for res in resources:
+        parts.append(sotw_header(type_url, len(res.body)))
+        parts.append(res.body)
+    return b"".join(parts)
+
+
+def sotw_response(version: str, type_url: str, resources: bytes, nonce: str) -> bytes:
+    return b"".join((string_field(1, version), resources, string_field(4, type_url), string_field(5, nonce)))
+
+
+def delta_response(
+    system_version: str, type_url: str, resources: Iterable[Resource], removed: Iterable[str], nonce: str
+) -> bytes:
+    parts = [string_field(1, system_version), string_field(4, type_url), string_field(5, nonce)]
+    for res in resources:
+        parts.append(delta_header(type_url, res.name, res.version, len(res.body)))
+        parts.append(res.body)
+    parts.extend(string_field(6, name) for name in removed)
+    return b"".join(parts)
+
+
+@attrs.define(eq=False)
+class ResponseCache:
+    """Encoded ``resources`` fields of SotW responses, per type at its current version.
+
+    A wildcard (LDS/CDS) response is the same for every stream, so it is encoded once per type
+    version; named (EDS/RDS/SDS) subsets are cached the same way, up to a few variants.
+    """
+
+    _by_type: dict[str, tuple[str, dict[frozenset[str] | None, bytes]]] = attrs.field(factory=dict)
+
+    def resources(self, snap: TypeSnapshot, names: frozenset[str] | None) -> bytes:
+        """All resources of ``snap`` (``names is None``) or those of ``names`` that exist."""
+        entry = self._by_type.get(snap.type_url)
+        if entry is None or entry[0] != snap.version:
+            entry = (snap.version, {})
+            self._by_type[snap.type_url] = entry
+        variants = entry[1]
+        found = variants.get(names)
+        if found is None:
+            selected = snap.resources.keys() if names is None else names & snap.resources.keys()
+            found = sotw_resources(snap.type_url, (snap.resources[n] for n in sorted(selected)))
+            if len(variants) < _MAX_NAMED_VARIANTS:
+                variants[names] = found
+        return found

@@ -1,0 +1,624 @@
+"""The xDS server against raw gRPC clients: SotW and delta, ADS and per-type, mTLS, many streams."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import time
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import grpc
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import address_pb2, config_source_pb2
+from envoy.config.endpoint.v3 import endpoint_components_pb2, endpoint_pb2
+from envoy.config.listener.v3 import listener_pb2
+from envoy.config.route.v3 import route_components_pb2, route_pb2
+from envoy.service.cluster.v3 import cds_pb2_grpc
+from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
+from envoy.service.endpoint.v3 import eds_pb2_grpc
+from envoy.service.listener.v3 import lds_pb2_grpc
+from google.protobuf import any_pb2, duration_pb2
+
+from cpx.xds import wire
+from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
+from cpx.xds.server import ServerTLS, XdsCounters, XdsServer
+
+ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+QUIET = 0.3  # how long "nothing arrives" is watched
+
+
+# --- resources -----------------------------------------------------------------------------
+
+
+def cluster(name: str, timeout: int = 1) -> Resource:
+    msg = cluster_pb2.Cluster(
+        name=name,
+        type=cluster_pb2.Cluster.EDS,
+        connect_timeout=duration_pb2.Duration(seconds=timeout),
+        eds_cluster_config=cluster_pb2.Cluster.EdsClusterConfig(
+            service_name=f"eds/{name}",
+            eds_config=config_source_pb2.ConfigSource(ads=config_source_pb2.AggregatedConfigSource()),
+        ),
+    )
+    return Resource.from_message(name, CLUSTER, msg)
+
+
+def cla(name: str, ip: str = "10.0.0.1") -> Resource:
+    sock = address_pb2.SocketAddress(address=ip, port_value=80)
+    endpoint = endpoint_components_pb2.Endpoint(address=address_pb2.Address(socket_address=sock))
+    msg = endpoint_pb2.ClusterLoadAssignment(
+        cluster_name=name,
+        endpoints=[
+            endpoint_components_pb2.LocalityLbEndpoints(
+                lb_endpoints=[endpoint_components_pb2.LbEndpoint(endpoint=endpoint)]
+            )
+        ],
+    )
+    return Resource.from_message(name, ENDPOINT, msg)
+
+
+def listener(name: str, port: int = 8080) -> Resource:
+    sock = address_pb2.SocketAddress(address="0.0.0.0", port_value=port)
+    return Resource.from_message(
+        name, LISTENER, listener_pb2.Listener(name=name, address=address_pb2.Address(socket_address=sock))
+    )
+
+
+def route(name: str, domain: str = "example.com") -> Resource:
+    vhost = route_components_pb2.VirtualHost(name="vh", domains=[domain])
+    return Resource.from_message(name, ROUTE, route_pb2.RouteConfiguration(name=name, virtual_hosts=[vhost]))
+
+
+def snapshot(*resources: Resource) -> Snapshot:
+    by_type: dict[str, dict[str, Resource]] = {t: {} for t in PUSH_ORDER}
+    for res in resources:
+        by_type[res.type_url][res.name] = res
+    return Snapshot({t: TypeSnapshot.of(t, named) for t, named in by_type.items()})
+
+
+def base(**changes: Resource) -> Snapshot:
+    """Clusters c1, c2 (EDS eds/c1, eds/c2), listener l1, route r1; ``changes`` replace by key."""
+    parts = {
+        "c1": cluster("c1"),
+        "c2": cluster("c2"),
+        "e1": cla("eds/c1"),
+        "e2": cla("eds/c2"),
+        "l1": listener("l1"),
+        "r1": route("r1"),
+    }
+    parts.update(changes)
+    return snapshot(*parts.values())
+
+
+def names_of(response: Any) -> list[str]:
+    """Names of the resources in a SotW response (parsed with the real message classes)."""
+    out = []
+    for packed in response.resources:
+        cls = {
+            CLUSTER: cluster_pb2.Cluster,
+            ENDPOINT: endpoint_pb2.ClusterLoadAssignment,
+            LISTENER: listener_pb2.Listener,
+            ROUTE: route_pb2.RouteConfiguration,
+        }[packed.type_url]
+        msg = cls.FromString(packed.value)
+        out.append(msg.cluster_name if packed.type_url == ENDPOINT else msg.name)
+    return sorted(out)
+
+
+# --- clients -------------------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class Client:
+    """One xDS stream: requests are written, responses (or the final error) queued as they come."""
+
+    call: Any
+    queue: asyncio.Queue[Any] = attrs.field(factory=asyncio.Queue)
+    pump: asyncio.Task[None] | None = None
+    node: str = "envoy-1"
+
+    def __attrs_post_init__(self) -> None:
+        self.pump = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        try:
+            async for response in self.call:
+                await self.queue.put(response)
+        except grpc.aio.AioRpcError as err:
+            await self.queue.put(err)
+        await self.queue.put(None)  # end of stream
+
+    async def send(
+        self,
+        type_url: str,
+        names: Iterable[str] = (),
+        version: str = "",
+        nonce: str = "",
+        error: str | None = None,
+    ) -> None:
+        req = discovery_pb2.DiscoveryRequest(
+            type_url=type_url, resource_names=list(names), version_info=version, response_nonce=nonce
+        )
+        req.node.id = self.node
+        if error is not None:
+            req.error_detail.code = 13
+            req.error_detail.message = error
+        await self.call.write(req)
+
+    async def delta(
+        self,
+        type_url: str,
+        subscribe: Iterable[str] = (),
+        *,
+        unsubscribe: Iterable[str] = (),
+        nonce: str = "",
+        initial: dict[str, str] | None = None,
+        error: str | None = None,
+    ) -> None:
+        req = discovery_pb2.DeltaDiscoveryRequest(
+            type_url=type_url,
+            resource_names_subscribe=list(subscribe),
+            resource_names_unsubscribe=list(unsubscribe),
+            response_nonce=nonce,
+            initial_resource_versions=initial or {},
+        )
+        req.node.id = self.node
+        if error is not None:
+            req.error_detail.message = error
+        await self.call.write(req)
+
+    async def ack(self, response: Any, names: Iterable[str] = ()) -> None:
+        await self.send(response.type_url, names, response.version_info, response.nonce)
+
+    async def recv(self, timeout: float = 3.0) -> Any:
+        item = await asyncio.wait_for(self.queue.get(), timeout)
+        if isinstance(item, Exception):
+            raise item
+        assert item is not None, "stream ended"
+        return item
+
+    async def quiet(self, wait: float = QUIET) -> None:
+        await asyncio.sleep(wait)
+        assert self.queue.empty(), f"unexpected response: {self.queue.get_nowait()}"
+
+    async def close(self) -> None:
+        # Wait for the cancelled call to settle, so no gRPC completion outlives the test's loop.
+        self.call.cancel()
+        if self.pump is not None:
+            await asyncio.gather(self.pump, return_exceptions=True)
+
+
+@attrs.define(eq=False)
+class Harness:
+    server: XdsServer
+    port: int
+    counters: XdsCounters
+    channels: list[grpc.aio.Channel] = attrs.field(factory=list)
+    clients: list[Client] = attrs.field(factory=list)
+
+    def channel(self) -> grpc.aio.Channel:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{self.port}")
+        self.channels.append(channel)
+        return channel
+
+    def _client(self, call: Any, node: str) -> Client:
+        client = Client(call, node=node)
+        self.clients.append(client)
+        return client
+
+    def ads(self, channel: grpc.aio.Channel | None = None, node: str = "envoy-1") -> Client:
+        stub = ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel or self.channel())
+        return self._client(stub.StreamAggregatedResources(), node)
+
+    def delta_ads(self, node: str = "envoy-1") -> Client:
+        stub = ads_pb2_grpc.AggregatedDiscoveryServiceStub(self.channel())
+        return self._client(stub.DeltaAggregatedResources(), node)
+
+    async def close(self) -> None:
+        for client in self.clients:
+            await client.close()
+        for channel in self.channels:
+            await channel.close()
+
+
+@pytest.fixture
+async def xds() -> AsyncIterator[Harness]:
+    counters = XdsCounters()
+    server = XdsServer(address="127.0.0.1", port=0, metrics=counters)
+    harness = Harness(server, await server.start(), counters)
+    try:
+        yield harness
+    finally:
+        await harness.close()
+        await server.stop(grace=0.2)
+
+
+# --- wire encoding -------------------------------------------------------------------------
+
+
+def test_hand_encoded_responses_parse_with_the_real_classes() -> None:
+    big = Resource("big", CLUSTER, b"\x0a\x03big", "v")  # a Cluster named "big", by hand
+    huge = Resource.from_message(
+        "huge", CLUSTER, cluster_pb2.Cluster(name="huge", alt_stat_name="x" * 20_000)
+    )
+    snap = TypeSnapshot.of(CLUSTER, {"big": big, "huge": huge})
+    resources = wire.ResponseCache().resources(snap, None)
+    raw = wire.sotw_response(snap.version, CLUSTER, resources, "7")
+    expected = discovery_pb2.DiscoveryResponse(version_info=snap.version, type_url=CLUSTER, nonce="7")
+    for res in (big, huge):
+        expected.resources.append(any_pb2.Any(type_url=CLUSTER, value=res.body))
+    assert discovery_pb2.DiscoveryResponse.FromString(raw) == expected
+
+    raw = wire.delta_response("sv", CLUSTER, [huge, big], ["gone", "x" * 200], "9")
+    delta = discovery_pb2.DeltaDiscoveryResponse.FromString(raw)
+    assert (delta.system_version_info, delta.type_url, delta.nonce) == ("sv", CLUSTER, "9")
+    assert list(delta.removed_resources) == ["gone", "x" * 200]
+    assert [(r.name, r.version) for r in delta.resources] == [("huge", huge.version), ("big", "v")]
+    assert cluster_pb2.Cluster.FromString(delta.resources[0].resource.value).alt_stat_name == "x" * 20_000
+
+
+# --- SotW ----------------------------------------------------------------------------------
+
+
+async def test_initial_sync_gate_then_answer(xds: Harness) -> None:
+    client = xds.ads()
+    await client.send(LISTENER)
+    await client.quiet()
+    xds.server.set_snapshot(base())
+    response = await client.recv()
+    assert response.type_url == LISTENER and names_of(response) == ["l1"]
+    assert response.version_info == base().get(LISTENER).version and response.nonce
+
+
+async def test_ack_then_no_resend_and_push_on_change(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(LISTENER)
+    first = await client.recv()
+    await client.ack(first)
+    xds.server.set_snapshot(base(r1=route("r1", "other.example.com")))  # LDS unchanged
+    await client.quiet()
+    xds.server.set_snapshot(base(l2=listener("l2", 8443)))
+    pushed = await client.recv()
+    assert names_of(pushed) == ["l1", "l2"] and pushed.nonce != first.nonce
+    await client.ack(pushed)
+    await client.quiet()
+    assert xds.counters.xds_responses[LISTENER] == 2
+
+
+async def test_nack_is_counted_and_not_resent(xds: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads(node="node-a")
+    await client.send(CLUSTER)
+    first = await client.recv()
+    await client.ack(first)
+    xds.server.set_snapshot(base(c3=cluster("c3")))
+    bad = await client.recv()
+    await client.send(CLUSTER, version=first.version_info, nonce=bad.nonce, error="cluster c3: bad")
+    await client.quiet()
+    assert xds.counters.xds_nacks[CLUSTER] == 1
+    assert any("node-a" in r.message and "cluster c3: bad" in r.message for r in caplog.records)
+    xds.server.set_snapshot(base(c3=cluster("c3", timeout=2)))  # a real change is pushed again
+    fixed = await client.recv()
+    assert fixed.version_info != bad.version_info
+
+
+async def test_stale_nonce_is_ignored(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(ENDPOINT, ["eds/c1"])
+    first = await client.recv()
+    xds.server.set_snapshot(base(e1=cla("eds/c1", "10.0.0.9")))
+    second = await client.recv()  # sent before the client answered the first
+    # Answers to the superseded response: a new name and a NACK, both ignored.
+    await client.send(ENDPOINT, ["eds/c1", "eds/c2"], first.version_info, first.nonce)
+    await client.send(ENDPOINT, ["eds/c1"], first.version_info, first.nonce, error="old")
+    await client.quiet()
+    assert xds.counters.xds_nacks[ENDPOINT] == 0
+    await client.send(ENDPOINT, ["eds/c1", "eds/c2"], second.version_info, second.nonce)
+    assert names_of(await client.recv()) == ["eds/c1", "eds/c2"]
+
+
+async def test_named_subscription_answers_new_names(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(ENDPOINT, ["eds/c1"])
+    first = await client.recv()
+    assert names_of(first) == ["eds/c1"]
+    await client.ack(first, ["eds/c1"])
+    await client.quiet()
+    await client.ack(first, ["eds/c1", "eds/c2"])  # same version, one more name: full set
+    second = await client.recv()
+    assert names_of(second) == ["eds/c1", "eds/c2"] and second.version_info == first.version_info
+    await client.ack(second, ["eds/c2"])  # dropping a name needs no answer
+    await client.quiet()
+    await client.ack(second, ["eds/c1", "eds/c2"])  # asking again does
+    assert names_of(await client.recv()) == ["eds/c1", "eds/c2"]
+    xds.server.set_snapshot(base(l2=listener("l2")))  # nothing this stream watches changed
+    await client.quiet()
+
+
+async def test_cluster_change_forces_an_eds_answer(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(CLUSTER)
+    cds = await client.recv()
+    await client.ack(cds)
+    await client.send(ENDPOINT, ["eds/c1", "eds/c2"])
+    eds = await client.recv()
+    await client.ack(eds, ["eds/c1", "eds/c2"])
+    await client.quiet()
+    xds.server.set_snapshot(base(c1=cluster("c1", timeout=5)))  # endpoints unchanged
+    cds2 = await client.recv()
+    assert cds2.type_url == CLUSTER
+    await client.ack(cds2)
+    # Envoy re-requests EDS for the warming cluster with an unchanged subscription.
+    await client.ack(eds, ["eds/c1", "eds/c2"])
+    eds2 = await client.recv()
+    assert eds2.type_url == ENDPOINT and eds2.version_info == eds.version_info
+    assert names_of(eds2) == ["eds/c1", "eds/c2"]
+    await client.ack(eds2, ["eds/c1", "eds/c2"])
+    await client.quiet()
+
+
+async def test_ads_pushes_in_make_before_break_order(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    subscriptions = {CLUSTER: [], ENDPOINT: ["eds/c1"], LISTENER: [], ROUTE: ["r1"]}
+    for type_url, names in subscriptions.items():
+        await client.send(type_url, names)
+        await client.ack(await client.recv(), names)
+    await client.quiet()
+    xds.server.set_snapshot(
+        base(c1=cluster("c1", 3), e1=cla("eds/c1", "10.1.1.1"), l1=listener("l1", 81), r1=route("r1", "x"))
+    )
+    order = [(await client.recv()).type_url for _ in range(4)]
+    assert order == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
+
+
+async def test_reconnect_with_current_version_is_not_resent(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    first = xds.ads()
+    await first.send(LISTENER)
+    lds = await first.recv()
+    await first.send(ENDPOINT, ["eds/c1"])
+    eds = await first.recv()
+    await first.close()
+    again = xds.ads()
+    await again.send(LISTENER, version=lds.version_info)
+    await again.send(CLUSTER, version="some-older-version")
+    assert (await again.recv()).type_url == CLUSTER
+    await again.send(ENDPOINT, ["eds/c1"], version=eds.version_info)  # named: always answered
+    assert (await again.recv()).type_url == ENDPOINT
+    await again.quiet()
+
+
+async def test_per_type_streams_and_fetch(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    channel = xds.channel()
+    cds = xds._client(cds_pb2_grpc.ClusterDiscoveryServiceStub(channel).StreamClusters(), "node-p")
+    eds = xds._client(eds_pb2_grpc.EndpointDiscoveryServiceStub(channel).StreamEndpoints(), "node-p")
+    await cds.send(CLUSTER)
+    clusters = await cds.recv()
+    await cds.ack(clusters)
+    await eds.send(ENDPOINT, ["eds/c1"])
+    endpoints = await eds.recv()
+    await eds.ack(endpoints, ["eds/c1"])
+    await eds.quiet(0.1)
+    xds.server.set_snapshot(base(c1=cluster("c1", 9)))
+    await cds.ack(await cds.recv())
+    await eds.ack(endpoints, ["eds/c1"])  # the warming request of the same node is answered
+    assert (await eds.recv()).version_info == endpoints.version_info
+
+    fetched = await lds_pb2_grpc.ListenerDiscoveryServiceStub(channel).FetchListeners(
+        discovery_pb2.DiscoveryRequest(type_url=LISTENER), timeout=3
+    )
+    assert names_of(fetched) == ["l1"]
+
+    wrong = xds._client(lds_pb2_grpc.ListenerDiscoveryServiceStub(channel).StreamListeners(), "node-p")
+    await wrong.send(CLUSTER)
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await wrong.recv()
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_bad_clients_do_not_affect_others(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    good = xds.ads()
+    await good.send(LISTENER)
+    await good.ack(await good.recv())
+
+    raw = xds.channel().stream_stream(ADS, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    garbage = xds._client(raw(), "x")
+    await garbage.call.write(b"\xff\xff\xff\xff")
+    with pytest.raises(grpc.aio.AioRpcError):
+        await garbage.recv()
+    untyped = xds.ads()
+    await untyped.send("")
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await untyped.recv()
+    assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    cancelled = xds.ads()
+    await cancelled.send(CLUSTER)
+    await cancelled.recv()
+    await cancelled.close()
+
+    xds.server.set_snapshot(base(l2=listener("l2")))
+    assert names_of(await good.recv()) == ["l1", "l2"]
+    await asyncio.sleep(0.1)
+    assert xds.counters.xds_connections.value == 1
+
+
+async def test_many_concurrent_streams_get_a_push(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    channels = [xds.channel() for _ in range(4)]
+    clients = [xds.ads(channels[i % 4], node=f"envoy-{i}") for i in range(200)]
+    for client in clients:
+        await client.send(LISTENER)
+    firsts = await asyncio.gather(*(c.recv(10) for c in clients))
+    await asyncio.gather(*(c.ack(r) for c, r in zip(clients, firsts, strict=True)))
+    started = time.monotonic()
+    xds.server.set_snapshot(base(l2=listener("l2")))
+    pushed = await asyncio.gather(*(c.recv(10) for c in clients))
+    elapsed = time.monotonic() - started
+    assert all(names_of(p) == ["l1", "l2"] for p in pushed)
+    assert elapsed < 5, elapsed  # typically ~0.1 s; generous for a loaded CI machine
+    assert xds.counters.xds_connections.value == 200
+
+
+async def test_stop_with_open_streams_is_quick() -> None:
+    server = XdsServer(address="127.0.0.1", port=0)
+    port = await server.start()
+    server.set_snapshot(base())
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel)
+        clients = [Client(stub.StreamAggregatedResources()) for _ in range(5)]
+        for client in clients:
+            await client.send(LISTENER)
+            await client.recv()
+        started = time.monotonic()
+        await server.stop(grace=1.0)
+        assert time.monotonic() - started < 2
+        for client in clients:
+            await client.close()
+
+
+# --- delta ---------------------------------------------------------------------------------
+
+
+async def test_delta_subscribe_unsubscribe_and_removed(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.delta_ads()
+    await client.delta(CLUSTER)  # legacy wildcard
+    cds = await client.recv()
+    assert sorted(r.name for r in cds.resources) == ["c1", "c2"] and cds.nonce
+    await client.delta(CLUSTER, nonce=cds.nonce)
+    await client.delta(ENDPOINT, ["eds/c1", "eds/missing"])
+    eds = await client.recv()
+    assert [r.name for r in eds.resources] == ["eds/c1"]
+    assert list(eds.removed_resources) == ["eds/missing"]
+    await client.delta(ENDPOINT, nonce=eds.nonce)
+    await client.quiet()
+
+    xds.server.set_snapshot(snapshot(cluster("c1"), cla("eds/c1", "10.9.9.9"), listener("l1")))
+    cds2, eds2 = await client.recv(), await client.recv()
+    assert (cds2.type_url, list(cds2.resources), list(cds2.removed_resources)) == (CLUSTER, [], ["c2"])
+    assert [r.name for r in eds2.resources] == ["eds/c1"] and not eds2.removed_resources
+    await client.delta(ENDPOINT, unsubscribe=["eds/c1"], nonce=eds2.nonce)
+    await client.quiet()
+    await client.delta(ENDPOINT, ["eds/c1"])
+    again = await client.recv()
+    assert [r.name for r in again.resources] == ["eds/c1"]
+    assert again.resources[0].version == cla("eds/c1", "10.9.9.9").version
+
+
+async def test_delta_initial_resource_versions(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.delta_ads()
+    have = {"c1": cluster("c1").version, "c2": "stale", "gone": "x"}
+    await client.delta(CLUSTER, initial=have)
+    response = await client.recv()
+    assert [r.name for r in response.resources] == ["c2"]
+    assert list(response.removed_resources) == ["gone"]
+    await client.delta(LISTENER, ["*"], initial={"l1": listener("l1").version})
+    first = await client.recv()  # the first wildcard answer is always sent, even if empty
+    assert first.type_url == LISTENER and not first.resources and not first.removed_resources
+    await client.quiet()
+
+
+async def test_delta_nack_and_order_and_warming(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.delta_ads(node="node-d")
+    for type_url, names in ((CLUSTER, []), (ENDPOINT, ["eds/c1", "eds/c2"]), (LISTENER, []), (ROUTE, ["r1"])):
+        await client.delta(type_url, names)
+        await client.delta(type_url, nonce=(await client.recv()).nonce)
+    await client.quiet()
+    # A cluster changes, its endpoints do not: EDS follows CDS anyway (cluster warming).
+    xds.server.set_snapshot(base(c1=cluster("c1", 4), l1=listener("l1", 81), r1=route("r1", "y")))
+    responses = [await client.recv() for _ in range(4)]
+    assert [r.type_url for r in responses] == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
+    assert [r.name for r in responses[1].resources] == ["eds/c1"]
+    listeners = responses[2]
+    await client.delta(LISTENER, nonce=listeners.nonce, error="listener l1: bad")
+    await client.quiet()
+    assert xds.counters.xds_nacks[LISTENER] == 1
+
+
+# --- mTLS ----------------------------------------------------------------------------------
+
+
+def _cert(
+    subject: str,
+    key: ec.EllipticCurvePrivateKey,
+    issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
+) -> x509.Certificate:
+    now = dt.datetime.now(dt.UTC)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer[0].subject if issuer else name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None), critical=True)
+    )
+    if issuer is not None:
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+    return builder.sign(issuer[1] if issuer else key, hashes.SHA256())
+
+
+def _pem(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey) -> tuple[bytes, bytes]:
+    return cert.public_bytes(serialization.Encoding.PEM), key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+async def test_mtls_requires_a_client_certificate(tmp_path: Path) -> None:
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = _cert("test CA", ca_key, None)
+    server_key, client_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    server_pem = _pem(_cert("cpx", server_key, (ca, ca_key)), server_key)
+    client_pem = _pem(_cert("envoy", client_key, (ca, ca_key)), client_key)
+    ca_pem = ca.public_bytes(serialization.Encoding.PEM)
+    for name, data in (("ca.pem", ca_pem), ("tls.crt", server_pem[0]), ("tls.key", server_pem[1])):
+        (tmp_path / name).write_bytes(data)
+    tls = ServerTLS(tmp_path / "ca.pem", tmp_path / "tls.crt", tmp_path / "tls.key")
+    server = XdsServer(address="127.0.0.1", port=0, tls=tls)
+    port = await server.start()
+    server.set_snapshot(base())
+    try:
+        anonymous = grpc.ssl_channel_credentials(root_certificates=ca_pem)
+        async with grpc.aio.secure_channel(f"127.0.0.1:{port}", anonymous) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await lds_pb2_grpc.ListenerDiscoveryServiceStub(channel).FetchListeners(
+                    discovery_pb2.DiscoveryRequest(type_url=LISTENER), timeout=3
+                )
+            assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+        creds = grpc.ssl_channel_credentials(
+            ca_pem, private_key=client_pem[1], certificate_chain=client_pem[0]
+        )
+        async with grpc.aio.secure_channel(f"127.0.0.1:{port}", creds) as channel:
+            client = Client(ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel).StreamAggregatedResources())
+            await client.send(LISTENER)
+            assert names_of(await client.recv()) == ["l1"]
+            await client.close()
+    finally:
+        await server.stop(grace=0.2)
+    with pytest.raises(ValueError, match="key_file"):
+        ServerTLS(ca_file="ca", cert_file="crt", key_file=None)
