@@ -165,7 +165,8 @@ class Pipeline:
         return Snapshot(types)
 
     def statuses(self) -> dict[ObjectKey, ObjectStatus]:
-        """The status of every object of a kind some plugin writes status for."""
+        """The status of every object of a kind some plugin writes status for, and of every
+        object refused by its kind's schema check."""
         out: dict[ObjectKey, ObjectStatus] = {}
         dag = self.dag
         for group_kind, writer in sorted(self.status_writers.items()):
@@ -174,11 +175,11 @@ class Pipeline:
                 status = dag.statuses.get(key, {}) if dag else {}
                 notes = tuple(dag.notes.get(key, ())) if dag else ()
                 out[key] = ObjectStatus(key=key, status=status, notes=notes)
-            for key, (_obj, problems) in self.rejected.items():
-                if key.group_kind == group_kind:
-                    out[key] = ObjectStatus(
-                        key=key,
-                        status={},
-                        notes=tuple(Note(type="SchemaError", reason="Invalid", message=p) for p in problems),
-                    )
+        # Objects the schema check refused, of any kind (core kinds included): never served.
+        for key, (_obj, problems) in sorted(self.rejected.items()):
+            out[key] = ObjectStatus(
+                key=key,
+                status={},
+                notes=tuple(Note(type="SchemaError", reason="Invalid", message=p) for p in problems),
+            )
         return out

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cpx import objects as k8s
+from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.hookspecs import hookimpl
@@ -48,9 +49,9 @@ def _namespace_triggers(obj: Mapping[str, Any], source: SourceCache) -> bool:
 
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=k8s.SERVICE)
-    yield WatchSpec(gvk=k8s.ENDPOINT_SLICE)
-    yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR)
+    yield WatchSpec(gvk=k8s.SERVICE, validate=validate_service)
+    yield WatchSpec(gvk=k8s.ENDPOINT_SLICE, validate=validate_endpoint_slice)
+    yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR, validate=validate_secret)
     yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers)
 
 
