@@ -51,6 +51,7 @@ LOCALHOST_NAMES = frozenset(
     {"localhost", "localhost.localdomain", "local.projectcontour.io", "ip6-localhost", "ip6-loopback"}
 )
 MAX_UINT32 = 2**32 - 1
+_NO_CIRCUIT_BREAKERS = CircuitBreakers()
 
 
 class ServicePortError(ValueError):
@@ -181,6 +182,8 @@ def upstream_protocol(service: Mapping[str, Any], port: Mapping[str, Any]) -> Up
     if app_protocol is not None:
         return APP_PROTOCOLS.get(str(app_protocol), UpstreamProtocol.HTTP1)
     annotations = k8s.annotations_of(service)
+    if not annotations:
+        return UpstreamProtocol.HTTP1
     by_port: dict[str, UpstreamProtocol] = {}
     for key, protocol in UPSTREAM_PROTOCOL_ANNOTATIONS:
         for item in str(annotations.get(key, "")).split(","):
@@ -195,6 +198,8 @@ def upstream_protocol(service: Mapping[str, Any], port: Mapping[str, Any]) -> Up
 def circuit_breakers(service: Mapping[str, Any], warn: Warn | None = None) -> CircuitBreakers:
     """The ``projectcontour.io/max-*`` annotations; 0, absent or invalid values mean "not set"."""
     annotations = k8s.annotations_of(service)
+    if not annotations:
+        return _NO_CIRCUIT_BREAKERS
     values: dict[str, int] = {}
     for suffix, field in CIRCUIT_BREAKER_ANNOTATIONS.items():
         key = ANNOTATION_PREFIX + suffix

@@ -30,6 +30,9 @@ def prepare(pipeline: Pipeline, path: Path, objects: Iterable[KubeObject]) -> tu
         except UnknownKindError as err:
             errors.append(DocumentError(path, index, f"{obj['kind']} {obj['metadata'].get('name')}: {err}"))
             continue
+        # A file's resourceVersion (e.g. from `kubectl get -o yaml`) means nothing here: an edit that
+        # keeps it must still apply, so objects are compared by content.
+        obj["metadata"].pop("resourceVersion", None)
         kept.append(default_namespace(obj, spec.gvk.namespaced))
     return kept, errors
 

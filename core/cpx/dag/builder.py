@@ -60,4 +60,5 @@ class Builder:
         for _name, processor in self.processors:
             processor.run(dag, source)
         dag.prune()
+        dag.seal()
         return dag

@@ -4,6 +4,9 @@ Listeners hold virtual hosts; virtual hosts hold routes keyed by their match con
 processor's route with identical matches replaces an earlier one, as in Contour).  The containers
 are mutable while a build runs and are never changed after the builder hands the DAG to observers.
 Accessors follow Contour: ``get_*`` returns None when absent, ``ensure_*`` gets or creates.
+
+The builder seals the DAG once the processors are done (:meth:`DAG.seal`); from then on walks
+such as :meth:`DAG.clusters` are computed once and shared by every cache that asks.
 """
 
 from __future__ import annotations
@@ -108,6 +111,19 @@ class DAG:
     # Computed status per source object (the object's status subresource content) and notes.
     statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
+    # Set by seal(): the DAG no longer changes, so walks over it can be memoised.
+    _sealed: bool = attrs.field(default=False, init=False, repr=False)
+    _cluster_walk: tuple[Cluster, ...] | None = attrs.field(default=None, init=False, repr=False)
+    _unique_clusters: tuple[Cluster, ...] | None = attrs.field(default=None, init=False, repr=False)
+    _cluster_set: frozenset[Cluster] | None = attrs.field(default=None, init=False, repr=False)
+
+    def seal(self) -> None:
+        """Declare the DAG finished (the builder calls this after prune); nothing may change it."""
+        self._sealed = True
+
+    @property
+    def sealed(self) -> bool:
+        return self._sealed
 
     # -- listeners ---------------------------------------------------------------------------
     def get_listener(self, name: str) -> Listener | None:
@@ -156,20 +172,53 @@ class DAG:
     # -- walking -------------------------------------------------------------------------------
     def clusters(self) -> Iterator[Cluster]:
         """Every cluster a route, mirror or TCP proxy references (with repeats)."""
+        if self._cluster_walk is not None:
+            return iter(self._cluster_walk)
+        walk = self._walk_clusters()
+        if self._sealed:
+            self._cluster_walk = tuple(walk)
+        return iter(walk)
+
+    def unique_clusters(self) -> tuple[Cluster, ...]:
+        """:meth:`clusters` without repeats, in first-seen order (memoised once sealed)."""
+        if self._unique_clusters is not None:
+            return self._unique_clusters
+        unique = tuple(dict.fromkeys(self.clusters()))
+        if self._sealed:
+            self._unique_clusters = unique
+        return unique
+
+    def cluster_set(self) -> frozenset[Cluster]:
+        """The distinct clusters, for order-insensitive comparison between builds (memoised).
+
+        Unchanged nodes are usually the very same objects from build to build, so comparing two
+        builds' sets costs little more than identity checks.
+        """
+        if self._cluster_set is not None:
+            return self._cluster_set
+        found = frozenset(self.unique_clusters())
+        if self._sealed:
+            self._cluster_set = found
+        return found
+
+    def _walk_clusters(self) -> list[Cluster]:
+        out: list[Cluster] = []
         for listener in self.listeners.values():
             if listener.tcp_proxy is not None:
-                yield from listener.tcp_proxy.clusters
-            for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
-                for route in vhost.routes.values():
-                    yield from route.clusters
-                    for mirror in route.mirrors:
-                        yield mirror.cluster
-                if isinstance(vhost, SecureVirtualHost) and vhost.tcp_proxy is not None:
-                    yield from vhost.tcp_proxy.clusters
+                out += listener.tcp_proxy.clusters
+            for vhosts in (listener.virtual_hosts, listener.secure_virtual_hosts):
+                for vhost in vhosts.values():
+                    for route in vhost.routes.values():
+                        out += route.clusters
+                        if route.mirrors:
+                            out += [mirror.cluster for mirror in route.mirrors]
+                    if isinstance(vhost, SecureVirtualHost) and vhost.tcp_proxy is not None:
+                        out += vhost.tcp_proxy.clusters
+        return out
 
     def service_ports(self) -> set[ServicePort]:
         """Every Service port whose endpoints Envoy needs (EDS)."""
-        ports = {c.upstream for c in self.clusters() if c.upstream.external_name is None}
+        ports = {c.upstream for c in self.unique_clusters() if c.upstream.external_name is None}
         for ext in self.extension_clusters.values():
             ports.update(u for u in ext.upstreams if u.external_name is None)
         return ports
@@ -181,7 +230,7 @@ class DAG:
                 for secret in (vhost.secret, vhost.fallback_certificate):
                     if secret is not None:
                         found.add(secret)
-        for cluster in self.clusters():
+        for cluster in self.unique_clusters():
             if cluster.client_certificate is not None:
                 found.add(cluster.client_certificate)
         return found

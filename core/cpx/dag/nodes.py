@@ -84,7 +84,10 @@ class CircuitBreakers:
     per_host_max_connections: int | None = None
 
     def is_empty(self) -> bool:
-        return self == CircuitBreakers()
+        return self == _NO_CIRCUIT_BREAKERS
+
+
+_NO_CIRCUIT_BREAKERS = CircuitBreakers()
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
@@ -168,7 +171,10 @@ class HeadersPolicy:
     host_rewrite_header: str | None = None  # copy Host from this request header
 
     def is_empty(self) -> bool:
-        return self == HeadersPolicy()
+        return self is _NO_HEADERS or self == _NO_HEADERS
+
+
+_NO_HEADERS = HeadersPolicy()
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -8,6 +8,7 @@ reuses the Resource built for its twin.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -70,15 +71,21 @@ class ClusterCache:
         self._by_node: dict[Cluster, Entry] = {}
         self._by_shape: dict[Cluster, Entry] = {}
         self._by_extension: dict[ExtensionCluster, ExtensionEntry] = {}
+        # The DAG's distinct nodes last time: the same (mostly identical) nodes mean nothing to do.
+        # A set, since only which nodes are used matters (equal names mean equal clusters).
+        self._nodes: tuple[frozenset[Cluster], tuple[ExtensionCluster, ...]] | None = None
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
+        nodes = (dag.cluster_set(), tuple(dag.extension_clusters.values()))
+        if nodes == self._nodes:
+            return
         found: dict[str, Resource] = {}
         by_node: dict[Cluster, Entry] = {}
         by_shape: dict[Cluster, Entry] = {}
-        for node in dag.clusters():
+        for node in dag.unique_clusters():
             entry = by_node.get(node)
             if entry is None:
                 entry = by_node[node] = self._lookup(node, by_shape)
@@ -92,6 +99,7 @@ class ClusterCache:
             by_extension[ext] = ext_entry
             found.setdefault(ext_entry[0], ext_entry[1])
         self._by_node, self._by_shape, self._by_extension = by_node, by_shape, by_extension
+        self._nodes = nodes
         resources = {name: found[name] for name in sorted(found)}
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:
@@ -132,6 +140,63 @@ def _shape(node: Cluster) -> Cluster:
 
 def cluster(c: Cluster) -> cluster_v3.Cluster:
     """Contour's ``Cluster``: EDS (or STRICT_DNS for ExternalName) plus the cluster's policies."""
+    up = c.upstream
+    if up.external_name:
+        return _cluster(c)
+    # EDS clusters differ mostly in their names: copy a memoised message of the same options.
+    msg = cluster_v3.Cluster()
+    msg.CopyFrom(
+        _eds_template(
+            load_balancer_policy=c.load_balancer_policy,
+            connect_timeout=c.connect_timeout,
+            health_check=c.health_check,
+            protocol=up.protocol,
+            circuit_breakers=up.circuit_breakers,
+            validation=c.validation,
+            sni=c.sni,
+            client_certificate=c.client_certificate,
+            idle_connection_timeout=c.idle_connection_timeout,
+            slow_start=c.slow_start,
+        )
+    )
+    msg.name = cluster_name(c)
+    msg.alt_stat_name = alt_stat_name(c)
+    msg.eds_cluster_config.service_name = up.eds_name
+    return msg
+
+
+@functools.lru_cache(maxsize=256)
+def _eds_template(
+    *,
+    load_balancer_policy: str,
+    connect_timeout: float,
+    health_check: HealthCheck | None,
+    protocol: UpstreamProtocol,
+    circuit_breakers: CircuitBreakers,
+    validation: UpstreamValidation | None,
+    sni: str,
+    client_certificate: Secret | None,
+    idle_connection_timeout: Duration | None,
+    slow_start: SlowStart | None,
+) -> cluster_v3.Cluster:
+    """The EDS cluster of a placeholder Service with these options (names are set by the caller)."""
+    placeholder = Cluster(
+        upstream=ServicePort(
+            namespace="", name="", port=0, protocol=protocol, circuit_breakers=circuit_breakers
+        ),
+        load_balancer_policy=load_balancer_policy,
+        connect_timeout=connect_timeout,
+        health_check=health_check,
+        validation=validation,
+        sni=sni,
+        client_certificate=client_certificate,
+        idle_connection_timeout=idle_connection_timeout,
+        slow_start=slow_start,
+    )
+    return _cluster(placeholder)
+
+
+def _cluster(c: Cluster) -> cluster_v3.Cluster:
     up = c.upstream
     msg = _defaults(c.load_balancer_policy, c.connect_timeout)
     msg.name = cluster_name(c)

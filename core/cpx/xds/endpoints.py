@@ -22,7 +22,7 @@ from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
 from cpx import objects as k8s
 from cpx.config import Config
 from cpx.dag.dag import DAG
-from cpx.dag.nodes import Cluster, ServicePort
+from cpx.dag.nodes import Cluster, ExtensionCluster, ServicePort
 from cpx.objects import KubeObject, ObjectKey
 from cpx.source import SourceCache
 from cpx.xds import resource
@@ -36,7 +36,7 @@ PortEndpoints = tuple[tuple[tuple[str, int], ...], int]
 IP_ADDRESS_TYPES = frozenset({"IPv4", "IPv6"})
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)
 class Feed:
     """One Service port whose ready endpoints form one locality of a CLA."""
 
@@ -74,6 +74,12 @@ class EndpointCache:
         self._resources: dict[str, Resource] = {}
         # (namespace, service) -> names of the CLAs it feeds.
         self._by_service: dict[tuple[str, str], list[str]] = {}
+        # The last DAG's distinct nodes and what they asked for, and the source revision then:
+        # a rebuild that changed neither the nodes nor any slice costs two comparisons.
+        self._nodes: tuple[frozenset[Cluster], tuple[ExtensionCluster, ...]] | None = None
+        self._plan: dict[str, tuple[Feed, ...]] | None = None
+        self._node_feeds: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
+        self._seen = -1
 
     def bind_source(self, source: SourceCache) -> None:
         """Where EndpointSlices come from; the pipeline calls this once, before any DAG."""
@@ -83,20 +89,85 @@ class EndpointCache:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
-        if self._source is None:
+        source = self._source
+        if source is None:
             raise RuntimeError("EndpointCache.bind_source() must be called before the first DAG")
-        plan = assignments(dag)
+        nodes = (dag.cluster_set(), tuple(dag.extension_clusters.values()))
+        plan = self._plan
+        if plan is None or nodes != self._nodes:
+            plan = self._plan_for(dag.unique_clusters(), nodes[1])
+        dirty = self._dirty_services(source)
+        seen = source.revision
+        if plan is self._plan and dirty is not None and not dirty:
+            self._seen = seen
+            return  # the same CLAs from the same slices
+        by_service = self._by_service
+        if plan is not self._plan:
+            by_service = {}
+            for name, feeds in plan.items():
+                for feed in feeds:
+                    by_service.setdefault((feed.namespace, feed.service), []).append(name)
+        stale = None if dirty is None else {name for service in dirty for name in by_service.get(service, ())}
+        old_states = self._states
         states: dict[str, _State] = {}
-        by_service: dict[tuple[str, str], list[str]] = {}
-        for name in sorted(plan):
-            states[name] = self._refresh(name, plan[name], self._source, self._states.get(name))
-            for feed in plan[name]:
-                by_service.setdefault((feed.namespace, feed.service), []).append(name)
-        self._states, self._by_service = states, by_service
+        for name, feeds in plan.items():
+            old = old_states.get(name)
+            if old is not None and stale is not None and name not in stale and old.feeds == feeds:
+                states[name] = old
+            else:
+                states[name] = self._refresh(name, feeds, source, old)
+        self._states, self._by_service, self._plan, self._nodes = states, by_service, plan, nodes
+        self._seen = seen
         resources = {name: state.resource for name, state in states.items()}
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:
             self._resources = resources
+
+    def _dirty_services(self, source: SourceCache) -> set[tuple[str, str]] | None:
+        """Services whose slices (or, for health ports, whose own object) changed since last time."""
+        if self._seen < 0:
+            return None
+        slices = source.endpoint_changes_since(self._seen)
+        changes = source.changes_since(self._seen)
+        if slices is None or changes is None:
+            return None
+        dirty = set(slices)
+        dirty.update((c[2], c[3]) for c in changes if c[1] == "Service" and not c[0])
+        return dirty
+
+    def _plan_for(
+        self, clusters: tuple[Cluster, ...], extensions: tuple[ExtensionCluster, ...]
+    ) -> dict[str, tuple[Feed, ...]]:
+        """What :func:`assignments` computes, reusing each unchanged node's Feed objects."""
+        previous = self._node_feeds
+        memo: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
+        plan: dict[str, tuple[Feed, ...]] = {}
+        for node in clusters:
+            entry = memo.get(node) or previous.get(node)
+            if entry is None:
+                up = node.upstream
+                if up.external_name is not None:
+                    entry = ("", ())
+                else:
+                    entry = (up.eds_name, (Feed.of(up, _health_port(node)),))
+            memo[node] = entry
+            name, feeds = entry
+            if not name:
+                continue
+            current = plan.get(name)
+            if current is None or _preferred(feeds[0], current[0]):
+                plan[name] = feeds
+        for ext in extensions:
+            for up in ext.upstreams:
+                if up.external_name is None and up.eds_name not in plan:
+                    plan[up.eds_name] = (Feed.of(up),)
+        for ext in extensions:
+            # See cpx.xds.clusters.extension_eds_name: several upstreams share one CLA of that name.
+            ext_feeds = tuple(Feed.of(up) for up in ext.upstreams if up.external_name is None)
+            if len(ext.upstreams) > 1 and ext_feeds:
+                plan[ext.name] = ext_feeds
+        self._node_feeds = memo
+        return {name: plan[name] for name in sorted(plan)}
 
     def on_endpoints_change(self, source: SourceCache, services: Iterable[tuple[str, str]]) -> bool:
         """Recompute the CLAs fed by these (namespace, service) pairs; True if any changed.
@@ -156,11 +227,10 @@ def assignments(dag: DAG) -> dict[str, tuple[Feed, ...]]:
         up = node.upstream
         if up.external_name is not None:
             continue
-        name, health = up.eds_name, _health_port(node)
-        current = plan.get(name)
-        # One CLA per name (Contour drops duplicates); prefer a node that asks for a health port.
-        if current is None or (health is not None and current[0].health_port is None):
-            plan[name] = (Feed.of(up, health),)
+        feed = Feed.of(up, _health_port(node))
+        current = plan.get(up.eds_name)
+        if current is None or _preferred(feed, current[0]):
+            plan[up.eds_name] = (feed,)
     for port in dag.service_ports():
         name = port.eds_name
         if name not in plan:
@@ -171,6 +241,14 @@ def assignments(dag: DAG) -> dict[str, tuple[Feed, ...]]:
         if len(ext.upstreams) > 1 and feeds:
             plan[ext.name] = feeds
     return plan
+
+
+def _preferred(feed: Feed, current: Feed) -> bool:
+    """One CLA per name (Contour drops duplicates): prefer a node that asks for a health port,
+    the lowest if several do, so that the choice never depends on the order of the DAG."""
+    if feed.health_port is None:
+        return False
+    return current.health_port is None or feed.health_port < current.health_port
 
 
 def _health_port(node: Cluster) -> int | None:

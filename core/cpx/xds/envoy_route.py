@@ -279,8 +279,10 @@ def build_route(
         out.direct_response.status = 503
     else:
         out.route.CopyFrom(route_action(route))
-        out.request_headers_to_add.extend(header_value_options(route.request_headers))
-        out.request_headers_to_remove.extend(route.request_headers.remove)
-        out.response_headers_to_add.extend(header_value_options(route.response_headers))
-        out.response_headers_to_remove.extend(route.response_headers.remove)
+        if not route.request_headers.is_empty():
+            out.request_headers_to_add.extend(header_value_options(route.request_headers))
+            out.request_headers_to_remove.extend(route.request_headers.remove)
+        if not route.response_headers.is_empty():
+            out.response_headers_to_add.extend(header_value_options(route.response_headers))
+            out.response_headers_to_remove.extend(route.response_headers.remove)
     return out

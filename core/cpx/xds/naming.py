@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from cpx.dag.nodes import Cluster, Secret
@@ -34,6 +35,8 @@ def hashname(limit: int, *segments: str) -> str:
     return "/".join(out)
 
 
+# Memoised: CDS and every route pointing at a cluster ask for its name (nodes cache their hash).
+@functools.lru_cache(maxsize=1 << 16)
 def cluster_name(cluster: Cluster) -> str:
     """``namespace/service/port/<hash>``; the hash covers every option that shapes the cluster."""
     up = cluster.upstream

@@ -16,7 +16,7 @@ Resource object.  Only what the latest DAG uses stays memoised.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 import attrs
 from envoy.config.core.v3 import base_pb2 as core_base
@@ -47,7 +47,9 @@ _Piece = tuple[tuple[object, ...], bytes]
 class _Translated:
     """A virtual host's encoded RouteConfiguration entry and, per route, its sort key and entry."""
 
-    routes: frozenset[Route]
+    # A copy of the vhost's routes as translated: comparing it with the next build's dict is
+    # mostly identity checks in C, since unchanged routes are the very same objects.
+    routes: dict[str, Route]
     entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
     pieces: dict[Route, _Piece]
 
@@ -79,6 +81,8 @@ class RouteCache:
         self.config = config
         self._resources: dict[str, Resource] = {}
         self._vhosts: dict[VHostKey, _Translated] = {}
+        # Per RouteConfiguration, the entries its body was joined from (to skip re-joining).
+        self._entries: dict[str, list[bytes]] = {}
         self._tail = _route_config_tail()
 
     def contents(self) -> Mapping[str, Resource]:
@@ -95,14 +99,16 @@ class RouteCache:
             self._add_listener(dag.listeners[name], builder, configs)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
         self._vhosts = builder.current
-        self._resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
+        resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
+        self._entries = configs
+        # Same contents: hand out the same mapping, which observers can compare by identity.
+        if resources != self._resources:
+            self._resources = resources
 
     def _add_listener(self, listener: Listener, builder: _Build, configs: dict[str, list[bytes]]) -> None:
         if listener.virtual_hosts:
             entries = configs.setdefault(listener.http_route_config_name(), [])
-            entries.extend(
-                builder.vhost(listener, v, secure=False) for v in _by_name(listener.virtual_hosts.values())
-            )
+            entries += builder.plain_vhosts(listener)
         for name in sorted(listener.secure_virtual_hosts):
             vhost = listener.secure_virtual_hosts[name]
             if vhost.tcp_proxy is not None or not vhost.routes:
@@ -113,9 +119,11 @@ class RouteCache:
                 configs.setdefault(fallback_route_config_name(listener), []).append(entry)
 
     def _resource(self, name: str, vhosts: list[bytes]) -> Resource:
+        previous = self._resources.get(name)
+        if previous is not None and self._entries.get(name) == vhosts:
+            return previous  # the same entries (mostly the same bytes objects): the same body
         head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
         body = b"".join((head, *vhosts, self._tail))
-        previous = self._resources.get(name)
         if previous is not None and previous.body == body:
             return previous
         return Resource(name, self.type_url, body, content_version(body))
@@ -123,7 +131,10 @@ class RouteCache:
 
 def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
     """Virtual hosts in a RouteConfiguration sort by name (Contour's virtualHostSorter)."""
-    return sorted(vhosts, key=lambda v: v.name)
+    return sorted(vhosts, key=_NAME)
+
+
+_NAME = attrgetter("name")
 
 
 class _Build:
@@ -133,26 +144,40 @@ class _Build:
         self.previous = previous
         self.current: dict[VHostKey, _Translated] = {}
 
+    def plain_vhosts(self, listener: Listener) -> list[bytes]:
+        """:meth:`vhost` for every plain virtual host of a listener, by name (the hot loop)."""
+        previous, current, translate = self.previous, self.current, self._translate
+        name, entries = listener.name, []
+        for vhost in _by_name(listener.virtual_hosts.values()):
+            key = (name, vhost.name, False)
+            done = current.get(key)
+            if done is None:
+                done = previous.get(key)
+                if done is None or done.routes != vhost.routes:
+                    done = translate(vhost.name, False, dict(vhost.routes), done.pieces if done else {})
+                current[key] = done
+            entries.append(done.entry)
+        return entries
+
     def vhost(self, listener: Listener, vhost: VirtualHost, secure: bool) -> bytes:
         key: VHostKey = (listener.name, vhost.name, secure)
         done = self.current.get(key)
         if done is not None:
             return done.entry
-        routes = frozenset(vhost.routes.values())
         before = self.previous.get(key)
-        if before is None or before.routes != routes:
-            before = self._translate(vhost.name, secure, routes, before.pieces if before else {})
+        if before is None or before.routes != vhost.routes:
+            before = self._translate(vhost.name, secure, dict(vhost.routes), before.pieces if before else {})
         self.current[key] = before
         return before.entry
 
     @staticmethod
     def _translate(
-        fqdn: str, secure: bool, routes: frozenset[Route], known: dict[Route, _Piece]
+        fqdn: str, secure: bool, routes: dict[str, Route], known: dict[Route, _Piece]
     ) -> _Translated:
         """Re-assemble a changed virtual host, translating (and keying) only routes not seen before."""
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
-        for route in routes:
+        for route in routes.values():
             piece = known.get(route)
             if piece is None:
                 body = build_route(route, secure, authority).SerializeToString(deterministic=True)

@@ -148,7 +148,17 @@ class IngressAnnotations:
 
     @classmethod
     def from_ingress(cls, obj: Mapping[str, Any]) -> IngressAnnotations:
-        a = {str(k): str(v) for k, v in annotations_of(obj).items()}
+        raw = annotations_of(obj)
+        if not raw:
+            # Most Ingresses have none: one shared (frozen) value, also for the route nodes.
+            found = _NO_ANNOTATIONS.get(cls)
+            if found is None:
+                found = _NO_ANNOTATIONS[cls] = cls._parse({})
+            return found
+        return cls._parse({str(k): str(v) for k, v in raw.items()})
+
+    @classmethod
+    def _parse(cls, a: dict[str, str]) -> IngressAnnotations:
         problems: list[Note] = []
 
         timeout_policy = TimeoutPolicy()
@@ -215,3 +225,6 @@ class IngressAnnotations:
             websocket_paths=websocket_paths(a.get(WEBSOCKET_ROUTES, "")),
             problems=tuple(problems),
         )
+
+
+_NO_ANNOTATIONS: dict[type[IngressAnnotations], IngressAnnotations] = {}

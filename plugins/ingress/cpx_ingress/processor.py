@@ -10,17 +10,19 @@ other routes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+import weakref
+from collections.abc import Iterator, Mapping
+from operator import attrgetter
 from typing import Any
 
 import attrs
 import re2
 from cpx.config import Config
-from cpx.dag.dag import DAG, Note
-from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route
+from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
+from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
 from cpx.objects import ObjectKey
 from cpx.servicecluster import ServicePortError, lookup_service_port
-from cpx.source import SourceCache
+from cpx.source import Key4, SourceCache
 from cpx.tlsutil import SecretError
 
 from cpx_ingress import status
@@ -67,6 +69,8 @@ def path_match(path: str, path_type: str) -> PathMatch:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
+    if type(value) is dict:  # the usual case, without the ABC's slower isinstance
+        return value
     return value if isinstance(value, Mapping) else {}
 
 
@@ -102,31 +106,57 @@ def ingress_paths(ingress: Mapping[str, Any]) -> Iterator[IngressPath]:
             yield IngressPath(field=field, backend_field=f"{field}.backend", host=host, path=_mapping(path))
 
 
+@attrs.frozen(eq=False)
+class _Result:
+    """What one Ingress contributes to a build, computed from it and what it looked up.
+
+    Replayed unchanged into every build until the Ingress or one of the recorded lookups (its
+    Services and Secrets, found or not) changes in the source cache.
+    """
+
+    deps: frozenset[Key4]
+    volatile: bool  # depends on something not recorded (e.g. a cross-namespace secret policy)
+    notes: tuple[Note, ...]
+    # Pass 1: (host, secret, min TLS version, max TLS version) for every valid spec.tls host.
+    tls: tuple[tuple[str, Secret, str, str], ...]
+    # Pass 2: (vhost name, match key, HTTP route or None, HTTPS route or None) per path, in order.
+    paths: tuple[tuple[str, str, Route | None, Route | None], ...]
+    status: dict[str, Any] | None
+
+    def route_hosts(self) -> set[str]:
+        return {p[0] for p in self.paths}
+
+    def tls_hosts(self) -> set[str]:
+        return {t[0] for t in self.tls}
+
+
 @attrs.define(eq=False)
 class _IngressBuild:
-    """One Ingress during one build: the short-lived state Contour keeps on its processor."""
+    """One Ingress being translated: the short-lived state Contour keeps on its processor."""
 
-    dag: DAG
     source: SourceCache
     ingress: Mapping[str, Any]
     key: ObjectKey
     annotations: IngressAnnotations
+    notes: list[Note]
 
     @classmethod
-    def start(cls, dag: DAG, source: SourceCache, ingress: Mapping[str, Any]) -> _IngressBuild:
-        build = cls(dag, source, ingress, ObjectKey.of(ingress), IngressAnnotations.from_ingress(ingress))
-        for note in build.annotations.problems:
-            dag.add_note(build.key, note)
-        return build
+    def start(
+        cls, source: SourceCache, ingress: Mapping[str, Any], key: ObjectKey | None = None
+    ) -> _IngressBuild:
+        annotations = IngressAnnotations.from_ingress(ingress)
+        key = key if key is not None else ObjectKey.of(ingress)
+        return cls(source, ingress, key, annotations, list(annotations.problems))
 
     def note(self, type_: str, reason: str, message: str, severity: str = "error") -> None:
         # The core logs notes (once, when they change) and puts them in status; no log here.
         note = Note(type=type_, reason=reason, message=message, severity=severity)
-        if note not in self.dag.notes.get(self.key, ()):  # e.g. one Service behind many paths
-            self.dag.add_note(self.key, note)
+        if note not in self.notes:  # e.g. one Service behind many paths
+            self.notes.append(note)
 
     # -- pass 1: secure virtual hosts ------------------------------------------------------------
-    def secure_virtual_hosts(self) -> None:
+    def secure_virtual_hosts(self) -> list[tuple[str, Secret, str, str]]:
+        found: list[tuple[str, Secret, str, str]] = []
         spec = _mapping(self.ingress.get("spec"))
         for i, item in enumerate(_list(spec.get("tls"))):
             tls = _mapping(item)
@@ -155,17 +185,13 @@ class _IngressBuild:
                     f"{field}.secretName: {err}; {', '.join(hosts)} served over HTTP only",
                 )
                 continue
-            for host in hosts:
-                svhost = self.dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
-                svhost.secret = secret
-                svhost.tls = attrs.evolve(
-                    svhost.tls,
-                    min_version=self.annotations.min_tls_version,
-                    max_version=self.annotations.max_tls_version,
-                )
+            a = self.annotations
+            found.extend((host, secret, a.min_tls_version, a.max_tls_version) for host in hosts)
+        return found
 
     # -- pass 2: routes ----------------------------------------------------------------------------
-    def routes(self) -> None:
+    def routes(self) -> list[tuple[str, str, Route | None, Route | None]]:
+        found: list[tuple[str, str, Route | None, Route | None]] = []
         for item in ingress_paths(self.ingress):
             route = self.route(item)
             if route is None:
@@ -173,13 +199,13 @@ class _IngressBuild:
             # A `*.example.com` vhost matches exactly one label: the core's route translation adds
             # Contour's `:authority` regex to every route of such a vhost, whichever kind made it.
             vhost_name = item.host or "*"
-            if self.annotations.creates_http_routes:
-                self.dag.ensure_virtual_host(HTTP_LISTENER, vhost_name).add_route(route)
-            # Pass 1 created a secure vhost for this host only if it has a valid Secret.
-            svhost = self.dag.get_secure_virtual_host(HTTPS_LISTENER, vhost_name)
-            if svhost is not None and vhost_name != "*":
+            http_route = route if self.annotations.creates_http_routes else None
+            https_route = None
+            if vhost_name != "*":
                 # Over TLS already: the HTTPS route proxies even when HTTP redirects.
-                svhost.add_route(attrs.evolve(route, https_redirect=False))
+                https_route = attrs.evolve(route, https_redirect=False) if route.https_redirect else route
+            found.append((vhost_name, route.match_key(), http_route, https_route))
+        return found
 
     def route(self, item: IngressPath) -> Route | None:
         value = str(item.path.get("path") or "/")
@@ -231,16 +257,49 @@ class _IngressBuild:
         return (Cluster(upstream=upstream),)
 
 
+@attrs.frozen(eq=False)
+class _Host:
+    """The merged contribution of every Ingress to one host name, in Ingress order."""
+
+    http: dict[str, Route]  # match key -> route (a later Ingress with the same match wins)
+    https: dict[str, Route]
+    # From the last Ingress (in (namespace, name) order) with a valid spec.tls entry for the host.
+    secret: Secret | None = None
+    tls: TLSParams | None = None
+
+
 @attrs.define(eq=False)
 class IngressProcessor:
     """Adds the routes of every accepted Ingress to the static listeners.
 
-    Holds only configuration and a memo of which unsupported annotations were already logged;
-    everything about one build lives in that build's ``_IngressBuild`` objects.
+    Incremental: each Ingress's contribution (:class:`_Result`) is kept with the lookups it made
+    and recomputed only when the Ingress or one of those Services/Secrets changed (the source
+    cache's change log says which); per host, the merged routes are kept too and re-merged only
+    for the hosts a changed Ingress touches.  Every build still gets fresh, private containers
+    (other processors may edit them) holding the same route objects, and the references are
+    re-registered so that changes to those Services and Secrets keep triggering rebuilds.
+    Semantics are Contour's two passes: TLS hosts from every Ingress first, then the routes; a
+    later Ingress (by namespace/name) with an identical match overwrites an earlier one.
     """
 
     load_balancer: Mapping[str, Any] | None = None
     _logged_annotations: dict[ObjectKey, tuple[str, ...]] = attrs.field(factory=dict)
+    _source: weakref.ref[SourceCache] | None = None
+    _revision: int = -1
+    _results: dict[ObjectKey, _Result] = attrs.field(factory=dict)
+    # Looked-up object -> the Ingresses whose result depends on it.
+    _users: dict[Key4, set[ObjectKey]] = attrs.field(factory=dict)
+    _volatile: set[ObjectKey] = attrs.field(factory=set)
+    # The Services and Secrets in _users, as the source cache's referenced_* sets want them.
+    _refs: dict[tuple[str, str], set[tuple[str, str]]] = attrs.field(
+        factory=lambda: {_SERVICE: set(), _SECRET: set()}
+    )
+    # Host -> Ingresses with paths / valid TLS for it; the merged result per host.
+    _route_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
+    _tls_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
+    _hosts: dict[str, _Host] = attrs.field(factory=dict)
+    _notes: dict[ObjectKey, tuple[Note, ...]] = attrs.field(factory=dict)
+    _statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
 
     @classmethod
     def from_config(cls, config: Config) -> IngressProcessor:
@@ -250,25 +309,215 @@ class IngressProcessor:
         if dag.get_listener(HTTP_LISTENER) is None or dag.get_listener(HTTPS_LISTENER) is None:
             log.error("listeners %s/%s missing: Ingress routes not built", HTTP_LISTENER, HTTPS_LISTENER)
             return
-        ingresses = list(source.list(INGRESS))
-        self._log_unsupported_annotations(ingresses)
-        builds = [_IngressBuild.start(dag, source, ingress) for ingress in ingresses]
-        for build in builds:
-            build.secure_virtual_hosts()
-        for build in builds:
-            build.routes()
-        if self.load_balancer is not None:
-            for build in builds:
-                dag.set_status(build.key, status.computed_status(self.load_balancer))
+        try:
+            self._update(source)
+        except BaseException:
+            self._reset()  # a half-applied update must not leak into the next build
+            raise
+        self._install(dag, source)
 
-    def _log_unsupported_annotations(self, ingresses: Sequence[Mapping[str, Any]]) -> None:
-        """Log each object's unsupported annotations once (again only when they change)."""
-        seen: dict[ObjectKey, tuple[str, ...]] = {}
-        for ingress in ingresses:
-            key = ObjectKey.of(ingress)
-            names = tuple(unsupported_annotations(ingress))
-            seen[key] = names
-            if names and self._logged_annotations.get(key) != names:
-                for name in names:
-                    log.warning("%s: ignoring invalid or unsupported annotation %s", key, name)
-        self._logged_annotations = {k: v for k, v in seen.items() if v}
+    # -- keeping the memo current -------------------------------------------------------------
+    def _reset(self) -> None:
+        self._source, self._revision = None, -1
+        for table in (self._results, self._users, self._route_users, self._tls_users, self._hosts):
+            table.clear()
+        for refs in self._refs.values():
+            refs.clear()
+        self._volatile.clear()
+        self._notes.clear()
+        self._statuses.clear()
+
+    def _dirty(self, source: SourceCache) -> set[ObjectKey] | None:
+        """Ingresses to recompute, or None for all of them."""
+        if self._source is None or self._source() is not source:
+            return None
+        changes = source.changes_since(self._revision)
+        if changes is None:
+            return None
+        dirty = set(self._volatile)
+        ingress_kind = INGRESS.group_kind
+        for change in changes:
+            if (change[0], change[1]) == ingress_kind:
+                dirty.add(ObjectKey(*change))
+            users = self._users.get(change)
+            if users:
+                dirty.update(users)
+        return dirty
+
+    def _update(self, source: SourceCache) -> None:
+        dirty = self._dirty(source)
+        revision = source.revision
+        if dirty is None:
+            self._reset()
+            self._source = weakref.ref(source)
+            keys = [ObjectKey.of(obj) for obj in source.list(INGRESS)]
+        else:
+            keys = sorted(dirty, key=_ORDER)
+        touched: set[str] = set()
+        for key in keys:
+            old = self._results.pop(key, None)
+            if old is not None:
+                self._forget(key, old, touched)
+            obj = source.get(key)
+            if obj is None:
+                self._logged_annotations.pop(key, None)
+                continue
+            result = self._compute(obj, key, source)
+            self._results[key] = result
+            self._remember(key, result, touched)
+        for host in touched:
+            self._merge(host)
+        if dirty is None:
+            logged = self._logged_annotations
+            self._logged_annotations = {k: v for k, v in logged.items() if k in self._results}
+        self._revision = revision
+
+    def _compute(self, obj: Mapping[str, Any], key: ObjectKey, source: SourceCache) -> _Result:
+        names = tuple(unsupported_annotations(obj))
+        if names and self._logged_annotations.get(key) != names:
+            for name in names:
+                log.warning("%s: ignoring invalid or unsupported annotation %s", key, name)
+        if names:
+            self._logged_annotations[key] = names
+        else:
+            self._logged_annotations.pop(key, None)
+        with source.recording() as lookups:
+            build = _IngressBuild.start(source, obj, key)
+            tls = build.secure_virtual_hosts()
+            paths = build.routes()
+        return _Result(
+            deps=frozenset(lookups.keys),
+            volatile=lookups.volatile,
+            notes=tuple(build.notes),
+            tls=tuple(tls),
+            paths=tuple(paths),
+            status=status.computed_status(self.load_balancer) if self.load_balancer is not None else None,
+        )
+
+    def _remember(self, key: ObjectKey, result: _Result, touched: set[str]) -> None:
+        for dep in result.deps:
+            users = self._users.get(dep)
+            if users is None:
+                users = self._users[dep] = set()
+                refs = self._refs.get(dep[:2])
+                if refs is not None:
+                    refs.add(dep[2:])
+            users.add(key)
+        if result.volatile:
+            self._volatile.add(key)
+        for host in result.route_hosts():
+            self._route_users.setdefault(host, set()).add(key)
+            touched.add(host)
+        for host in result.tls_hosts():
+            self._tls_users.setdefault(host, set()).add(key)
+            touched.add(host)
+        if result.notes:
+            self._notes[key] = result.notes
+        if result.status is not None:
+            self._statuses[key] = result.status
+
+    def _forget(self, key: ObjectKey, result: _Result, touched: set[str]) -> None:
+        for dep in result.deps:
+            users = self._users.get(dep)
+            if users is not None:
+                users.discard(key)
+                if not users:
+                    del self._users[dep]
+                    refs = self._refs.get(dep[:2])
+                    if refs is not None:
+                        refs.discard(dep[2:])
+        self._volatile.discard(key)
+        by_host = ((self._route_users, result.route_hosts()), (self._tls_users, result.tls_hosts()))
+        for table, hosts in by_host:
+            for host in hosts:
+                keys = table.get(host)
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del table[host]
+                touched.add(host)
+        self._notes.pop(key, None)
+        self._statuses.pop(key, None)
+
+    def _merge(self, host: str) -> None:
+        """Recompute one host from its Ingresses, in (namespace, name) order as Contour does."""
+        http: dict[str, Route] = {}
+        https: dict[str, Route] = {}
+        for key in sorted(self._route_users.get(host, ()), key=_ORDER):
+            for vhost_name, match_key, http_route, https_route in self._results[key].paths:
+                if vhost_name != host:
+                    continue
+                if http_route is not None:
+                    http[match_key] = http_route
+                if https_route is not None:
+                    https[match_key] = https_route
+        secret = tls = None
+        tls_keys = self._tls_users.get(host)
+        if tls_keys:
+            for entry in self._results[max(tls_keys, key=_ORDER)].tls:
+                if entry[0] == host:
+                    secret, tls = entry[1], _tls_params(entry[2], entry[3])
+        if not (http or https or secret):
+            self._hosts.pop(host, None)
+            return
+        if https == http:
+            https = http  # shared: the installed copies are private anyway
+        self._hosts[host] = _Host(http=http, https=https, secret=secret, tls=tls)
+
+    # -- filling this build's DAG ------------------------------------------------------------------
+    def _install(self, dag: DAG, source: SourceCache) -> None:
+        http_listener, https_listener = dag.listeners[HTTP_LISTENER], dag.listeners[HTTPS_LISTENER]
+        # Lookups made while computing results count as references of this build as well.
+        source.referenced_services.update(self._refs[_SERVICE])
+        source.referenced_secrets.update(self._refs[_SECRET])
+        if http_listener.virtual_hosts or https_listener.secure_virtual_hosts:
+            self._install_merging(dag)
+        else:
+            # Fresh containers each build (a later processor may edit them), same route objects.
+            hosts = self._hosts
+            http_listener.virtual_hosts.update(
+                {host: VirtualHost(host, dict(m.http)) for host, m in hosts.items() if m.http}
+            )
+            secure = https_listener.secure_virtual_hosts
+            for host in self._tls_users:
+                merged = hosts[host]
+                svhost = secure[host] = SecureVirtualHost(host, dict(merged.https))
+                svhost.secret = merged.secret
+                svhost.tls = merged.tls or svhost.tls
+        for key, notes in self._notes.items():
+            dag.notes.setdefault(key, []).extend(notes)
+        dag.statuses.update((key, value) for key, value in self._statuses.items())
+
+    def _install_merging(self, dag: DAG) -> None:
+        """An earlier processor already made virtual hosts: add to them as Contour's passes do."""
+        for host, merged in self._hosts.items():
+            if merged.secret is not None:
+                svhost = dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
+                svhost.secret = merged.secret
+                assert merged.tls is not None
+                svhost.tls = attrs.evolve(
+                    svhost.tls, min_version=merged.tls.min_version, max_version=merged.tls.max_version
+                )
+        for host, merged in self._hosts.items():
+            if merged.http:
+                vhost = dag.ensure_virtual_host(HTTP_LISTENER, host)
+                vhost.routes.update(merged.http)
+            svhost = dag.get_secure_virtual_host(HTTPS_LISTENER, host)
+            if svhost is not None and host != "*":
+                svhost.routes.update(merged.https)
+
+
+_SERVICE, _SECRET = ("", "Service"), ("", "Secret")
+# Ingress order (namespace, name) as a C-comparable tuple: ObjectKey's own ordering is Python code.
+_ORDER = attrgetter("namespace", "name")
+_TLS_PARAMS: dict[tuple[str, str], TLSParams] = {}
+
+
+def _tls_params(min_version: str, max_version: str) -> TLSParams:
+    """Shared TLSParams values, so that unchanged hosts hand the same object to LDS."""
+    found = _TLS_PARAMS.get((min_version, max_version))
+    if found is None:
+        found = _TLS_PARAMS[(min_version, max_version)] = TLSParams(
+            min_version=min_version, max_version=max_version
+        )
+    return found
