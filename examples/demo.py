@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-import devenv  # noqa: E402
+import devenv
 
 
 def main() -> None:

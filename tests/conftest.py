@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from cpx.testing.harness import EchoServer, EnvoyProcess, TCPEchoServer, envoy_binary
 
 

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import devenv  # noqa: E402
+import devenv
 
 
 def main() -> None:

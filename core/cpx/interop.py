@@ -60,7 +60,8 @@ def xds_class_for(betterproto_class: type) -> type[Message]:
         descriptor = _package_index(package)[betterproto_class.__name__]
     except (ModuleNotFoundError, KeyError):
         raise TypeError(f"no xds-protos message matches {module}.{betterproto_class.__name__}") from None
-    return message_factory.GetMessageClass(descriptor)
+    cls: type[Message] = message_factory.GetMessageClass(descriptor)
+    return cls
 
 
 def to_xds(message: Any) -> Message:

@@ -42,7 +42,9 @@ def expand(paths: Iterable[Path]) -> list[Path]:
     files: set[Path] = set()
     for path in paths:
         if path.is_dir():
-            files.update(p for p in path.rglob("*") if p.is_file() and is_manifest(p) and not _hidden(p, path))
+            files.update(
+                p for p in path.rglob("*") if p.is_file() and is_manifest(p) and not _hidden(p, path)
+            )
         elif path.exists():
             files.add(path)
         else:
@@ -124,7 +126,9 @@ class ManifestSet:
 
     by_file: dict[Path, dict[ObjectKey, KubeObject]] = attrs.field(factory=dict)
 
-    def replace_file(self, path: Path, objects: Iterable[KubeObject]) -> tuple[list[KubeObject], list[KubeObject]]:
+    def replace_file(
+        self, path: Path, objects: Iterable[KubeObject]
+    ) -> tuple[list[KubeObject], list[KubeObject]]:
         """Install a file's new objects; returns (upserts, deletes) relative to its old ones."""
         new = {ObjectKey.of(obj): obj for obj in objects}
         old = self.by_file.get(path, {})

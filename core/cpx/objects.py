@@ -54,7 +54,9 @@ class ObjectKey:
         api_version = str(obj.get("apiVersion", ""))
         group = api_version.rpartition("/")[0]
         meta = obj.get("metadata") or {}
-        return cls(group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", "")))
+        return cls(
+            group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", ""))
+        )
 
     @property
     def group_kind(self) -> tuple[str, str]:

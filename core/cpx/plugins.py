@@ -109,8 +109,8 @@ class PluginHost:
         try:
             pm.check_pending()
         except pluggy.PluginValidationError as err:
-            name = pm.get_name(err.plugin) if err.plugin is not None else "?"
-            raise PluginError(f"plugin {name!r} implements an unknown hook: {err}") from err
+            culprit = pm.get_name(err.plugin) if err.plugin is not None else None
+            raise PluginError(f"plugin {culprit or '?'!r} implements an unknown hook: {err}") from err
         return cls(pm, tuple(names))
 
     # -- typed facade --------------------------------------------------------------------------
@@ -149,16 +149,26 @@ class PluginHost:
         return self._unique(self._collect("cpx_options", OptionSpec), lambda r: r.name, "option")
 
     def watches(self) -> list[WatchSpec]:
-        return self._unique(self._collect("cpx_watches", WatchSpec), lambda r: r.gvk.group_kind, "watched kind")
+        return self._unique(
+            self._collect("cpx_watches", WatchSpec), lambda r: r.gvk.group_kind, "watched kind"
+        )
 
     def processors(self) -> list[ProcessorSpec]:
-        return order_processors(self._unique(self._collect("cpx_dag_processors", ProcessorSpec), lambda r: r.name, "processor"))
+        return order_processors(
+            self._unique(self._collect("cpx_dag_processors", ProcessorSpec), lambda r: r.name, "processor")
+        )
 
     def resource_caches(self) -> list[ResourceCacheSpec]:
-        return self._unique(self._collect("cpx_resource_caches", ResourceCacheSpec), lambda r: r.type_url, "xDS type URL")
+        return self._unique(
+            self._collect("cpx_resource_caches", ResourceCacheSpec), lambda r: r.type_url, "xDS type URL"
+        )
 
     def status_writers(self) -> list[StatusWriterSpec]:
-        return self._unique(self._collect("cpx_status_writers", StatusWriterSpec), lambda r: r.gvk.group_kind, "status writer for kind")
+        return self._unique(
+            self._collect("cpx_status_writers", StatusWriterSpec),
+            lambda r: r.gvk.group_kind,
+            "status writer for kind",
+        )
 
     def configure(self, config: Config) -> None:
         self.pm.hook.cpx_configure(config=config)
@@ -166,7 +176,9 @@ class PluginHost:
     def unconfigure(self, config: Config) -> None:
         self.pm.hook.cpx_unconfigure(config=config)
 
-    def secret_access_permitted(self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    def secret_access_permitted(
+        self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+    ) -> bool:
         answer = self.pm.hook.cpx_secret_access_permitted(
             secret_namespace=secret_namespace, secret_name=secret_name, referrer=referrer, source=source
         )

@@ -123,7 +123,9 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
     pipeline = Pipeline.create(host, config)
     tls = None
     if config.xds_cafile or config.xds_cert_file or config.xds_key_file:
-        tls = ServerTLS(ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file)
+        tls = ServerTLS(
+            ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file
+        )
     server = XdsServer(address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics)
     reporter = StatusReporter(options.status_file, metrics)
 
@@ -144,19 +146,32 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         holdoff_max_delay=config.holdoff_max_delay,
         pending_sources={SOURCE_NAME},
     )
-    health = HTTPService(options.health_address, options.health_port, health_routes(metrics.registry, lambda: handler.ready))
+    health = HTTPService(
+        options.health_address, options.health_port, health_routes(metrics.registry, lambda: handler.ready)
+    )
     debug = HTTPService(
         options.debug_address,
         options.debug_port,
-        {"/debug/dag": lambda: (200, "text/vnd.graphviz", to_dot(pipeline.dag).encode() if pipeline.dag else b"")},
+        {
+            "/debug/dag": lambda: (
+                200,
+                "text/vnd.graphviz",
+                to_dot(pipeline.dag).encode() if pipeline.dag else b"",
+            )
+        },
     )
     port = await server.start()
     health.start()
     debug.start()
     log.info(
         "serving xDS on %s:%d (%s); health and metrics on %s:%d; debug on %s:%d",
-        config.xds_address, port, "mTLS" if tls else "plaintext",
-        options.health_address, health.port, options.debug_address, debug.port,
+        config.xds_address,
+        port,
+        "mTLS" if tls else "plaintext",
+        options.health_address,
+        health.port,
+        options.debug_address,
+        debug.port,
     )
     source = StandaloneSource(options.manifests, pipeline)
     tasks = [
@@ -169,7 +184,9 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     try:
-        done, _ = await asyncio.wait([*tasks, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        done, _ = await asyncio.wait(
+            [*tasks, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
+        )
         for task in done:
             if task in tasks and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]  # a source or the handler died

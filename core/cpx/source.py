@@ -15,6 +15,7 @@ after revision R" (None when the bounded log no longer reaches back that far: re
 from __future__ import annotations
 
 import bisect
+import builtins
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
@@ -31,7 +32,9 @@ SecretPolicy = Callable[[str, str, ObjectKey, "SourceCache"], bool]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
-def same_namespace_only(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+def same_namespace_only(
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+) -> bool:
     return secret_namespace == referrer.namespace
 
 
@@ -276,7 +279,7 @@ class SourceCache:
         self._record("", "Namespace", "", name)
         return self._objects.get(k8s.NAMESPACE.group_kind, {}).get(("", name))
 
-    def endpoint_slices(self, namespace: str, service: str) -> list[KubeObject]:
+    def endpoint_slices(self, namespace: str, service: str) -> builtins.list[KubeObject]:
         self._record_volatile()  # a DAG processor reading endpoints: not tracked per object
         bucket = self._slices.get((namespace, service), {})
         return [bucket[name] for name in sorted(bucket)]

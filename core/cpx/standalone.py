@@ -20,7 +20,9 @@ log = logging.getLogger("cpx.manifests")
 SOURCE_NAME = "manifests"
 
 
-def prepare(pipeline: Pipeline, path: Path, objects: Iterable[KubeObject]) -> tuple[list[KubeObject], list[DocumentError]]:
+def prepare(
+    pipeline: Pipeline, path: Path, objects: Iterable[KubeObject]
+) -> tuple[list[KubeObject], list[DocumentError]]:
     """Default namespaces and drop documents of kinds no enabled plugin handles (reported)."""
     kept: list[KubeObject] = []
     errors: list[DocumentError] = []

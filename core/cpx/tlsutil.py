@@ -45,7 +45,9 @@ def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
 
 
 def _public_bytes(key: Any) -> bytes:
-    return bytes(key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo))
+    return bytes(
+        key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
 
 
 def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
@@ -76,7 +78,13 @@ def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
     if _public_bytes(key.public_key()) != _public_bytes(certs[0].public_key()):
         raise SecretError(f"{where}: tls.key does not match the certificate in tls.crt")
     ca_pem = _decode(obj, "ca.crt") or b""
-    return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), cert_pem=cert_pem, key_pem=key_pem, ca_pem=ca_pem)
+    return Secret(
+        namespace=k8s.namespace_of(obj),
+        name=k8s.name_of(obj),
+        cert_pem=cert_pem,
+        key_pem=key_pem,
+        ca_pem=ca_pem,
+    )
 
 
 def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:

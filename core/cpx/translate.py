@@ -65,7 +65,18 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
         key = ObjectKey.of(obj)
         entry = _identity(obj)
         if key in unknown:
-            entry["status"] = {"cpx": {"problems": [{"type": "UnknownKind", "reason": "NotHandled", "message": unknown[key], "severity": "error"}]}}
+            entry["status"] = {
+                "cpx": {
+                    "problems": [
+                        {
+                            "type": "UnknownKind",
+                            "reason": "NotHandled",
+                            "message": unknown[key],
+                            "severity": "error",
+                        }
+                    ]
+                }
+            }
         elif key in statuses:
             entry["status"] = statuses[key].to_dict()
         elif key.group_kind in pipeline.status_writers and not pipeline.accepts(obj):

@@ -145,9 +145,9 @@ def p90(values: list[float]) -> float:
 
 
 def new_pipeline() -> Any:
-    from cpx.config import Config  # noqa: PLC0415
-    from cpx.pipeline import Pipeline  # noqa: PLC0415
-    from cpx.plugins import PluginHost  # noqa: PLC0415
+    from cpx.config import Config
+    from cpx.pipeline import Pipeline
+    from cpx.plugins import PluginHost
 
     return Pipeline.create(PluginHost.load(["ingress"]), Config())
 
@@ -286,7 +286,7 @@ def bench_memory(n: int, shape: str) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def cpx_serve(manifests: Path, workdir: Path, timeout: float) -> Iterator[Any]:
-    from cpx.testing.cpxproc import CpxProcess  # noqa: PLC0415
+    from cpx.testing.cpxproc import CpxProcess
 
     runner = CpxProcess(manifests, workdir, plugins=["ingress"], start_timeout=timeout, log_level="warning")
     runner.start()
@@ -331,7 +331,7 @@ def wait_until(check: Callable[[], bool], timeout: float, interval: float) -> fl
 
 
 def bench_converge(n: int, iterations: int, interval: float) -> dict[str, Any]:
-    from cpx.testing.harness import EchoServer, EnvoyProcess  # noqa: PLC0415
+    from cpx.testing.harness import EchoServer, EnvoyProcess
 
     with tempfile.TemporaryDirectory(prefix="cpx-bench-") as tmp, EchoServer("echo") as echo:
         root = Path(tmp)

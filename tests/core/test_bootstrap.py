@@ -12,9 +12,10 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf.json_format import ParseError
+
 from cpx import bootstrap, certgen
 from cpx.testing.harness import EnvoyProcess, envoy_binary, free_port
-from google.protobuf.json_format import ParseError
 
 UPSTREAM_TLS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cpx import certgen, tlsutil
-from cpx.testing.harness import EchoServer, request
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
+
+from cpx import certgen, tlsutil
+from cpx.testing.harness import EchoServer, request
 
 
 @pytest.fixture(scope="module")

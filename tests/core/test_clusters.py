@@ -7,6 +7,13 @@ from typing import Any
 
 import attrs
 import pytest
+from envoy.config.cluster.v3 import cluster_pb2 as cluster_v3
+from envoy.config.core.v3 import config_source_pb2 as config_source_v3
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common_v3
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls_v3
+from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http_options_v3
+from envoy.type.v3 import http_pb2 as http_type_v3
+
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
@@ -31,12 +38,6 @@ from cpx.xds import clusters as cds
 from cpx.xds import resource
 from cpx.xds.clusters import ClusterCache
 from cpx.xds.naming import cluster_name, secret_name
-from envoy.config.cluster.v3 import cluster_pb2 as cluster_v3
-from envoy.config.core.v3 import config_source_pb2 as config_source_v3
-from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common_v3
-from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls_v3
-from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http_options_v3
-from envoy.type.v3 import http_pb2 as http_type_v3
 
 HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 KUARD = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)

@@ -22,13 +22,18 @@ def test_service_schema() -> None:
     ]
     assert validate_service(_service(type="ExternalName")) == ["spec.externalName: Required value"]
     assert validate_service(_service(type="Nope", ports=[])) == [
-        "spec.type: Unsupported value: 'Nope': supported values: ClusterIP, NodePort, LoadBalancer, ExternalName"
+        "spec.type: Unsupported value: 'Nope': "
+        "supported values: ClusterIP, NodePort, LoadBalancer, ExternalName"
     ]
     assert validate_service({"kind": "Service"}) == ["spec: Required value"]
 
 
 def test_endpoint_slice_schema() -> None:
-    good = {"addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": [{"addresses": ["10.0.0.1"]}]}
+    good = {
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080}],
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+    }
     assert validate_endpoint_slice(good) == []
     bad = {"addressType": "IP", "ports": [{"port": 70000}], "endpoints": [{"addresses": []}]}
     assert validate_endpoint_slice(bad) == [
@@ -40,7 +45,9 @@ def test_endpoint_slice_schema() -> None:
 
 def test_secret_schema() -> None:
     assert validate_secret({"data": {"tls.crt": "aGVsbG8="}}) == []
-    assert validate_secret({"data": {"tls.crt": "not base64!"}}) == ["data[tls.crt]: Invalid value: illegal base64 data"]
+    assert validate_secret({"data": {"tls.crt": "not base64!"}}) == [
+        "data[tls.crt]: Invalid value: illegal base64 data"
+    ]
 
 
 def test_refused_core_objects_are_reported_and_not_served() -> None:
@@ -50,7 +57,9 @@ def test_refused_core_objects_are_reported_and_not_served() -> None:
     assert pipeline.source.get(ObjectKey.of(bad)) is None
     pipeline.rebuild()
     status = pipeline.statuses()[ObjectKey.of(bad)]
-    assert [n.message for n in status.notes] == ["spec.ports[0].port: Invalid value: 0: must be between 1 and 65535"]
+    assert [n.message for n in status.notes] == [
+        "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535"
+    ]
     # Fixing it replaces the refusal.
     pipeline.upsert(_service(ports=[{"port": 80}]), validate=True)
     pipeline.rebuild()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
+
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
@@ -20,7 +22,6 @@ from cpx.source import SourceCache
 from cpx.xds import endpoints as eds
 from cpx.xds import resource
 from cpx.xds.endpoints import EndpointCache
-from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
 
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
 

@@ -43,7 +43,9 @@ def _svc(i: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": f"s{i}", "namespace": "default"}}
 
 
-async def _start(pipeline: RecordingPipeline, **kw: Any) -> tuple[EventHandler, asyncio.Task[None], list[Snapshot]]:
+async def _start(
+    pipeline: RecordingPipeline, **kw: Any
+) -> tuple[EventHandler, asyncio.Task[None], list[Snapshot]]:
     published: list[Snapshot] = []
     handler = EventHandler(pipeline, on_snapshot=published.append, **kw)  # type: ignore[arg-type]
     return handler, asyncio.create_task(handler.run()), published
@@ -102,14 +104,18 @@ async def test_steady_churn_still_rebuilds_every_max_holdoff() -> None:
 
 async def test_endpoint_slices_take_the_fast_path() -> None:
     pipeline = RecordingPipeline()
-    handler, task, published = await _start(pipeline)
+    handler, task, _ = await _start(pipeline)
     handler.synced("x")
     await handler.wait_for_sequence(1)
     handler.upsert(
         {
             "apiVersion": "discovery.k8s.io/v1",
             "kind": "EndpointSlice",
-            "metadata": {"name": "s1-abc", "namespace": "default", "labels": {"kubernetes.io/service-name": "s1"}},
+            "metadata": {
+                "name": "s1-abc",
+                "namespace": "default",
+                "labels": {"kubernetes.io/service-name": "s1"},
+            },
         }
     )
     await handler.wait_for_sequence(2)

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from websockets.sync.client import connect
+
 from cpx.bootstrap import bootstrap_config
 from cpx.testing.harness import (
     EchoServer,
@@ -22,7 +24,6 @@ from cpx.testing.harness import (
     make_tls_secret,
     wait_for_port,
 )
-from websockets.sync.client import connect
 
 HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"

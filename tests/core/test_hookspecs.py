@@ -12,9 +12,7 @@ from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWrit
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = [
-    (name, fn)
-    for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
-    if name.startswith("cpx_")
+    (name, fn) for name, fn in inspect.getmembers(hookspecs, inspect.isfunction) if name.startswith("cpx_")
 ]
 SECTIONS = ("**When it is called**", "**Returns**", "**Ordering and conflicts**", "**Example**")
 
@@ -40,7 +38,9 @@ def test_hook_is_in_docs(name: str, fn: object) -> None:
     assert signature in text, f"docs/hooks.md does not show {signature}"
 
 
-@pytest.mark.parametrize("record", [WatchSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, OptionSpec])
+@pytest.mark.parametrize(
+    "record", [WatchSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, OptionSpec]
+)
 def test_record_fields_are_in_docs(record: type) -> None:
     import attrs
 

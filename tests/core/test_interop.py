@@ -17,7 +17,9 @@ from cpx.xds.resource import Resource
 
 
 def test_route_configuration_converts_field_for_field() -> None:
-    bp = BpRouteConfiguration(name="ingress_http", virtual_hosts=[BpVirtualHost(name="a", domains=["a.example.com"])])
+    bp = BpRouteConfiguration(
+        name="ingress_http", virtual_hosts=[BpVirtualHost(name="a", domains=["a.example.com"])]
+    )
     converted = to_xds(bp)
     assert isinstance(converted, route_v3.RouteConfiguration)
     assert converted == route_v3.RouteConfiguration(
@@ -29,7 +31,9 @@ def test_enums_and_nested_message_names() -> None:
     bp = BpCluster(name="c", type=ClusterDiscoveryType.STRICT_DNS, lb_policy=ClusterLbPolicy.RANDOM)
     converted = to_xds(bp)
     assert isinstance(converted, cluster_v3.Cluster)
-    assert converted.type == cluster_v3.Cluster.STRICT_DNS and converted.lb_policy == cluster_v3.Cluster.RANDOM
+    assert (
+        converted.type == cluster_v3.Cluster.STRICT_DNS and converted.lb_policy == cluster_v3.Cluster.RANDOM
+    )
     # betterproto flattens nested names: Cluster.LbPolicy is ClusterLbPolicy (an enum, not a message),
     # Cluster.CommonLbConfig is ClusterCommonLbConfig.
     from envoy_data_plane.envoy.config.cluster.v3 import ClusterCommonLbConfig
@@ -39,7 +43,9 @@ def test_enums_and_nested_message_names() -> None:
 
 def test_resource_from_betterproto_equals_resource_from_upb() -> None:
     bp = BpRouteConfiguration(name="r", virtual_hosts=[BpVirtualHost(name="v", domains=["*"])])
-    upb = route_v3.RouteConfiguration(name="r", virtual_hosts=[route_components.VirtualHost(name="v", domains=["*"])])
+    upb = route_v3.RouteConfiguration(
+        name="r", virtual_hosts=[route_components.VirtualHost(name="v", domains=["*"])]
+    )
     a = Resource.from_message("r", resource.ROUTE, bp)  # type: ignore[arg-type]
     b = Resource.from_message("r", resource.ROUTE, upb)
     assert a == b

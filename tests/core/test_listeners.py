@@ -10,6 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from envoy.config.listener.v3 import listener_components_pb2 as listener_components
+from envoy.config.listener.v3 import listener_pb2 as listener_v3
+from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
+from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
+from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
+from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
+from google.protobuf import json_format
+
 from cpx import certgen
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -32,16 +43,6 @@ from cpx.xds.listeners import ListenerCache
 from cpx.xds.naming import cluster_name, secret_name
 from cpx.xds.routes import RouteCache
 from cpx.xds.secrets import SecretCache
-from envoy.config.listener.v3 import listener_components_pb2 as listener_components
-from envoy.config.listener.v3 import listener_pb2 as listener_v3
-from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
-from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
-from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
-from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
-from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
-from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
-from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
-from google.protobuf import json_format
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
@@ -338,7 +339,7 @@ def test_unchanged_listeners_keep_their_resources() -> None:
 
 
 def _envoy() -> str:
-    from cpx.testing.envoy import envoy_binary  # noqa: PLC0415
+    from cpx.testing.envoy import envoy_binary
 
     try:
         return envoy_binary()
@@ -450,7 +451,7 @@ def _status(port: int, sni: str | None, host: str) -> int:
 def test_envoy_serves_sni_and_421(keypair: certgen.KeyPair) -> None:
     """A real Envoy: Host ports are ignored, a Host other than the SNI gets 421, wildcards take one label."""
     _envoy()
-    from cpx.testing.envoy import EnvoyProcess, free_port  # noqa: PLC0415
+    from cpx.testing.envoy import EnvoyProcess, free_port
 
     secret = Secret(namespace="default", name="tls", cert_pem=keypair.cert_pem, key_pem=keypair.key_pem)
     ok = {"direct_response": DirectResponse(status_code=200, body="ok"), "clusters": ()}
@@ -462,7 +463,7 @@ def test_envoy_serves_sni_and_421(keypair: certgen.KeyPair) -> None:
         add_secure(dag, fqdn, secret=secret)
         dag.ensure_secure_virtual_host(HTTPS, fqdn).add_route(prefix(**ok))
     with EnvoyProcess(static_bootstrap(dag)) as envoy:
-        from cpx.testing.envoy import wait_for_port  # noqa: PLC0415
+        from cpx.testing.envoy import wait_for_port
 
         wait_for_port("127.0.0.1", https_port)
         assert _status(http_port, None, "example.com:8080") == 200

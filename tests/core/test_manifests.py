@@ -8,7 +8,9 @@ from cpx.errors import ManifestError
 from cpx.manifests import ManifestSet, expand, is_manifest, parse_file
 from cpx.objects import ObjectKey
 
-SERVICE = "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {ports: [{port: 80}]}\n"
+SERVICE = (
+    "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {ports: [{port: 80}]}\n"
+)
 
 
 def test_multi_document_file_and_list_kind(tmp_path: Path) -> None:

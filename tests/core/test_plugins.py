@@ -18,7 +18,9 @@ from cpx.plugins import PluginHost, available_plugins
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _spec(name: str, phase: Phase = Phase.ROUTES, after: tuple[str, ...] = (), before: tuple[str, ...] = ()) -> ProcessorSpec:
+def _spec(
+    name: str, phase: Phase = Phase.ROUTES, after: tuple[str, ...] = (), before: tuple[str, ...] = ()
+) -> ProcessorSpec:
     return ProcessorSpec(name=name, factory=lambda config: None, phase=phase, after=after, before=before)  # type: ignore[arg-type,return-value]
 
 
@@ -33,7 +35,11 @@ def test_processors_sort_by_phase_then_constraints_then_name() -> None:
     assert [s.name for s in order_processors(specs)] == ["listeners", "beta", "zeta", "alpha", "finalize"]
     # Registration order never matters.
     assert [s.name for s in order_processors(list(reversed(specs)))] == [
-        "listeners", "beta", "zeta", "alpha", "finalize"
+        "listeners",
+        "beta",
+        "zeta",
+        "alpha",
+        "finalize",
     ]
 
 
@@ -41,7 +47,9 @@ def test_processor_cycle_is_an_error_and_absent_names_are_ignored() -> None:
     with pytest.raises(PluginError, match="cycle"):
         order_processors([_spec("a", after=("b",)), _spec("b", after=("a",))])
     # Ordering against a processor that is not loaded (an optional plugin) is no constraint.
-    assert [s.name for s in order_processors([_spec("b", before=("httpproxy",)), _spec("a", after=("nope",))])] == ["a", "b"]
+    assert [
+        s.name for s in order_processors([_spec("b", before=("httpproxy",)), _spec("a", after=("nope",))])
+    ] == ["a", "b"]
     with pytest.raises(PluginError, match="two DAG processors are named 'a'"):
         order_processors([_spec("a"), _spec("a")])
 
@@ -57,7 +65,9 @@ def test_two_caches_for_one_type_url_is_an_error() -> None:
     @hookimpl
     def cpx_resource_caches():  # type: ignore[no-untyped-def]
         yield ResourceCacheSpec(
-            name="mine", type_url="type.googleapis.com/envoy.config.cluster.v3.Cluster", factory=lambda c: None  # type: ignore[arg-type,return-value]
+            name="mine",
+            type_url="type.googleapis.com/envoy.config.cluster.v3.Cluster",
+            factory=lambda c: None,  # type: ignore[arg-type,return-value]
         )
 
     other.cpx_resource_caches = cpx_resource_caches  # type: ignore[attr-defined]
@@ -100,7 +110,13 @@ def test_plugins_list_json_reports_contributions() -> None:
     assert core["enabled"] is True and core["distribution"] == "cpx"
     assert "v1/Service" in core["watches"] and "discovery.k8s.io/v1/EndpointSlice" in core["watches"]
     assert core["processors"][0].startswith("1. listeners")
-    assert {c.split()[0] for c in core["resource_caches"]} == {"listeners", "routes", "clusters", "endpoints", "secrets"}
+    assert {c.split()[0] for c in core["resource_caches"]} == {
+        "listeners",
+        "routes",
+        "clusters",
+        "endpoints",
+        "secrets",
+    }
     ingress = rows["ingress"]
     assert ingress["distribution"] == "cpx-ingress"
     assert "networking.k8s.io/v1/Ingress" in ingress["watches"]
@@ -112,7 +128,9 @@ def test_plugins_list_does_not_import_disabled_plugins() -> None:
         "rows = describe_plugins([]);"
         "print(json.dumps({'loaded': 'cpx_ingress' in sys.modules, 'rows': rows}))"
     )
-    out = json.loads(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
+    out = json.loads(
+        subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    )
     assert out["loaded"] is False
     ingress = next(r for r in out["rows"] if r["name"] == "ingress")
     assert ingress["enabled"] is False and "watches" not in ingress
@@ -122,29 +140,55 @@ def test_installed_example_plugin_is_discovered_and_runs(tmp_path: Path) -> None
     """Install the example third-party plugin for real, then list and use it."""
     target = tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target),
-         str(ROOT / "examples" / "plugins" / "response-header")],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(ROOT / "examples" / "plugins" / "response-header"),
+        ],
         check=True,
     )
-    env_code = (
-        "import sys; sys.path.insert(0, %r);"
-        "from cpx.cli import main; main(sys.argv[1:])" % str(target)
-    )
+    env_code = f"import sys; sys.path.insert(0, {str(target)!r});from cpx.cli import main; main(sys.argv[1:])"
     listed = subprocess.run(
-        [sys.executable, "-c", env_code, "plugins", "list", "-o", "json"], capture_output=True, text=True, check=True
+        [sys.executable, "-c", env_code, "plugins", "list", "-o", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
     assert rows["response-header"]["distribution"] == "cpx-example-response-header"
     assert any("response-header (phase finalize)" in p for p in rows["response-header"]["processors"])
     translated = subprocess.run(
-        [sys.executable, "-c", env_code, "translate", "--plugins", "ingress,response-header",
-         "--response-header-value", "edge-7", "-o", "json", str(ROOT / "examples" / "quickstart")],
-        capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-c",
+            env_code,
+            "translate",
+            "--plugins",
+            "ingress,response-header",
+            "--response-header-value",
+            "edge-7",
+            "-o",
+            "json",
+            str(ROOT / "examples" / "quickstart"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     doc = json.loads(translated.stdout)
     routes = doc["xds"]["routes"]
     added = [
-        h for rc in routes for vh in rc.get("virtualHosts", []) for r in vh.get("routes", [])
+        h
+        for rc in routes
+        for vh in rc.get("virtualHosts", [])
+        for r in vh.get("routes", [])
         for h in r.get("responseHeadersToAdd", [])
     ]
     assert added and all(h["header"] == {"key": "x-served-by", "value": "edge-7"} for h in added)

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import cpx.xds.routes as routes_module
 import pytest
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_components_pb2 as route_components
+from envoy.config.route.v3 import route_pb2 as route_v3
+from envoy.type.v3 import percent_pb2 as percent
+
+import cpx.xds.routes as routes_module
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
@@ -32,10 +37,6 @@ from cpx.dag.nodes import (
 from cpx.xds import resource
 from cpx.xds.naming import cluster_name
 from cpx.xds.routes import RouteCache
-from envoy.config.core.v3 import base_pb2 as core_base
-from envoy.config.route.v3 import route_components_pb2 as route_components
-from envoy.config.route.v3 import route_pb2 as route_v3
-from envoy.type.v3 import percent_pb2 as percent
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
 from cpx.servicecluster import (
     ServicePortError,

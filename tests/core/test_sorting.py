@@ -6,6 +6,7 @@ import functools
 import random
 
 import pytest
+
 from cpx.dag.nodes import (
     Cluster,
     HeaderMatch,

@@ -36,7 +36,9 @@ def validate_service(obj: Mapping[str, Any]) -> list[str]:
         return ["spec: Required value"]
     kind = spec.get("type", "ClusterIP")
     if kind not in _SERVICE_TYPES:
-        problems.append(f"spec.type: Unsupported value: {kind!r}: supported values: {', '.join(_SERVICE_TYPES)}")
+        problems.append(
+            f"spec.type: Unsupported value: {kind!r}: supported values: {', '.join(_SERVICE_TYPES)}"
+        )
     if kind == "ExternalName" and not spec.get("externalName"):
         problems.append("spec.externalName: Required value")
     ports = spec.get("ports")
@@ -53,7 +55,7 @@ def validate_service(obj: Mapping[str, Any]) -> list[str]:
         if not _port_number(port.get("port")):
             problems.append(f"{where}.port: Invalid value: {port.get('port')!r}: must be between 1 and 65535")
         _check_port_name(where, port.get("name"), problems)
-        if len(ports) > 1 and not port.get("name"):
+        if len(ports or ()) > 1 and not port.get("name"):
             problems.append(f"{where}.name: Required value: when more than one port is defined")
         target = port.get("targetPort")
         if target is not None and not (_port_number(target) or (isinstance(target, str) and target)):

@@ -33,9 +33,9 @@ def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
                 graph[other].add(spec.name)
     # Phases are constraints too: every processor of an earlier phase runs first.
     for spec in specs:
-        for other in specs:
-            if other.phase < spec.phase:
-                graph[spec.name].add(other.name)
+        for earlier in specs:
+            if earlier.phase < spec.phase:
+                graph[spec.name].add(earlier.name)
     sorter = graphlib.TopologicalSorter(graph)
     try:
         sorter.prepare()

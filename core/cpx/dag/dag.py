@@ -57,7 +57,7 @@ class SecureVirtualHost(VirtualHost):
     """A virtual host served over TLS on its own filter chain, selected by SNI."""
 
     secret: Secret | None = None
-    tls: TLSParams = TLSParams()
+    tls: TLSParams = attrs.field(factory=TLSParams)
     # Passthrough or terminated L4 proxying instead of HTTP routes.
     tcp_proxy: TCPProxy | None = None
     passthrough: bool = False
@@ -239,9 +239,7 @@ class DAG:
         """Drop what cannot be served: vhosts without routes, secure vhosts without a secret."""
         for name in list(self.listeners):
             listener = self.listeners[name]
-            listener.virtual_hosts = {
-                k: v for k, v in sorted(listener.virtual_hosts.items()) if v.valid()
-            }
+            listener.virtual_hosts = {k: v for k, v in sorted(listener.virtual_hosts.items()) if v.valid()}
             listener.secure_virtual_hosts = {
                 k: v for k, v in sorted(listener.secure_virtual_hosts.items()) if v.valid()
             }

@@ -27,8 +27,14 @@ class _Writer:
 
     def cluster(self, parent: str, cluster: Cluster) -> None:
         up = cluster.upstream
-        c = self.node(("cluster", cluster), f"cluster\n{up.namespace}/{up.name}:{up.port}\nweight {cluster.weight}")
-        s = self.node(("service", up.namespace, up.name, up.port), f"service\n{up.namespace}/{up.name}:{up.port}", "ellipse")
+        c = self.node(
+            ("cluster", cluster), f"cluster\n{up.namespace}/{up.name}:{up.port}\nweight {cluster.weight}"
+        )
+        s = self.node(
+            ("service", up.namespace, up.name, up.port),
+            f"service\n{up.namespace}/{up.name}:{up.port}",
+            "ellipse",
+        )
         self.edge(parent, c)
         self.edge(c, s)
 
@@ -48,7 +54,9 @@ class _Writer:
             if vhost.tcp_proxy is not None:
                 self.tcp(v, vhost.tcp_proxy)
         for route in vhost.routes.values():
-            r = self.node(("route", id(vhost), route.match_key()), f"route\n{route.path.kind.value} {route.path.value}")
+            r = self.node(
+                ("route", id(vhost), route.match_key()), f"route\n{route.path.kind.value} {route.path.value}"
+            )
             self.edge(v, r)
             for cluster in route.clusters:
                 self.cluster(r, cluster)
@@ -57,7 +65,9 @@ class _Writer:
 def to_dot(dag: DAG) -> str:
     w = _Writer()
     for listener in dag.listeners.values():
-        ln = w.node(("listener", listener.name), f"listener\n{listener.name}\n{listener.address}:{listener.port}")
+        ln = w.node(
+            ("listener", listener.name), f"listener\n{listener.name}\n{listener.address}:{listener.port}"
+        )
         for vhost in listener.virtual_hosts.values():
             w.vhost(ln, vhost, False)
         for svhost in listener.secure_virtual_hosts.values():

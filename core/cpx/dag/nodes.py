@@ -13,7 +13,6 @@ from typing import Any
 import attrs
 
 
-
 class PathKind(enum.Enum):
     PREFIX = "prefix"  # plain string prefix: /foo matches /foobar
     SEGMENT_PREFIX = "segment_prefix"  # /foo matches /foo and /foo/bar, not /foobar

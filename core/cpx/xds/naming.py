@@ -43,14 +43,18 @@ def cluster_name(cluster: Cluster) -> str:
     hc = cluster.health_check
     parts = [
         cluster.load_balancer_policy,
-        repr((hc.path, hc.host, hc.interval, hc.timeout, hc.unhealthy_threshold, hc.healthy_threshold, hc.port))
+        repr(
+            (hc.path, hc.host, hc.interval, hc.timeout, hc.unhealthy_threshold, hc.healthy_threshold, hc.port)
+        )
         if hc
         else "",
         f"{cluster.validation.ca.ref}:{cluster.validation.subject_names[:1]}" if cluster.validation else "",
         up.protocol.value,
         cluster.sni,
         repr(cluster.idle_connection_timeout.seconds) if cluster.idle_connection_timeout else "",
-        repr((cluster.slow_start.window, cluster.slow_start.aggression, cluster.slow_start.min_weight_percent))
+        repr(
+            (cluster.slow_start.window, cluster.slow_start.aggression, cluster.slow_start.min_weight_percent)
+        )
         if cluster.slow_start
         else "",
         cluster.client_certificate.ref if cluster.client_certificate else "",

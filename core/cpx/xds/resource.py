@@ -19,7 +19,13 @@ RUNTIME = "type.googleapis.com/envoy.service.runtime.v3.Runtime"
 # Make-before-break push order within ADS (xDS protocol: CDS, EDS, LDS, RDS; secrets before the
 # listeners and clusters that use them are not required but cost nothing).
 PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, ROUTE)
-SHORT_NAMES = {CLUSTER: "clusters", ENDPOINT: "endpoints", SECRET: "secrets", LISTENER: "listeners", ROUTE: "routes"}
+SHORT_NAMES = {
+    CLUSTER: "clusters",
+    ENDPOINT: "endpoints",
+    SECRET: "secrets",
+    LISTENER: "listeners",
+    ROUTE: "routes",
+}
 
 
 def content_version(data: bytes) -> str:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from google.protobuf.message import Message
-
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
+from google.protobuf.message import Message
 
 from cpx.xds import resource
 

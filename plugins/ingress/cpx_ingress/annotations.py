@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+
 from cpx.dag.dag import Note
 from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
-
 from cpx_ingress.kinds import annotations_of
 
 FORCE_SSL_REDIRECT = "ingress.kubernetes.io/force-ssl-redirect"

@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cpx.config import Config
-
 from cpx_ingress.kinds import annotations_of
 
 DEFAULT_CLASS_NAME = "contour"

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from cpx import objects as k8s
 from cpx.objects import GroupVersionKind
 

@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
 from cpx.config import Config
 from cpx.errors import ConfigError
-
 from cpx_ingress import classes, schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor

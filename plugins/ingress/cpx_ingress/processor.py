@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 import re2
+
 from cpx.config import Config
 from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
@@ -24,7 +25,6 @@ from cpx.objects import ObjectKey
 from cpx.servicecluster import ServicePortError, lookup_service_port
 from cpx.source import Key4, SourceCache
 from cpx.tlsutil import SecretError
-
 from cpx_ingress import status
 from cpx_ingress.annotations import IngressAnnotations, unsupported_annotations
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS

@@ -9,6 +9,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -16,11 +21,6 @@ from cpx.dag.dag import DAG
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.source import SecretPolicy, SourceCache, same_namespace_only
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
 from cpx_ingress import classes
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor

@@ -5,8 +5,8 @@ from __future__ import annotations
 import types
 
 import pytest
-from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
 
+from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
 from cpx_ingress.annotations import (
     IngressAnnotations,
     num_retries,

@@ -6,8 +6,8 @@ import types
 from typing import Any
 
 import pytest
-from cpx.config import Config
 
+from cpx.config import Config
 from cpx_ingress.classes import accepts, class_names, matches
 from cpx_ingress.kinds import HTTP_LISTENER
 

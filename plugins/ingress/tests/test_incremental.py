@@ -15,6 +15,7 @@ from typing import Any
 
 import attrs
 import pytest
+
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -22,7 +23,6 @@ from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
 from cpx.objects import KubeObject, ObjectKey
 from cpx.source import SourceCache
-
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor

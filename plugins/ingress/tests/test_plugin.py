@@ -6,14 +6,14 @@ import importlib.metadata
 from pathlib import Path
 
 import pytest
+
+import cpx_ingress.plugin
 from cpx.builtin import plugin as core
 from cpx.config import Config
 from cpx.errors import ConfigError
 from cpx.plugins import GROUP, PluginHost
 from cpx.records import Phase
 from cpx.translate import translate
-
-import cpx_ingress.plugin
 from cpx_ingress import classes, schema, status
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS
 from cpx_ingress.processor import IngressProcessor

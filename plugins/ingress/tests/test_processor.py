@@ -7,6 +7,7 @@ import types
 from typing import Any
 
 import pytest
+
 from cpx.dag.dag import DAG, Note
 from cpx.dag.nodes import (
     Cluster,
@@ -19,7 +20,6 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
 )
 from cpx.objects import ObjectKey
-
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor, path_match, validate_regex
 
