@@ -19,7 +19,10 @@ import attrs
 
 from cpx.dag.nodes import (
     Cluster,
+    CORSPolicy,
     ExtensionCluster,
+    IPFilter,
+    LocalRateLimit,
     Route,
     Secret,
     ServicePort,
@@ -42,6 +45,10 @@ class VirtualHost:
 
     name: str
     routes: dict[str, Route] = attrs.field(factory=dict)
+    # Virtual-host-wide policies (HTTPProxy); routes may override the IP filter and rate limit.
+    cors: CORSPolicy | None = None
+    local_rate_limit: LocalRateLimit | None = None
+    ip_filter: IPFilter | None = None
     # Per-vhost data for a plugin's own filters, keyed by plugin-chosen names.
     extensions: dict[str, Any] = attrs.field(factory=dict)
 

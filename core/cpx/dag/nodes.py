@@ -203,6 +203,7 @@ class Cluster:
     slow_start: SlowStart | None = None
     idle_connection_timeout: Duration | None = None
     connect_timeout: float = 2.0
+    cookie_rewrites: tuple[CookieRewrite, ...] = ()  # per-service Set-Cookie rewrites
     # Plugin-private data (e.g. dynamic header variables) as a sorted tuple of pairs.
     extensions: tuple[tuple[str, Any], ...] = ()
 
@@ -259,6 +260,74 @@ class MirrorPolicy:
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
+class HashPolicy:
+    """One request-hash input for ring-hash load balancing (Contour's requestHashPolicies)."""
+
+    header: str | None = None
+    query_parameter: str | None = None
+    source_ip: bool = False
+    cookie: str | None = None  # Cookie strategy: Contour's X-Contour-Session-Affinity
+    cookie_ttl: float = 0.0
+    cookie_path: str = "/"
+    terminal: bool = False
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class InternalRedirectPolicy:
+    max_internal_redirects: int = 1
+    redirect_response_codes: tuple[int, ...] = ()  # empty: Envoy's default (302)
+    allow_cross_scheme_redirect: str = "Never"  # Always | Never | SafeOnly
+    deny_repeated_route_redirect: bool = False
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class CookieRewrite:
+    """Rewrite attributes of a Set-Cookie response header (Contour does it with a Lua filter)."""
+
+    name: str
+    path: str | None = None
+    domain: str | None = None
+    secure: bool | None = None
+    same_site: str | None = None  # Strict | Lax | None
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class LocalRateLimit:
+    """A per-Envoy token bucket (Envoy local_ratelimit): max = requests + burst, refilled each unit."""
+
+    requests: int
+    unit_seconds: float
+    burst: int = 0
+    status_code: int = 429
+    response_headers: tuple[HeaderValue, ...] = ()
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class IPRule:
+    cidr: str  # normalised: a bare address becomes /32 or /128
+    remote: bool = False  # False: the socket peer; True: the remote (XFF / PROXY) address
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class IPFilter:
+    """Envoy RBAC: allow only the listed ranges, or deny them."""
+
+    allow: bool
+    rules: tuple[IPRule, ...]
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class CORSPolicy:
+    allow_origin: tuple[str, ...]  # "*", exact origins, or RE2 regexes (prefixed "regex:")
+    allow_methods: tuple[str, ...]
+    allow_headers: tuple[str, ...] = ()
+    expose_headers: tuple[str, ...] = ()
+    allow_credentials: bool = False
+    max_age: str | None = None  # seconds as a string, Envoy's format; "0" disables caching
+    allow_private_network: bool = False
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Route:
     """One route of a virtual host: match conditions plus exactly one action.
 
@@ -281,6 +350,11 @@ class Route:
     request_headers: HeadersPolicy = HeadersPolicy()
     response_headers: HeadersPolicy = HeadersPolicy()
     mirrors: tuple[MirrorPolicy, ...] = ()
+    hash_policies: tuple[HashPolicy, ...] = ()
+    internal_redirect: InternalRedirectPolicy | None = None
+    cookie_rewrites: tuple[CookieRewrite, ...] = ()
+    local_rate_limit: LocalRateLimit | None = None
+    ip_filter: IPFilter | None = None  # overrides the virtual host's
     priority: int = 0  # Gateway API rule index; lower sorts first among identical matches
     # Which object produced this route, for debugging and status (kind/namespace/name).
     origin: str = ""
