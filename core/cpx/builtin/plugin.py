@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from cpx import ingressclass, lbstatus
 from cpx import objects as k8s
 from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
+from cpx.errors import ConfigError
 from cpx.hookspecs import hookimpl
 from cpx.objects import ObjectKey
-from cpx.records import Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
+from cpx.records import OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
 from cpx.source import SourceCache
 from cpx.xds import resource
 from cpx.xds.clusters import ClusterCache
@@ -53,6 +55,21 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=k8s.ENDPOINT_SLICE, validate=validate_endpoint_slice)
     yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR, validate=validate_secret)
     yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers)
+
+
+@hookimpl
+def cpx_options() -> Iterator[OptionSpec]:
+    # Shared by every plugin whose kinds honour ingress classes (Contour's one flag for all kinds).
+    yield ingressclass.CLASS_OPTION
+    yield lbstatus.STATUS_ADDRESS_OPTION
+
+
+@hookimpl
+def cpx_configure(config: Config) -> None:
+    try:
+        lbstatus.parse_status_addresses(config.option(lbstatus.STATUS_ADDRESS_OPTION.name))
+    except ValueError as err:
+        raise ConfigError(f"--ingress-status-address: {err}") from None
 
 
 @hookimpl

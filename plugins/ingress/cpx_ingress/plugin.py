@@ -4,39 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
-from cpx.config import Config
-from cpx.errors import ConfigError
-from cpx_ingress import classes, schema, status
+from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, ingressclass
+from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
 
 
 @hookimpl
-def cpx_options() -> Iterator[OptionSpec]:
-    yield OptionSpec(
-        name="ingress_class_name",
-        help="serve only Ingresses of these classes (repeatable or comma-separated; "
-        "default: no class or 'contour')",
-        multiple=True,
-    )
-    yield OptionSpec(
-        name="ingress_status_address",
-        help="address(es) to write to Ingress status.loadBalancer (IP or host name, comma-separated)",
-    )
-
-
-@hookimpl
-def cpx_configure(config: Config) -> None:
-    try:
-        status.parse_status_addresses(config.option("ingress_status_address"))
-    except ValueError as err:
-        raise ConfigError(f"--ingress-status-address: {err}") from None
-
-
-@hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=INGRESS, accept=classes.accepts, validate=schema.validate)
+    # --ingress-class-name and --ingress-status-address are the core's (shared with HTTPProxy).
+    yield WatchSpec(gvk=INGRESS, accept=ingressclass.accepts, validate=schema.validate)
 
 
 @hookimpl

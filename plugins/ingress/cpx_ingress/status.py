@@ -7,45 +7,12 @@ status; cpx supports the flag.  Problems found while building go to the DAG's no
 from __future__ import annotations
 
 import copy
-import ipaddress
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-# A DNS name, loosely: what a load balancer hostname can look like.
-_HOSTNAME = re.compile(r"(?i)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?")
+from cpx.lbstatus import load_balancer_status, parse_status_addresses
 
-
-def parse_status_addresses(value: str | Iterable[str] | None) -> list[dict[str, str]]:
-    """``status.loadBalancer.ingress`` entries: an IP address → ``ip``, anything else → ``hostname``.
-
-    Values are comma-separated (Contour's parseStatusFlag); raises ValueError for an entry that is
-    neither an IP address nor a host name.
-    """
-    if value is None:
-        return []
-    values = [value] if isinstance(value, str) else list(value)
-    entries: list[dict[str, str]] = []
-    for item in (part.strip() for v in values for part in str(v).split(",")):
-        if not item:
-            continue
-        try:
-            ipaddress.ip_address(item)
-        except ValueError:
-            if not _HOSTNAME.fullmatch(item) or len(item) > 253:
-                raise ValueError(f"{item!r} is neither an IP address nor a host name") from None
-            entries.append({"hostname": item})
-        else:
-            entries.append({"ip": item})
-    return entries
-
-
-def load_balancer_status(value: str | Iterable[str] | None) -> dict[str, Any] | None:
-    """The ``status`` every accepted Ingress gets, or None when no address is configured."""
-    entries = parse_status_addresses(value)
-    if not entries:
-        return None
-    return {"loadBalancer": {"ingress": entries}}
+__all__ = ["computed_status", "load_balancer_status", "merge_status", "parse_status_addresses"]
 
 
 def computed_status(template: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from cpx import ingressclass as classes
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -21,7 +22,6 @@ from cpx.dag.dag import DAG
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.source import SecretPolicy, SourceCache, same_namespace_only
-from cpx_ingress import classes
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 import cpx_ingress.plugin
+from cpx import ingressclass as classes
 from cpx.builtin import plugin as core
 from cpx.config import Config
 from cpx.errors import ConfigError
 from cpx.plugins import GROUP, PluginHost
 from cpx.records import Phase
 from cpx.translate import translate
-from cpx_ingress import classes, schema, status
+from cpx_ingress import schema, status
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS
 from cpx_ingress.processor import IngressProcessor
 
@@ -39,14 +40,15 @@ def test_listener_names_match_the_core() -> None:
 
 @pytest.fixture
 def host() -> PluginHost:
-    return PluginHost.from_modules([("ingress", cpx_ingress.plugin)])
+    from cpx.builtin import plugin as core
+
+    # The core owns --ingress-class-name and --ingress-status-address (shared with HTTPProxy).
+    return PluginHost.from_modules([("core", core), ("ingress", cpx_ingress.plugin)])
 
 
 def test_hooks(host: PluginHost) -> None:
     assert host.hook_names("ingress") == [
-        "cpx_configure",
         "cpx_dag_processors",
-        "cpx_options",
         "cpx_status_writers",
         "cpx_watches",
     ]
@@ -58,15 +60,14 @@ def test_records(host: PluginHost) -> None:
     assert options["ingress_class_name"].flag == "--ingress-class-name"
     assert options["ingress_status_address"].flag == "--ingress-status-address"
 
-    [watch] = host.watches()
-    assert watch.gvk == INGRESS
+    [watch] = [w for w in host.watches() if w.gvk == INGRESS]
     assert (watch.gvk.api_version, watch.gvk.plural) == ("networking.k8s.io/v1", "ingresses")
     assert watch.accept is classes.accepts and watch.validate is schema.validate
 
     [writer] = host.status_writers()
     assert writer.gvk == INGRESS and writer.merge is status.merge_status
 
-    [spec] = host.pm.hook.cpx_dag_processors()[0]
+    [spec] = [s for s in host.processors() if s.name == "ingress"]
     assert (spec.name, spec.phase, spec.after) == ("ingress", Phase.ROUTES, ("listeners",))
     processor = spec.factory(Config(options={"ingress_status_address": "192.0.2.1"}))
     assert isinstance(processor, IngressProcessor)

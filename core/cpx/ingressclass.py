@@ -1,0 +1,59 @@
+"""Ingress class selection, shared by every kind that honours it (Contour's ``internal/ingressclass``).
+
+Contour applies one ``--ingress-class-name`` setting to Ingress and HTTPProxy alike, so the core owns
+the option and the rule; each plugin names it in its ``WatchSpec.accept``.  The annotations
+``projectcontour.io/ingress.class`` then ``kubernetes.io/ingress.class`` take precedence over
+``spec.ingressClassName`` (an empty annotation counts as unset).  With no class names configured an
+object with no class or class ``contour`` is ours; otherwise its class must be one of the names.
+IngressClass objects are not consulted (nor their ``is-default-class`` annotation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cpx import objects as k8s
+from cpx.config import Config
+from cpx.records import OptionSpec
+
+DEFAULT_CLASS_NAME = "contour"
+CLASS_ANNOTATIONS = ("projectcontour.io/ingress.class", "kubernetes.io/ingress.class")
+CLASS_OPTION = OptionSpec(
+    name="ingress_class_name",
+    help="Serve only objects of these ingress classes (repeatable or comma-separated; "
+    "default: no class or 'contour'). Applies to Ingress and HTTPProxy.",
+    multiple=True,
+)
+
+
+def class_names(value: str | Iterable[str] | None) -> tuple[str, ...]:
+    """The configured class names; each option value may itself be a comma-separated list."""
+    if value is None:
+        return ()
+    values = [value] if isinstance(value, str) else list(value)
+    names = (part.strip() for v in values for part in str(v).split(","))
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def object_class(obj: Mapping[str, Any]) -> str:
+    """The class an object asks for ("" for none)."""
+    annotations = k8s.annotations_of(obj)
+    for name in CLASS_ANNOTATIONS:
+        if annotations.get(name):
+            return str(annotations[name])
+    spec = obj.get("spec")
+    return str(spec.get("ingressClassName") or "") if isinstance(spec, Mapping) else ""
+
+
+def matches(obj: Mapping[str, Any], names: tuple[str, ...]) -> bool:
+    """Whether an object belongs to a control plane configured with these class names."""
+    cls = object_class(obj)
+    if not names:
+        return cls in ("", DEFAULT_CLASS_NAME)
+    return cls in names
+
+
+def accepts(obj: Mapping[str, Any], config: Config) -> bool:
+    """For ``WatchSpec.accept``: objects of other classes are never cached."""
+    return matches(obj, class_names(config.option(CLASS_OPTION.name)))
