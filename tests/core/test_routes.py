@@ -6,21 +6,40 @@ from typing import Any
 
 import pytest
 from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.rbac.v3 import rbac_pb2 as rbac_config_v3
 from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
+from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors_v3
+from envoy.extensions.filters.http.local_ratelimit.v3 import local_rate_limit_pb2 as local_ratelimit_v3
+from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua_v3
+from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as rbac_v3
+from envoy.extensions.internal_redirect.previous_routes.v3 import (
+    previous_routes_config_pb2 as previous_routes_v3,
+)
+from envoy.extensions.internal_redirect.safe_cross_scheme.v3 import (
+    safe_cross_scheme_config_pb2 as safe_cross_scheme_v3,
+)
 from envoy.type.v3 import percent_pb2 as percent
+from google.protobuf import json_format
 
 import cpx.xds.routes as routes_module
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
     Cluster,
+    CookieRewrite,
+    CORSPolicy,
     DirectResponse,
     Duration,
+    HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
     HeadersPolicy,
     HeaderValue,
+    InternalRedirectPolicy,
+    IPFilter,
+    IPRule,
+    LocalRateLimit,
     MirrorPolicy,
     PathKind,
     PathMatch,
@@ -35,6 +54,7 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
 )
 from cpx.xds import resource
+from cpx.xds.envoy_filters import COOKIE_REWRITE_LUA
 from cpx.xds.naming import cluster_name
 from cpx.xds.routes import RouteCache
 
@@ -370,11 +390,10 @@ def test_retry_policy() -> None:
     retry = one_route(prefix(retry_policy=policy)).route.retry_policy
     assert retry.retry_on == "5xx,gateway-error" and retry.num_retries.value == 3
     assert retry.per_try_timeout.seconds == 1 and list(retry.retriable_status_codes) == [502, 503]
-    # No retry_on: no policy at all (Contour's rule); zero retries leave Envoy's default.
+    # No retry_on: no policy at all (Contour's rule); zero retries are sent explicitly (disabled).
     assert not one_route(prefix(retry_policy=RetryPolicy(retry_on=""))).route.HasField("retry_policy")
-    assert not one_route(prefix(retry_policy=RetryPolicy(num_retries=0))).route.retry_policy.HasField(
-        "num_retries"
-    )
+    zero = one_route(prefix(retry_policy=RetryPolicy(num_retries=0))).route.retry_policy
+    assert zero.HasField("num_retries") and zero.num_retries.value == 0
 
 
 def test_websocket_and_prefix_rewrite() -> None:
@@ -474,3 +493,407 @@ def test_removed_resources_disappear() -> None:
     dag.ensure_virtual_host(HTTP, "only.com").add_route(prefix())
     cache.on_change(dag)
     assert list(cache.contents()) == ["ingress_http"]
+
+
+# -- HTTPProxy policies: virtual host level --------------------------------------------------------
+
+CORS = "envoy.filters.http.cors"
+RATELIMIT = "envoy.filters.http.local_ratelimit"
+RBAC = "envoy.filters.http.rbac"
+COOKIES = "envoy.filters.http.lua.cookie_rewrite"
+
+
+def unpack(packed: Any, cls: type[Any]) -> Any:
+    msg = cls()
+    assert packed.Unpack(msg), f"{packed.type_url} is not {cls.DESCRIPTOR.full_name}"
+    return msg
+
+
+def vhost_with(**policies: Any) -> route_components.VirtualHost:
+    dag = new_dag()
+    vhost = dag.ensure_virtual_host(HTTP, "example.com")
+    vhost.add_route(prefix())
+    for name, value in policies.items():
+        setattr(vhost, name, value)
+    (envoy_vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    return envoy_vhost
+
+
+def test_vhost_without_policies_has_no_per_filter_config() -> None:
+    assert not vhost_with().typed_per_filter_config
+    assert not one_route(prefix()).typed_per_filter_config
+
+
+def test_vhost_cors_policy() -> None:
+    policy = CORSPolicy(
+        allow_origin=("*", "https://a.example.com", "regex:https://.*\\.b\\.com"),
+        allow_methods=("GET", "POST", "OPTIONS"),
+        allow_headers=("authorization", "x-custom"),
+        expose_headers=("x-expose",),
+        allow_credentials=True,
+        max_age="600",
+        allow_private_network=True,
+    )
+    vhost = vhost_with(cors=policy)
+    assert list(vhost.typed_per_filter_config) == [CORS]
+    cors = unpack(vhost.typed_per_filter_config[CORS], cors_v3.CorsPolicy)
+    star, exact, regex = cors.allow_origin_string_match
+    assert star.exact == "*" and star.ignore_case  # Envoy treats "*" as any origin
+    assert exact.exact == "https://a.example.com" and exact.ignore_case
+    assert regex.WhichOneof("match_pattern") == "safe_regex"
+    assert regex.safe_regex.regex == "https://.*\\.b\\.com"
+    assert cors.allow_methods == "GET,POST,OPTIONS"
+    assert cors.allow_headers == "authorization,x-custom"
+    assert cors.expose_headers == "x-expose"
+    assert cors.max_age == "600"
+    assert cors.allow_credentials.value is True
+    assert cors.allow_private_network_access.value is True
+    assert not cors.HasField("filter_enabled")  # enabled
+
+
+def test_vhost_cors_defaults() -> None:
+    cors = unpack(
+        vhost_with(cors=CORSPolicy(allow_origin=("*",), allow_methods=("GET",))).typed_per_filter_config[
+            CORS
+        ],
+        cors_v3.CorsPolicy,
+    )
+    assert cors.HasField("allow_credentials") and not cors.allow_credentials.value
+    assert cors.HasField("allow_private_network_access") and not cors.allow_private_network_access.value
+    assert cors.max_age == "" and cors.allow_headers == "" and cors.expose_headers == ""
+    # maxAge 0 disables preflight caching and is sent as such.
+    zero = CORSPolicy(allow_origin=("*",), allow_methods=("GET",), max_age="0")
+    assert unpack(vhost_with(cors=zero).typed_per_filter_config[CORS], cors_v3.CorsPolicy).max_age == "0"
+
+
+def test_vhost_local_rate_limit() -> None:
+    limit = LocalRateLimit(
+        requests=10,
+        unit_seconds=60,
+        burst=5,
+        status_code=503,
+        response_headers=(HeaderValue(name="x-b", value="2"), HeaderValue(name="x-a", value="1")),
+    )
+    vhost = vhost_with(local_rate_limit=limit)
+    assert list(vhost.typed_per_filter_config) == [RATELIMIT]
+    config = unpack(vhost.typed_per_filter_config[RATELIMIT], local_ratelimit_v3.LocalRateLimit)
+    assert config.stat_prefix == "vhost.example.com"
+    assert config.token_bucket.max_tokens == 15  # requests + burst
+    assert config.token_bucket.tokens_per_fill.value == 10
+    assert config.token_bucket.fill_interval.seconds == 60
+    for fraction in (config.filter_enabled, config.filter_enforced):
+        assert fraction.default_value.numerator == 100
+        assert fraction.default_value.denominator == percent.FractionalPercent.HUNDRED
+    assert config.status.code == 503
+    headers = [(h.header.key, h.header.value, h.append_action) for h in config.response_headers_to_add]
+    overwrite = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+    assert headers == [("x-a", "1", overwrite), ("x-b", "2", overwrite)]
+
+
+def test_local_rate_limit_defaults_and_unnamed_status() -> None:
+    config = unpack(
+        vhost_with(local_rate_limit=LocalRateLimit(requests=1, unit_seconds=1)).typed_per_filter_config[
+            RATELIMIT
+        ],
+        local_ratelimit_v3.LocalRateLimit,
+    )
+    assert config.token_bucket.max_tokens == 1 and config.status.code == 429
+    assert not config.response_headers_to_add
+    # A code Envoy's StatusCode enum does not name would NACK the whole table: Envoy's 429 instead.
+    odd = LocalRateLimit(requests=1, unit_seconds=3600, status_code=420)
+    config = unpack(
+        vhost_with(local_rate_limit=odd).typed_per_filter_config[RATELIMIT], local_ratelimit_v3.LocalRateLimit
+    )
+    assert not config.HasField("status")
+    assert config.token_bucket.fill_interval.seconds == 3600
+
+
+def rbac_rules(packed: Any) -> rbac_config_v3.RBAC:
+    per_route = unpack(packed, rbac_v3.RBACPerRoute)
+    assert per_route.HasField("rbac")  # an empty RBACPerRoute would switch RBAC off
+    rules: rbac_config_v3.RBAC = per_route.rbac.rules
+    return rules
+
+
+def test_vhost_ip_allow_filter() -> None:
+    ip_filter = IPFilter(
+        allow=True,
+        rules=(
+            IPRule(cidr="10.1.2.3/8"),
+            IPRule(cidr="192.168.0.1", remote=True),
+            IPRule(cidr="2001:db8::/32"),
+        ),
+    )
+    vhost = vhost_with(ip_filter=ip_filter)
+    assert list(vhost.typed_per_filter_config) == [RBAC]
+    rules = rbac_rules(vhost.typed_per_filter_config[RBAC])
+    assert rules.action == rbac_config_v3.RBAC.ALLOW
+    assert list(rules.policies) == ["ip-rules"]
+    policy = rules.policies["ip-rules"]
+    (permission,) = policy.permissions
+    assert permission.any
+    peer, remote, v6 = policy.principals
+    assert peer.WhichOneof("identifier") == "direct_remote_ip"  # Peer: the socket address
+    assert (peer.direct_remote_ip.address_prefix, peer.direct_remote_ip.prefix_len.value) == ("10.0.0.0", 8)
+    assert remote.WhichOneof("identifier") == "remote_ip"  # Remote: XFF / PROXY protocol
+    assert (remote.remote_ip.address_prefix, remote.remote_ip.prefix_len.value) == ("192.168.0.1", 32)
+    assert (v6.direct_remote_ip.address_prefix, v6.direct_remote_ip.prefix_len.value) == ("2001:db8::", 32)
+
+
+def test_vhost_ip_deny_filter() -> None:
+    ip_filter = IPFilter(allow=False, rules=(IPRule(cidr="::1/128", remote=True),))
+    rules = rbac_rules(vhost_with(ip_filter=ip_filter).typed_per_filter_config[RBAC])
+    assert rules.action == rbac_config_v3.RBAC.DENY
+    (principal,) = rules.policies["ip-rules"].principals
+    assert (principal.remote_ip.address_prefix, principal.remote_ip.prefix_len.value) == ("::1", 128)
+
+
+def test_ip_filter_with_no_valid_rule() -> None:
+    """No usable range: an allow list allows nobody, a deny list denies nobody (no empty policy)."""
+    bad = (IPRule(cidr="not-an-ip"),)
+    allow = rbac_rules(vhost_with(ip_filter=IPFilter(allow=True, rules=bad)).typed_per_filter_config[RBAC])
+    assert allow.action == rbac_config_v3.RBAC.ALLOW and not allow.policies
+    deny = rbac_rules(vhost_with(ip_filter=IPFilter(allow=False, rules=bad)).typed_per_filter_config[RBAC])
+    assert deny.action == rbac_config_v3.RBAC.DENY and not deny.policies
+
+
+def test_vhost_policies_together_on_secure_vhost() -> None:
+    dag = new_dag()
+    svh = dag.ensure_secure_virtual_host(HTTPS, "secure.com")
+    svh.secret = SECRET
+    svh.add_route(prefix())
+    svh.cors = CORSPolicy(allow_origin=("*",), allow_methods=("GET",))
+    svh.local_rate_limit = LocalRateLimit(requests=1, unit_seconds=1)
+    svh.ip_filter = IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"),))
+    (vhost,) = translate(dag)["https/secure.com"].virtual_hosts
+    assert sorted(vhost.typed_per_filter_config) == [CORS, RATELIMIT, RBAC]
+    assert len(vhost.routes) == 1
+
+
+# -- HTTPProxy policies: route level ---------------------------------------------------------------
+
+
+def test_route_rate_limit_and_ip_filter_override_the_vhost() -> None:
+    dag = new_dag()
+    vhost = dag.ensure_virtual_host(HTTP, "example.com")
+    vhost.local_rate_limit = LocalRateLimit(requests=100, unit_seconds=1)
+    vhost.ip_filter = IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"),))
+    vhost.add_route(prefix("/"))
+    vhost.add_route(
+        prefix(
+            "/own",
+            local_rate_limit=LocalRateLimit(requests=2, unit_seconds=3600),
+            ip_filter=IPFilter(allow=False, rules=(IPRule(cidr="1.2.3.4"),)),
+        )
+    )
+    (envoy_vhost,) = translate(dag)["ingress_http"].virtual_hosts
+    own, plain = envoy_vhost.routes
+    assert own.match.prefix == "/own"
+    assert not plain.typed_per_filter_config  # inherits the virtual host's
+    assert sorted(own.typed_per_filter_config) == [RATELIMIT, RBAC]
+    config = unpack(own.typed_per_filter_config[RATELIMIT], local_ratelimit_v3.LocalRateLimit)
+    assert config.stat_prefix == "vhost.example.com"
+    assert config.token_bucket.max_tokens == 2 and config.token_bucket.fill_interval.seconds == 3600
+    rules = rbac_rules(own.typed_per_filter_config[RBAC])
+    assert rules.action == rbac_config_v3.RBAC.DENY
+    (principal,) = rules.policies["ip-rules"].principals
+    assert principal.direct_remote_ip.address_prefix == "1.2.3.4"
+    assert principal.direct_remote_ip.prefix_len.value == 32
+
+
+def test_route_ip_filter_applies_to_any_action() -> None:
+    ip_filter = IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"),))
+    direct = one_route(
+        prefix(clusters=(), direct_response=DirectResponse(status_code=200), ip_filter=ip_filter)
+    )
+    assert direct.HasField("direct_response") and list(direct.typed_per_filter_config) == [RBAC]
+    redirect = one_route(prefix(clusters=(), redirect=Redirect(hostname="x.com"), ip_filter=ip_filter))
+    assert redirect.HasField("redirect") and list(redirect.typed_per_filter_config) == [RBAC]
+
+
+def test_hash_policies() -> None:
+    route = one_route(
+        prefix(
+            hash_policies=(
+                HashPolicy(header="x-user", terminal=True),
+                HashPolicy(query_parameter="session"),
+                HashPolicy(source_ip=True),
+                HashPolicy(cookie="X-Contour-Session-Affinity"),
+                HashPolicy(cookie="other", cookie_ttl=3600.5, cookie_path="/app"),
+                HashPolicy(),  # no input: dropped (Envoy requires one)
+            )
+        )
+    )
+    header, query, source, affinity, other = route.route.hash_policy
+    assert header.header.header_name == "x-user" and header.terminal
+    assert query.query_parameter.name == "session" and not query.terminal
+    assert source.connection_properties.source_ip
+    # Contour's Cookie strategy: a session cookie (TTL present and zero) on "/".
+    assert affinity.cookie.name == "X-Contour-Session-Affinity"
+    assert (
+        affinity.cookie.HasField("ttl")
+        and affinity.cookie.ttl.seconds == 0
+        and affinity.cookie.ttl.nanos == 0
+    )
+    assert affinity.cookie.path == "/"
+    assert other.cookie.ttl.seconds == 3600 and other.cookie.ttl.nanos == 500_000_000
+    assert other.cookie.path == "/app"
+    assert not one_route(prefix()).route.hash_policy
+
+
+@pytest.mark.parametrize(
+    ("scheme", "allow", "predicates"),
+    [
+        ("Never", False, []),
+        ("Always", True, []),
+        ("SafeOnly", True, ["envoy.internal_redirect_predicates.safe_cross_scheme"]),
+    ],
+)
+def test_internal_redirect_policy(scheme: str, allow: bool, predicates: list[str]) -> None:
+    policy = InternalRedirectPolicy(
+        max_internal_redirects=3, redirect_response_codes=(301, 307), allow_cross_scheme_redirect=scheme
+    )
+    out = one_route(prefix(internal_redirect=policy)).route.internal_redirect_policy
+    assert out.max_internal_redirects.value == 3
+    assert list(out.redirect_response_codes) == [301, 307]
+    assert out.allow_cross_scheme_redirect is allow
+    assert [p.name for p in out.predicates] == predicates
+    if predicates:
+        unpack(out.predicates[0].typed_config, safe_cross_scheme_v3.SafeCrossSchemeConfig)
+
+
+def test_internal_redirect_deny_repeated_route() -> None:
+    policy = InternalRedirectPolicy(allow_cross_scheme_redirect="SafeOnly", deny_repeated_route_redirect=True)
+    out = one_route(prefix(internal_redirect=policy)).route.internal_redirect_policy
+    assert out.max_internal_redirects.value == 1
+    assert not out.redirect_response_codes  # Envoy's default (302)
+    safe, previous = out.predicates
+    assert safe.name == "envoy.internal_redirect_predicates.safe_cross_scheme"
+    assert previous.name == "envoy.internal_redirect_predicates.previous_routes"
+    unpack(previous.typed_config, previous_routes_v3.PreviousRoutesConfig)
+    assert not one_route(prefix()).route.HasField("internal_redirect_policy")
+
+
+def cookie_rules(packed: Any) -> dict[str, Any]:
+    per_route = unpack(packed, lua_v3.LuaPerRoute)
+    # One constant script; the rules are data.
+    assert per_route.source_code.inline_string == COOKIE_REWRITE_LUA
+    rules: dict[str, Any] = json_format.MessageToDict(per_route.filter_context)["cookies"]
+    return rules
+
+
+def test_route_cookie_rewrites_keep_a_single_cluster() -> None:
+    rewrites = (
+        CookieRewrite(name="session", path="/app", domain="example.com", secure=True, same_site="Strict"),
+        CookieRewrite(name="other", secure=False),
+    )
+    route = one_route(prefix(cookie_rewrites=rewrites))
+    assert route.route.cluster == cluster_name(backend())
+    assert list(route.typed_per_filter_config) == [COOKIES]
+    assert cookie_rules(route.typed_per_filter_config[COOKIES]) == {
+        "other": {"secure": False},
+        "session": {"path": "/app", "domain": "example.com", "secure": True, "same_site": "Strict"},
+    }
+
+
+def test_cluster_cookie_rewrites_merge_over_the_route_on_weighted_entries() -> None:
+    route_rules = (
+        CookieRewrite(name="s", path="/route", same_site="Lax"),
+        CookieRewrite(name="r", secure=True),
+    )
+    own = backend("own", cookie_rewrites=(CookieRewrite(name="s", path="/svc", domain="svc.com"),))
+    route = one_route(prefix(clusters=(own, backend("plain")), cookie_rewrites=route_rules))
+    by_name = {c.name: c for c in route.route.weighted_clusters.clusters}
+    with_rules, without = by_name[cluster_name(own)], by_name[cluster_name(backend("plain"))]
+    # The service's attributes win; the route's fill in the rest.
+    assert cookie_rules(with_rules.typed_per_filter_config[COOKIES]) == {
+        "r": {"secure": True},
+        "s": {"path": "/svc", "domain": "svc.com", "same_site": "Lax"},
+    }
+    assert not without.typed_per_filter_config  # falls back to the route's own config
+    assert cookie_rules(route.typed_per_filter_config[COOKIES]) == {
+        "r": {"secure": True},
+        "s": {"path": "/route", "same_site": "Lax"},
+    }
+
+
+def test_single_cluster_with_cookie_rewrites_is_weighted() -> None:
+    own = backend(cookie_rewrites=(CookieRewrite(name="s", secure=True),))
+    route = one_route(prefix(clusters=(own,)))
+    (entry,) = route.route.weighted_clusters.clusters
+    assert entry.name == cluster_name(own) and entry.weight.value == 1
+    assert cookie_rules(entry.typed_per_filter_config[COOKIES]) == {"s": {"secure": True}}
+    assert not route.typed_per_filter_config
+
+
+def test_cookie_rewrites_only_where_an_upstream_answers() -> None:
+    rules = (CookieRewrite(name="s", secure=True),)
+    route = one_route(
+        prefix(clusters=(), direct_response=DirectResponse(status_code=200), cookie_rewrites=rules)
+    )
+    assert not route.typed_per_filter_config
+
+
+# -- memoisation with policies ---------------------------------------------------------------------
+
+
+def policy_dag(cors_origin: str = "*", limit: int = 5) -> DAG:
+    dag = new_dag()
+    for i in range(3):
+        vhost = dag.ensure_virtual_host(HTTP, f"h{i}.com")
+        vhost.add_route(prefix("/a"))
+        vhost.add_route(prefix("/b", ip_filter=IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"),))))
+    vhost = dag.ensure_virtual_host(HTTP, "h1.com")
+    vhost.cors = CORSPolicy(allow_origin=(cors_origin,), allow_methods=("GET",))
+    vhost.local_rate_limit = LocalRateLimit(requests=limit, unit_seconds=1)
+    svh = dag.ensure_secure_virtual_host(HTTPS, "s.com")
+    svh.secret = SECRET
+    svh.add_route(prefix())
+    svh.ip_filter = IPFilter(allow=False, rules=(IPRule(cidr="1.2.3.4/32"),))
+    return dag
+
+
+def test_vhost_policy_change_reuses_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Route] = []
+    real = routes_module.build_route
+
+    def counting(route: Route, *args: Any) -> route_components.Route:
+        calls.append(route)
+        return real(route, *args)
+
+    monkeypatch.setattr(routes_module, "build_route", counting)
+    cache = RouteCache(Config())
+    cache.on_change(policy_dag())
+    before = dict(cache.contents())
+    assert len(calls) == 7
+    for res in before.values():
+        assert res.message().SerializeToString(deterministic=True) == res.body  # canonical
+    calls.clear()
+
+    cache.on_change(policy_dag())  # equal policies, new objects: nothing changes
+    assert calls == [] and all(cache.contents()[n] is r for n, r in before.items())
+
+    cache.on_change(policy_dag(cors_origin="https://x.com", limit=9))  # only vhost policies change
+    assert calls == []  # the routes' bytes are reused
+    after = cache.contents()
+    assert after["https/s.com"] is before["https/s.com"]
+    assert after["ingress_http"].body != before["ingress_http"].body
+    assert after["ingress_http"].message().SerializeToString(deterministic=True) == after["ingress_http"].body
+    assert (
+        after["ingress_http"].message()
+        == translate(policy_dag(cors_origin="https://x.com", limit=9))["ingress_http"]
+    )
+    h1 = next(v for v in after["ingress_http"].message().virtual_hosts if v.name == "h1.com")
+    cors = unpack(h1.typed_per_filter_config[CORS], cors_v3.CorsPolicy)
+    assert cors.allow_origin_string_match[0].exact == "https://x.com"
+    limit = unpack(h1.typed_per_filter_config[RATELIMIT], local_ratelimit_v3.LocalRateLimit)
+    assert limit.token_bucket.max_tokens == 9
+
+    # A policy removed: back to no per-filter config on that virtual host.
+    calls.clear()
+    plain = policy_dag()
+    plain.ensure_virtual_host(HTTP, "h1.com").cors = None
+    plain.ensure_virtual_host(HTTP, "h1.com").local_rate_limit = None
+    cache.on_change(plain)
+    h1 = next(v for v in cache.contents()["ingress_http"].message().virtual_hosts if v.name == "h1.com")
+    assert not h1.typed_per_filter_config and calls == []

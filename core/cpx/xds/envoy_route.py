@@ -13,11 +13,15 @@ from envoy.type.v3 import percent_pb2 as percent
 
 from cpx.dag.nodes import (
     Cluster,
+    CookieRewrite,
+    CORSPolicy,
     DirectResponse,
     HeaderMatch,
     HeaderMatchKind,
     HeadersPolicy,
     HeaderValue,
+    IPFilter,
+    LocalRateLimit,
     MirrorPolicy,
     PathKind,
     QueryMatch,
@@ -28,6 +32,19 @@ from cpx.dag.nodes import (
 )
 from cpx.dag.sorting import sorted_headers, sorted_query
 from cpx.xds.envoy_common import timeout
+from cpx.xds.envoy_filters import (
+    COOKIE_REWRITE_FILTER,
+    CORS_FILTER,
+    LOCAL_RATELIMIT_FILTER,
+    RBAC_FILTER,
+    cookie_rewrite_any,
+    cors_any,
+    hash_policy,
+    internal_redirect_policy,
+    ip_filter_any,
+    local_rate_limit_any,
+    merge_cookie_rewrites,
+)
 from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
 
 AUTHORITY_HEADER = ":authority"
@@ -72,6 +89,34 @@ def virtual_host_head(fqdn: str) -> route_components.VirtualHost:
     (``strip_any_host_port``, as Contour does), so the bare name is the only domain needed.
     """
     return route_components.VirtualHost(name=vhost_name(fqdn), domains=[fqdn])
+
+
+def rate_limit_stat_prefix(fqdn: str) -> str:
+    """Contour's local rate limit stat prefix, for virtual host and route buckets alike."""
+    return "vhost." + fqdn
+
+
+def virtual_host_tail(
+    fqdn: str,
+    cors: CORSPolicy | None = None,
+    local_rate_limit: LocalRateLimit | None = None,
+    ip_filter: IPFilter | None = None,
+) -> route_components.VirtualHost:
+    """The virtual-host-wide policies: the VirtualHost fields that follow ``routes``.
+
+    Serialised after the routes, so that head + routes + tail is the canonical encoding.
+    """
+    out = route_components.VirtualHost()
+    configs = out.typed_per_filter_config
+    if cors is not None:
+        configs[CORS_FILTER].CopyFrom(cors_any(cors))
+    if local_rate_limit is not None:
+        configs[LOCAL_RATELIMIT_FILTER].CopyFrom(
+            local_rate_limit_any(local_rate_limit, rate_limit_stat_prefix(fqdn))
+        )
+    if ip_filter is not None:
+        configs[RBAC_FILTER].CopyFrom(ip_filter_any(ip_filter))
+    return out
 
 
 # -- matches ---------------------------------------------------------------------------------------
@@ -184,8 +229,8 @@ def retry_policy(policy: RetryPolicy) -> route_components.RetryPolicy:
     out = route_components.RetryPolicy(
         retry_on=policy.retry_on, retriable_status_codes=list(policy.retriable_status_codes)
     )
-    if policy.num_retries > 0:
-        out.num_retries.value = policy.num_retries
+    # Always explicit: 0 means "no retries" (Contour's count -1), while an unset field is Envoy's 1.
+    out.num_retries.value = policy.num_retries
     if policy.per_try_timeout is not None:
         out.per_try_timeout.CopyFrom(timeout(policy.per_try_timeout))
     return out
@@ -207,15 +252,20 @@ def mirror_policy(mirror: MirrorPolicy) -> route_components.RouteAction.RequestM
 
 
 def _single_simple_cluster(clusters: tuple[Cluster, ...]) -> bool:
-    """One cluster without its own header policies goes on ``route.cluster`` (Contour's rule)."""
+    """One cluster without its own header policies or cookie rewrites goes on ``route.cluster``
+    (Contour's rule)."""
     return (
         len(clusters) == 1
         and clusters[0].request_headers.is_empty()
         and clusters[0].response_headers.is_empty()
+        and not clusters[0].cookie_rewrites
     )
 
 
-def weighted_clusters(clusters: tuple[Cluster, ...]) -> route_components.WeightedCluster:
+def weighted_clusters(
+    clusters: tuple[Cluster, ...], route_cookie_rewrites: tuple[CookieRewrite, ...] = ()
+) -> route_components.WeightedCluster:
+    """Split by weight; a cluster's own cookie rewrites (merged over the route's) go on its entry."""
     even = all(c.weight == 0 for c in clusters)  # no weights given: split evenly
     entries = []
     for cluster in clusters:
@@ -230,6 +280,9 @@ def weighted_clusters(clusters: tuple[Cluster, ...]) -> route_components.Weighte
         if not resp.is_empty():
             entry.response_headers_to_add.extend(header_value_options(resp))
             entry.response_headers_to_remove.extend(resp.remove)
+        if cluster.cookie_rewrites:
+            rules = merge_cookie_rewrites(route_cookie_rewrites, cluster.cookie_rewrites)
+            entry.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
         entries.append(entry)
     entries.sort(key=lambda e: (e.name, e.weight.value))
     return route_components.WeightedCluster(clusters=entries)
@@ -240,7 +293,7 @@ def route_action(route: Route) -> route_components.RouteAction:
     if _single_simple_cluster(route.clusters):
         action.cluster = cluster_name(route.clusters[0])
     else:
-        action.weighted_clusters.CopyFrom(weighted_clusters(route.clusters))
+        action.weighted_clusters.CopyFrom(weighted_clusters(route.clusters, route.cookie_rewrites))
     policy = route.timeout_policy
     if policy.response is not None:
         action.timeout.CopyFrom(timeout(policy.response))
@@ -257,15 +310,22 @@ def route_action(route: Route) -> route_components.RouteAction:
     action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
     if route.websocket:
         action.upgrade_configs.append(route_components.RouteAction.UpgradeConfig(upgrade_type="websocket"))
+    for hashed in route.hash_policies:
+        hashing = hash_policy(hashed)
+        if hashing is not None:
+            action.hash_policy.append(hashing)
+    if route.internal_redirect is not None:
+        action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
     return action
 
 
 def build_route(
-    route: Route, secure: bool, extra_header: HeaderMatch | None = None
+    route: Route, secure: bool, extra_header: HeaderMatch | None = None, fqdn: str = ""
 ) -> route_components.Route:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
+    ``fqdn`` names the virtual host in the stats of a route's own rate limit.
     """
     out = route_components.Route(match=route_match(route, extra_header))
     if route.https_redirect and not secure:
@@ -285,4 +345,15 @@ def build_route(
         if not route.response_headers.is_empty():
             out.response_headers_to_add.extend(header_value_options(route.response_headers))
             out.response_headers_to_remove.extend(route.response_headers.remove)
+        if route.cookie_rewrites:
+            # Clusters with rules of their own override this on their weighted entries.
+            rules = merge_cookie_rewrites(route.cookie_rewrites)
+            out.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
+    # A route's rate limit and IP filter replace the virtual host's, whatever the route does.
+    if route.local_rate_limit is not None:
+        out.typed_per_filter_config[LOCAL_RATELIMIT_FILTER].CopyFrom(
+            local_rate_limit_any(route.local_rate_limit, rate_limit_stat_prefix(fqdn))
+        )
+    if route.ip_filter is not None:
+        out.typed_per_filter_config[RBAC_FILTER].CopyFrom(ip_filter_any(route.ip_filter))
     return out
