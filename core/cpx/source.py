@@ -26,7 +26,7 @@ from cpx import objects as k8s
 from cpx.dag.nodes import Secret
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
-from cpx.tlsutil import SecretError, validate_tls_secret
+from cpx.tlsutil import SecretError, validate_ca_secret, validate_tls_secret
 
 SecretPolicy = Callable[[str, str, ObjectKey, "SourceCache"], bool]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -40,6 +40,14 @@ def same_namespace_only(
 
 class NotFoundError(LookupError):
     """A referenced object is not in the source cache."""
+
+
+class DelegationNotPermittedError(SecretError):
+    """A Secret in another namespace that the secret-access policy does not let the referrer use.
+
+    Contour reports this case under its own reasons (``DelegationNotPermitted``,
+    ``CACertificateNotDelegated``), so callers can tell it from an invalid or missing Secret.
+    """
 
 
 # (group, kind, namespace, name): how the change log and lookup recordings name an object.
@@ -113,6 +121,7 @@ class SourceCache:
     _slices: dict[tuple[str, str], dict[str, KubeObject]] = attrs.field(factory=dict)
     # Validated Secrets, memoised until the Secret changes (Contour does the same).
     _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
+    _ca_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     # What the last DAG build referenced: only changes to these Services/Secrets trigger a rebuild.
     referenced_services: set[tuple[str, str]] = attrs.field(factory=set)
     referenced_secrets: set[tuple[str, str]] = attrs.field(factory=set)
@@ -142,6 +151,7 @@ class SourceCache:
             return False  # the EDS fast path handles endpoints without a rebuild
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
+            self._ca_results.pop((key.namespace, key.name), None)
             return (key.namespace, key.name) in self.referenced_secrets
         if key.group_kind == k8s.SERVICE.group_kind:
             return (key.namespace, key.name) in self.referenced_services
@@ -162,6 +172,7 @@ class SourceCache:
             return False
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
+            self._ca_results.pop((key.namespace, key.name), None)
             return (key.namespace, key.name) in self.referenced_secrets
         if key.group_kind == k8s.SERVICE.group_kind:
             return (key.namespace, key.name) in self.referenced_services
@@ -288,29 +299,47 @@ class SourceCache:
         """The validated TLS Secret, or SecretError saying why it cannot be used.
 
         Cross-namespace references go through the secret-access policy (the
-        ``cpx_secret_access_permitted`` hook): by default only the referrer's namespace is allowed.
+        ``cpx_secret_access_permitted`` hook): by default only the referrer's namespace is allowed;
+        a refusal is a :class:`DelegationNotPermittedError`.
         """
+        return self._lookup_secret(namespace, name, referrer, self._secret_results, validate_tls_secret)
+
+    def lookup_ca_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated CA Secret (a PEM bundle under ``ca.crt``), or SecretError saying why not.
+
+        The same access rules as :meth:`lookup_tls_secret` (Contour's ``LookupCASecret``).
+        """
+        return self._lookup_secret(namespace, name, referrer, self._ca_results, validate_ca_secret)
+
+    def _lookup_secret(
+        self,
+        namespace: str,
+        name: str,
+        referrer: ObjectKey,
+        results: dict[tuple[str, str], Secret | SecretError],
+        validate: Callable[[KubeObject], Secret],
+    ) -> Secret:
         self.referenced_secrets.add((namespace, name))
         self._record("", "Secret", namespace, name)
         if namespace != referrer.namespace:
             # The access policy may depend on objects (delegations) that are not recorded here.
             self._record_volatile()
         if namespace != referrer.namespace and not self.secret_policy(namespace, name, referrer, self):
-            raise SecretError(
+            raise DelegationNotPermittedError(
                 f"Secret {namespace}/{name} is in another namespace and no delegation permits "
                 f"{referrer.kind} {referrer.namespace}/{referrer.name} to use it"
             )
-        result = self._secret_results.get((namespace, name))
+        result = results.get((namespace, name))
         if result is None:
             obj = self._objects.get(k8s.SECRET.group_kind, {}).get((namespace, name))
             if obj is None:
                 result = SecretError(f"Secret {namespace}/{name} not found")
             else:
                 try:
-                    result = validate_tls_secret(obj)
+                    result = validate(obj)
                 except SecretError as err:
                     result = err
-            self._secret_results[(namespace, name)] = result
+            results[(namespace, name)] = result
         if isinstance(result, SecretError):
             raise result
         return result

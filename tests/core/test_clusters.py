@@ -19,6 +19,7 @@ from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
     CircuitBreakers,
     Cluster,
+    CookieRewrite,
     Duration,
     ExtensionCluster,
     HeadersPolicy,
@@ -464,6 +465,23 @@ def test_weight_and_route_level_fields_do_not_rebuild(monkeypatch: pytest.Monkey
     variant = attrs.evolve(node, weight=70, request_headers=headers, extensions=(("p", 1),))
     cache.on_change(dag_of(variant))
     assert calls == []
+    assert next(iter(cache.contents().values())) is res
+
+
+def test_cookie_rewrites_shape_routes_not_clusters(monkeypatch: pytest.MonkeyPatch) -> None:
+    node = Cluster(upstream=KUARD, load_balancer_policy="Cookie")
+    cache = ClusterCache(Config())
+    cache.on_change(dag_of(node))
+    (res,) = cache.contents().values()
+    assert cluster_v3.Cluster.FromString(res.body).lb_policy == cluster_v3.Cluster.RING_HASH
+
+    calls: list[Cluster] = []
+    real = cds.cluster
+    monkeypatch.setattr(cds, "cluster", lambda c: calls.append(c) or real(c))
+    variant = attrs.evolve(node, cookie_rewrites=(CookieRewrite(name="session", secure=True),))
+    assert cluster_name(variant) == cluster_name(node)
+    cache.on_change(dag_of(variant))
+    assert calls == []  # the same Cluster: the rewrite lives in the route's per-filter config
     assert next(iter(cache.contents().values())) is res
 
 

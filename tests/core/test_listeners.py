@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
 import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from envoy.config.listener.v3 import listener_components_pb2 as listener_components
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
+from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors
+from envoy.extensions.filters.http.local_ratelimit.v3 import local_rate_limit_pb2 as local_ratelimit
 from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
+from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as rbac
 from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
@@ -23,13 +28,21 @@ from google.protobuf import json_format
 
 from cpx import certgen
 from cpx.config import Config
-from cpx.dag.dag import DAG, Protocol
+from cpx.dag.dag import DAG, Protocol, VirtualHost
 from cpx.dag.nodes import (
     Cluster,
+    CookieRewrite,
+    CORSPolicy,
     DirectResponse,
     Duration,
+    HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
+    HeaderValue,
+    InternalRedirectPolicy,
+    IPFilter,
+    IPRule,
+    LocalRateLimit,
     PathKind,
     PathMatch,
     Route,
@@ -46,6 +59,14 @@ from cpx.xds.secrets import SecretCache
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
+# Every connection manager's filters after the (HTTPS-only) 421 check, in Contour's order.
+POLICY_FILTERS = [
+    "envoy.filters.http.cors",
+    "envoy.filters.http.local_ratelimit",
+    "envoy.filters.http.lua.cookie_rewrite",
+    "envoy.filters.http.rbac",
+    "router",
+]
 FALLBACK = Secret(namespace="projectcontour", name="fallback", cert_pem=b"fb-cert", key_pem=b"fb-key")
 CA = Secret(namespace="default", name="client-ca", ca_pem=b"ca")
 
@@ -144,7 +165,7 @@ def test_http_listener() -> None:
     assert manager.rds.route_config_name == "ingress_http"
     assert manager.rds.config_source.HasField("ads")
     assert manager.rds.config_source.resource_api_version == 2  # V3
-    assert [f.name for f in manager.http_filters] == ["router"]
+    assert [f.name for f in manager.http_filters] == POLICY_FILTERS
     assert manager.use_remote_address.value and manager.normalize_path.value and manager.merge_slashes
     assert manager.strip_any_host_port and manager.preserve_external_request_id
     assert manager.http_protocol_options.accept_http_10
@@ -161,6 +182,34 @@ def test_http_settings_from_config_options() -> None:
     assert manager.common_http_protocol_options.idle_timeout.seconds == 30
     assert manager.stream_idle_timeout.seconds == 120
     assert not manager.merge_slashes
+
+
+def test_policy_filters_are_inert_at_the_connection_manager() -> None:
+    """Contour's filters: nothing happens until a virtual host or route configures them."""
+    dag = new_dag()
+    dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
+    add_secure(dag, "example.com")
+    listeners = translate(dag)
+    for manager in (
+        unpack_hcm(listeners[HTTP].filter_chains[0]),
+        unpack_hcm(listeners[HTTPS].filter_chains[0]),
+    ):
+        filters = {f.name: f.typed_config for f in manager.http_filters}
+        assert filters["envoy.filters.http.cors"].Unpack(cors.Cors())
+        limit = local_ratelimit.LocalRateLimit()
+        assert filters["envoy.filters.http.local_ratelimit"].Unpack(limit)
+        assert limit.stat_prefix == "http" and not limit.HasField("token_bucket")
+        cookie = lua.Lua()
+        assert filters["envoy.filters.http.lua.cookie_rewrite"].Unpack(cookie)
+        # No script (no Lua VM per chain): routes with cookie rules bring their own.
+        assert cookie == lua.Lua()
+        rules = rbac.RBAC()
+        assert filters["envoy.filters.http.rbac"].Unpack(rules)
+        assert not rules.HasField("rules") and not rules.HasField("matcher")  # allow everything
+    # The 421 filter keeps the Lua extension's own name, so the cookie rules (keyed by the other
+    # filter's name) never replace its script on a route.
+    https = unpack_hcm(listeners[HTTPS].filter_chains[0])
+    assert [f.name for f in https.http_filters][:2] == ["envoy.filters.http.lua", "envoy.filters.http.cors"]
 
 
 def test_gateway_listener_uses_its_route_config_name_and_proxy_protocol() -> None:
@@ -206,7 +255,7 @@ def test_https_chain_per_vhost_sorted_by_sni() -> None:
     assert [m.rds.route_config_name for m in managers] == ["https/*.wild.com", "https/a.com", "https/b.com"]
     assert {m.stat_prefix for m in managers} == {HTTPS}
     for manager in managers:
-        assert [f.name for f in manager.http_filters] == ["envoy.filters.http.lua", "router"]
+        assert [f.name for f in manager.http_filters] == ["envoy.filters.http.lua", *POLICY_FILTERS]
 
 
 def test_misdirected_request_lua() -> None:
@@ -288,7 +337,8 @@ def test_fallback_certificate_chain() -> None:
     assert fallback.filter_chain_match.transport_protocol == "tls"
     manager = unpack_hcm(fallback)
     assert manager.rds.route_config_name == "ingress_fallbackcert"
-    assert [f.name for f in manager.http_filters] == ["router"]  # no 421 check: it serves many hosts
+    # No 421 check: it serves many hosts.
+    assert [f.name for f in manager.http_filters] == POLICY_FILTERS
     (sds,) = unpack_tls(fallback).common_tls_context.tls_certificate_sds_secret_configs
     assert sds.name == secret_name(FALLBACK)
 
@@ -298,7 +348,7 @@ def test_catch_all_secure_vhost_matches_any_tls() -> None:
     add_secure(dag, "*")
     (chain,) = translate(dag)[HTTPS].filter_chains
     assert chain.filter_chain_match.transport_protocol == "tls" and not chain.filter_chain_match.server_names
-    assert [f.name for f in unpack_hcm(chain).http_filters] == ["router"]
+    assert [f.name for f in unpack_hcm(chain).http_filters] == POLICY_FILTERS
 
 
 def test_unservable_secure_vhosts_are_skipped() -> None:
@@ -347,15 +397,18 @@ def _envoy() -> str:
         pytest.skip("no envoy binary")
 
 
-def _static_cluster(name: str) -> dict[str, Any]:
-    """A cluster of that name with one (closed) endpoint: enough for routes to validate."""
-    endpoint = {"address": {"socket_address": {"address": "127.0.0.1", "port_value": 9}}}
+def _static_cluster(name: str, port: int = 9) -> dict[str, Any]:
+    """A cluster of that name with one endpoint (closed by default): enough for routes to validate."""
+    endpoint = {"address": {"socket_address": {"address": "127.0.0.1", "port_value": port}}}
     assignment = {"cluster_name": name, "endpoints": [{"lb_endpoints": [{"endpoint": endpoint}]}]}
     return {"name": name, "type": "STATIC", "connect_timeout": "1s", "load_assignment": assignment}
 
 
-def static_bootstrap(dag: DAG, admin_port: int = 0) -> dict[str, Any]:
-    """LDS, RDS and SDS of ``dag`` as one static bootstrap (RDS inlined, SDS as static secrets)."""
+def static_bootstrap(dag: DAG, admin_port: int = 0, upstream_port: int = 9) -> dict[str, Any]:
+    """LDS, RDS and SDS of ``dag`` as one static bootstrap (RDS inlined, SDS as static secrets).
+
+    Every cluster is a static one sending to ``127.0.0.1:<upstream_port>``.
+    """
     caches = (ListenerCache(Config()), RouteCache(Config()), SecretCache(Config()))
     for cache in caches:
         cache.on_change(dag)
@@ -382,7 +435,7 @@ def static_bootstrap(dag: DAG, admin_port: int = 0) -> dict[str, Any]:
         "static_resources": {
             "listeners": list(listeners.values()),
             "secrets": list(secrets.values()),
-            "clusters": [_static_cluster(name) for name in sorted(clusters)],
+            "clusters": [_static_cluster(name, upstream_port) for name in sorted(clusters)],
         },
     }
 
@@ -391,6 +444,85 @@ def static_bootstrap(dag: DAG, admin_port: int = 0) -> dict[str, Any]:
 def keypair() -> certgen.KeyPair:
     ca = certgen.new_ca()
     return certgen.issue(ca, "example.com", dns_names=["example.com", "*.wild.com"])
+
+
+def add_policies(vhost: VirtualHost) -> None:
+    """Every HTTPProxy policy at once: CORS, rate limits, RBAC allow and deny, cookie rewrites,
+    hash policies and internal redirects, at virtual host, route and weighted cluster level."""
+    vhost.cors = CORSPolicy(
+        allow_origin=("*", "https://a.example.com", "regex:https://[a-z]+\\.example\\.org"),
+        allow_methods=("GET", "POST"),
+        allow_headers=("authorization",),
+        expose_headers=("x-expose",),
+        allow_credentials=True,
+        max_age="600",
+        allow_private_network=True,
+    )
+    vhost.local_rate_limit = LocalRateLimit(
+        requests=100, unit_seconds=1, burst=20, response_headers=(HeaderValue(name="x-limited", value="1"),)
+    )
+    vhost.ip_filter = IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"), IPRule(cidr="::1", remote=True)))
+    rewrites = (
+        CookieRewrite(name="session", path="/app", domain="example.com", secure=True, same_site="Lax"),
+    )
+    vhost.add_route(
+        prefix(
+            "/hash",
+            clusters=(
+                Cluster(
+                    upstream=ServicePort(namespace="default", name="h", port=80),
+                    load_balancer_policy="RequestHash",
+                ),
+            ),
+            hash_policies=(
+                HashPolicy(header="x-user", terminal=True),
+                HashPolicy(query_parameter="q"),
+                HashPolicy(source_ip=True),
+            ),
+            cookie_rewrites=rewrites,
+        )
+    )
+    vhost.add_route(
+        prefix(
+            "/sticky",
+            clusters=(
+                Cluster(
+                    upstream=ServicePort(namespace="default", name="s", port=80),
+                    load_balancer_policy="Cookie",
+                ),
+            ),
+            hash_policies=(HashPolicy(cookie="X-Contour-Session-Affinity"),),
+        )
+    )
+    vhost.add_route(
+        prefix(
+            "/redirects",
+            internal_redirect=InternalRedirectPolicy(
+                max_internal_redirects=2,
+                redirect_response_codes=(301, 302, 307),
+                allow_cross_scheme_redirect="SafeOnly",
+                deny_repeated_route_redirect=True,
+            ),
+        )
+    )
+    vhost.add_route(
+        prefix("/always", internal_redirect=InternalRedirectPolicy(allow_cross_scheme_redirect="Always"))
+    )
+    vhost.add_route(
+        prefix(
+            "/split",
+            clusters=(
+                Cluster(
+                    upstream=ServicePort(namespace="default", name="a", port=80),
+                    cookie_rewrites=(CookieRewrite(name="session", secure=False),),
+                ),
+                backend("b", 1),
+            ),
+            cookie_rewrites=rewrites,
+            local_rate_limit=LocalRateLimit(requests=1, unit_seconds=60, status_code=503),
+            ip_filter=IPFilter(allow=False, rules=(IPRule(cidr="192.168.0.0/16", remote=True),)),
+        )
+    )
 
 
 def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair) -> None:
@@ -414,7 +546,9 @@ def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair
         )
     )
     dag.ensure_virtual_host(HTTP, "*").add_route(prefix(https_redirect=True))
+    add_policies(dag.ensure_virtual_host(HTTP, "policies.example.com"))
     add_secure(dag, "example.com", secret=secret, fallback_certificate=secret, client_validation=ca)
+    add_policies(dag.ensure_secure_virtual_host(HTTPS, "example.com"))
     add_secure(dag, "*.wild.com", secret=secret)
     add_secure(
         dag, "pass.com", passthrough=True, tcp_proxy=TCPProxy(clusters=(backend("p", 1), backend("q", 1)))
@@ -475,4 +609,113 @@ def test_envoy_serves_sni_and_421(keypair: certgen.KeyPair) -> None:
         assert _status(https_port, "a.wild.com", "b.wild.com") == 421
         # Envoy's *.wild.com also takes a.b.wild.com; the :authority regex does not.
         assert _status(https_port, "a.b.wild.com", "a.b.wild.com") == 404
+        assert envoy.running
+
+
+def _get(
+    port: int, path: str, host: str, sni: str | None = None, method: str = "GET", **headers: str
+) -> http.client.HTTPResponse:
+    conn: http.client.HTTPConnection
+    if sni is None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    else:
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5, context=context)
+        conn.sock = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname=sni)
+    conn.request(method, path, headers={"Host": host, **headers})
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response
+
+
+def _set_cookies(*cookies: str) -> str:
+    return "?" + urlencode([("response_header", f"Set-Cookie: {c}") for c in cookies])
+
+
+def test_envoy_enforces_http_policies(keypair: certgen.KeyPair) -> None:
+    """A real Envoy: the cookie-rewrite Lua, rate limit, RBAC and CORS do what Contour's do, and a
+    route's cookie rules leave the 421 check of its HTTPS filter chain alone."""
+    _envoy()
+    from cpx.testing.backends import EchoServer
+    from cpx.testing.envoy import EnvoyProcess, free_port, wait_for_port
+
+    secret = Secret(namespace="default", name="tls", cert_pem=keypair.cert_pem, key_pem=keypair.key_pem)
+    rules = (
+        CookieRewrite(name="session", path="/app", domain="example.com", secure=False, same_site="Strict"),
+        CookieRewrite(name="other", secure=True),
+    )
+    own = Cluster(
+        upstream=ServicePort(namespace="default", name="own", port=80),
+        cookie_rewrites=(CookieRewrite(name="session", secure=True),),
+    )
+    dag = DAG()
+    dag.ensure_listener(HTTP, Protocol.HTTP, "127.0.0.1", http_port := free_port())
+    dag.ensure_listener(HTTPS, Protocol.HTTPS, "127.0.0.1", https_port := free_port())
+    vhost = dag.ensure_virtual_host(HTTP, "example.com")
+    vhost.cors = CORSPolicy(
+        allow_origin=("https://a.example.com",), allow_methods=("GET", "PUT"), max_age="60"
+    )
+    vhost.ip_filter = IPFilter(allow=True, rules=(IPRule(cidr="127.0.0.0/8"),))
+    vhost.add_route(prefix("/cookies", cookie_rewrites=rules))
+    vhost.add_route(prefix("/split", clusters=(own,), cookie_rewrites=rules))
+    limited = LocalRateLimit(
+        requests=1, unit_seconds=3600, response_headers=(HeaderValue(name="x-limited", value="yes"),)
+    )
+    vhost.add_route(prefix("/limited", local_rate_limit=limited))
+    vhost.add_route(prefix("/denied", ip_filter=IPFilter(allow=False, rules=(IPRule(cidr="127.0.0.1"),))))
+    vhost.add_route(prefix("/elsewhere", ip_filter=IPFilter(allow=True, rules=(IPRule(cidr="10.0.0.0/8"),))))
+    vhost.add_route(prefix("/"))
+    add_secure(dag, "*.wild.com", secret=secret)
+    dag.ensure_secure_virtual_host(HTTPS, "*.wild.com").add_route(prefix("/", cookie_rewrites=rules))
+    with EchoServer() as echo, EnvoyProcess(static_bootstrap(dag, upstream_port=echo.port)) as envoy:
+        wait_for_port("127.0.0.1", https_port)
+        query = _set_cookies(
+            "session=abc; path=/old; HttpOnly; secure; SameSite=None", "other=x; Path=/", "keep=1; Secure"
+        )
+        cookies = _get(http_port, "/cookies" + query, "example.com").headers.get_all("set-cookie")
+        assert cookies == [
+            "session=abc; Path=/app; HttpOnly; SameSite=Strict; Domain=example.com",
+            "other=x; Path=/; Secure",
+            "keep=1; Secure",  # no rule: untouched
+        ]
+        # The service's rule (Secure) merged over the route's.
+        split = _get(http_port, "/split" + _set_cookies("session=abc"), "example.com").headers.get_all(
+            "set-cookie"
+        )
+        assert split == ["session=abc; Path=/app; Domain=example.com; Secure; SameSite=Strict"]
+        assert (
+            _get(http_port, "/plain" + query, "example.com")
+            .headers.get_all("set-cookie")[0]
+            .startswith("session=abc; path=/old")
+        )
+
+        assert _get(http_port, "/limited", "example.com").status == 200
+        limited_response = _get(http_port, "/limited", "example.com")
+        assert limited_response.status == 429 and limited_response.headers["x-limited"] == "yes"
+        assert _get(http_port, "/", "example.com").status == 200  # the virtual host has no limit
+
+        assert _get(http_port, "/denied", "example.com").status == 403
+        assert _get(http_port, "/elsewhere", "example.com").status == 403  # overrides the vhost's allow
+
+        preflight = _get(
+            http_port,
+            "/",
+            "example.com",
+            method="OPTIONS",
+            Origin="https://A.example.com",
+            **{"Access-Control-Request-Method": "PUT"},
+        )
+        assert preflight.status == 200
+        assert preflight.headers["access-control-allow-origin"] == "https://A.example.com"
+        assert preflight.headers["access-control-allow-methods"] == "GET,PUT"
+        assert preflight.headers["access-control-max-age"] == "60"
+        other_origin = _get(http_port, "/", "example.com", Origin="https://evil.com")
+        assert "access-control-allow-origin" not in other_origin.headers
+
+        wild = _get(https_port, "/" + _set_cookies("other=x"), "a.wild.com", sni="a.wild.com")
+        assert wild.status == 200 and wild.headers.get_all("set-cookie") == ["other=x; Secure"]
+        # The route's cookie rules must not replace the 421 filter's script (same Lua extension).
+        assert _get(https_port, "/", "b.wild.com", sni="a.wild.com").status == 421
         assert envoy.running

@@ -2,8 +2,8 @@
 
 Translation is memoised by DAG node, so a rebuild where nothing changed costs a dictionary lookup
 per referenced cluster and keeps every :class:`Resource` object (and so its version) as it was.
-A node differing only in what CDS never shows (route weight, per-service headers, plugin data)
-reuses the Resource built for its twin.
+A node differing only in what CDS never shows (route weight, per-service headers and cookie
+rewrites, plugin data) reuses the Resource built for its twin.
 """
 
 from __future__ import annotations
@@ -124,13 +124,19 @@ def _shape(node: Cluster) -> Cluster:
     if (
         node.weight == 1
         and not node.extensions
+        and not node.cookie_rewrites
         and node.request_headers == _NO_HEADERS
         and node.response_headers == _NO_HEADERS
     ):
         return node
     # cast: mypy's attrs plugin does not see through nodes.py's `frozen` alias.
     shape: Cluster = attrs.evolve(
-        cast(Any, node), weight=1, request_headers=_NO_HEADERS, response_headers=_NO_HEADERS, extensions=()
+        cast(Any, node),
+        weight=1,
+        request_headers=_NO_HEADERS,
+        response_headers=_NO_HEADERS,
+        cookie_rewrites=(),
+        extensions=(),
     )
     return shape
 

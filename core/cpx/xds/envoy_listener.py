@@ -26,6 +26,7 @@ from google.protobuf import wrappers_pb2
 from cpx.config import Config
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.xds.envoy_common import ads_config_source, seconds, timeout, to_any
+from cpx.xds.envoy_filters import policy_filters
 from cpx.xds.naming import cluster_name, secret_name
 
 HCM_FILTER = "envoy.filters.network.http_connection_manager"
@@ -154,11 +155,15 @@ def http_connection_manager(
     settings: HTTPSettings,
     first_filters: Sequence[hcm.HttpFilter] = (),
 ) -> listener_components.Filter:
-    """Contour's HTTPConnectionManagerBuilder with its default settings; the router is last."""
+    """Contour's HTTPConnectionManagerBuilder with its default settings.
+
+    Filters: ``first_filters`` (the 421 check), the policy filters that routes and virtual hosts
+    switch on (CORS, local rate limit, cookie-rewrite Lua, RBAC), and the router last.
+    """
     manager = hcm.HttpConnectionManager(
         stat_prefix=stat_prefix,
         rds=hcm.Rds(route_config_name=route_config_name, config_source=ads_config_source()),
-        http_filters=[*first_filters, router_filter()],
+        http_filters=[*first_filters, *policy_filters(), router_filter()],
         # HTTP/1.0 requests that carry a Host header are served (Contour #537).
         http_protocol_options=core_protocol.Http1ProtocolOptions(accept_http_10=True),
         use_remote_address=wrappers_pb2.BoolValue(value=True),

@@ -8,9 +8,11 @@ fallback certificate.  Gateway listeners use ``<listener>`` and ``<listener>/<fq
 Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
 ``VirtualHost`` together with the set of routes it came from and the serialised ``Route`` of each:
 an unchanged route set reuses the bytes as they are, a changed one is re-sorted and re-assembled
-translating only the routes not seen before.  A RouteConfiguration is the concatenation of cached
-bytes (see :func:`cpx.xds.envoy_common.embedded`), and one whose bytes did not change keeps its
-Resource object.  Only what the latest DAG uses stays memoised.
+translating only the routes not seen before.  The virtual-host-wide policies (CORS, rate limit, IP
+filter) are part of the memo: when only they change, the routes' bytes are reused as they are.
+A RouteConfiguration is the concatenation of cached bytes (see
+:func:`cpx.xds.envoy_common.embedded`), and one whose bytes did not change keeps its Resource
+object.  Only what the latest DAG uses stays memoised.
 """
 
 from __future__ import annotations
@@ -24,11 +26,16 @@ from envoy.config.route.v3 import route_pb2 as route_v3
 
 from cpx.config import Config
 from cpx.dag.dag import DAG, Listener, VirtualHost
-from cpx.dag.nodes import Route
+from cpx.dag.nodes import CORSPolicy, IPFilter, LocalRateLimit, Route
 from cpx.dag.sorting import route_key
 from cpx.xds import resource
 from cpx.xds.envoy_common import embedded
-from cpx.xds.envoy_route import build_route, virtual_host_head, wildcard_authority_match
+from cpx.xds.envoy_route import (
+    build_route,
+    virtual_host_head,
+    virtual_host_tail,
+    wildcard_authority_match,
+)
 from cpx.xds.resource import Resource, content_version
 
 # Contour's names in static (non-Gateway) mode.
@@ -39,6 +46,8 @@ _VIRTUAL_HOSTS_FIELD = 2  # RouteConfiguration.virtual_hosts
 _ROUTES_FIELD = 3  # VirtualHost.routes
 
 VHostKey = tuple[str, str, bool]  # listener, fqdn, secure
+# A virtual host's own policies: what its entry depends on besides its name and routes.
+VHostPolicies = tuple[CORSPolicy | None, LocalRateLimit | None, IPFilter | None]
 # A route's Contour sort key and its ready-to-concatenate VirtualHost.routes entry.
 _Piece = tuple[tuple[object, ...], bytes]
 
@@ -50,6 +59,7 @@ class _Translated:
     # A copy of the vhost's routes as translated: comparing it with the next build's dict is
     # mostly identity checks in C, since unchanged routes are the very same objects.
     routes: dict[str, Route]
+    policies: VHostPolicies
     entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
     pieces: dict[Route, _Piece]
 
@@ -153,8 +163,11 @@ class _Build:
             done = current.get(key)
             if done is None:
                 done = previous.get(key)
-                if done is None or done.routes != vhost.routes:
-                    done = translate(vhost.name, False, dict(vhost.routes), done.pieces if done else {})
+                policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+                if done is None or done.routes != vhost.routes or done.policies != policies:
+                    done = translate(
+                        vhost.name, False, dict(vhost.routes), policies, done.pieces if done else {}
+                    )
                 current[key] = done
             entries.append(done.entry)
         return entries
@@ -165,25 +178,37 @@ class _Build:
         if done is not None:
             return done.entry
         before = self.previous.get(key)
-        if before is None or before.routes != vhost.routes:
-            before = self._translate(vhost.name, secure, dict(vhost.routes), before.pieces if before else {})
+        policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+        if before is None or before.routes != vhost.routes or before.policies != policies:
+            before = self._translate(
+                vhost.name, secure, dict(vhost.routes), policies, before.pieces if before else {}
+            )
         self.current[key] = before
         return before.entry
 
     @staticmethod
     def _translate(
-        fqdn: str, secure: bool, routes: dict[str, Route], known: dict[Route, _Piece]
+        fqdn: str,
+        secure: bool,
+        routes: dict[str, Route],
+        policies: VHostPolicies,
+        known: dict[Route, _Piece],
     ) -> _Translated:
-        """Re-assemble a changed virtual host, translating (and keying) only routes not seen before."""
+        """Re-assemble a changed virtual host, translating (and keying) only routes not seen before.
+
+        Routes never depend on the virtual host's policies (Envoy falls back from a route's
+        per-filter config to its virtual host's), so their pieces survive a policy change.
+        """
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
         for route in routes.values():
             piece = known.get(route)
             if piece is None:
-                body = build_route(route, secure, authority).SerializeToString(deterministic=True)
+                body = build_route(route, secure, authority, fqdn).SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
         head = virtual_host_head(fqdn).SerializeToString(deterministic=True)
+        tail = virtual_host_tail(fqdn, *policies).SerializeToString(deterministic=True)
         ordered = sorted(pieces.values(), key=itemgetter(0))
-        vhost = b"".join((head, *(p[1] for p in ordered)))
-        return _Translated(routes, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)
+        vhost = b"".join((head, *(p[1] for p in ordered), tail))
+        return _Translated(routes, policies, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)
