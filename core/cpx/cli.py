@@ -67,6 +67,7 @@ class PluginCommand(click.Command):
                     default=spec.default,
                     multiple=spec.multiple,
                     type=spec.type,
+                    is_flag=spec.type is bool,
                     show_default=spec.default is not None,
                 )
             )

@@ -1,0 +1,131 @@
+"""Go duration strings, parsed the way Contour parses them (``time.ParseDuration``,
+``internal/timeout/timeout.go``), with Go's error messages: they end up in HTTPProxy status.
+"""
+
+from __future__ import annotations
+
+from cpx.dag.nodes import Duration
+
+# Go's time.unitMap, in nanoseconds.
+_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
+_MAX_NANOS = 2**63 - 1
+_DIGITS = "0123456789"
+
+
+class DurationError(ValueError):
+    """A string Go's time.ParseDuration refuses; the message is Go's."""
+
+
+def _quote(text: str) -> str:
+    """Go's strconv.Quote, close enough for status messages."""
+    out = ['"']
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch.isprintable():
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    out.append('"')
+    return "".join(out)
+
+
+def parse_go_duration_nanos(text: str) -> int:
+    """Nanoseconds in a Go duration (``1h30m``, ``1.5s``, ``-2ms``); DurationError as Go says."""
+    invalid = DurationError(f"time: invalid duration {_quote(text)}")
+    s, negative = text, False
+    if s and s[0] in "+-":
+        negative, s = s[0] == "-", s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise invalid
+    total = 0
+    while s:
+        if not (s[0] == "." or s[0] in _DIGITS):
+            raise invalid
+        i = 0
+        while i < len(s) and s[i] in _DIGITS:
+            i += 1
+        whole, s = s[:i], s[i:]
+        fraction = ""
+        if s.startswith("."):
+            s = s[1:]
+            j = 0
+            while j < len(s) and s[j] in _DIGITS:
+                j += 1
+            fraction, s = s[:j], s[j:]
+        if not whole and not fraction:
+            raise invalid
+        j = 0
+        while j < len(s) and s[j] != "." and s[j] not in _DIGITS:
+            j += 1
+        if j == 0:
+            raise DurationError(f"time: missing unit in duration {_quote(text)}")
+        unit_name, s = s[:j], s[j:]
+        unit = _UNITS.get(unit_name)
+        if unit is None:
+            raise DurationError(f"time: unknown unit {_quote(unit_name)} in duration {_quote(text)}")
+        value = int(whole or "0") * unit
+        if fraction:
+            value += int(int(fraction) * unit / 10 ** len(fraction))
+        total += value
+        if total > _MAX_NANOS + (1 if negative else 0):
+            raise invalid
+    return -total if negative else total
+
+
+def parse_go_duration(text: str) -> float:
+    """Seconds in a Go duration string (may be negative); DurationError with Go's message."""
+    return parse_go_duration_nanos(text) / 1e9
+
+
+def parse_timeout(text: str) -> Duration | None:
+    """Contour's ``timeout.Parse``: ``""`` or zero ⇒ None (Envoy's default), ``infinity`` /
+    ``infinite`` ⇒ ``Duration(None)`` (disabled), otherwise the duration.
+
+    Raises DurationError with Contour's message.  Negative durations, which Contour passes on
+    to Envoy (which rejects the whole resource), are refused here.
+    """
+    if text == "":
+        return None
+    if text in ("infinity", "infinite"):
+        return Duration(seconds=None)
+    try:
+        nanos = parse_go_duration_nanos(text)
+    except DurationError as err:
+        raise DurationError(f"unable to parse timeout string {_quote(text)}: {err}") from None
+    if nanos < 0:
+        raise DurationError(f"unable to parse timeout string {_quote(text)}: negative duration")
+    return None if nanos == 0 else Duration(seconds=nanos / 1e9)
+
+
+def parse_max_age(text: str) -> str | None:
+    """Contour's ``timeout.ParseMaxAge`` for CORS, as Envoy's max_age string.
+
+    ``""`` ⇒ None (Envoy's default); zero ⇒ ``"0"`` (no preflight caching); otherwise whole
+    seconds (Contour formats ``%.0f``).  Raises DurationError with Contour's message.
+    """
+    if text == "":
+        return None
+    try:
+        nanos = parse_go_duration_nanos(text)
+    except DurationError as err:
+        raise DurationError(f"unable to parse timeout string {_quote(text)}: {err}") from None
+    if nanos < 0:
+        raise DurationError(f"invalid max age value {_quote(text)}")
+    return f"{nanos / 1e9:.0f}"
+
+
+def quote(text: str) -> str:
+    """Go's ``%q`` of a string (status messages quote values the way Contour does)."""
+    return _quote(text)

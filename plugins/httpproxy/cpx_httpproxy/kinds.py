@@ -1,0 +1,15 @@
+"""The kind this plugin owns, the core listeners it attaches routes to, and the fields it leaves aside."""
+
+from __future__ import annotations
+
+from cpx import objects as k8s
+from cpx.objects import GroupVersionKind
+
+HTTPPROXY = GroupVersionKind(group="projectcontour.io", version="v1", kind="HTTPProxy", plural="httpproxies")
+
+# The core's static listeners (cpx.builtin.plugin); named here rather than imported so that
+# importing this plugin never drags in the core's xDS caches.
+HTTP_LISTENER = "ingress_http"
+HTTPS_LISTENER = "ingress_https"
+
+annotations_of = k8s.annotations_of

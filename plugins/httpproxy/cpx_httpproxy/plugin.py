@@ -1,0 +1,73 @@
+"""The ``httpproxy`` plugin's hook implementations: declarations only, the work is elsewhere.
+
+The plugin watches HTTPProxies (schema-checked, class-filtered), turns them into virtual hosts
+and routes on the core's static listeners (after Ingress, as in Contour, so that an HTTPProxy
+route with the same match replaces an Ingress one) and owns their status.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
+from cpx.config import Config
+
+from cpx_httpproxy import classes, schema, status
+from cpx_httpproxy.kinds import HTTPPROXY
+from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
+
+
+@hookimpl
+def cpx_options() -> Iterator[OptionSpec]:
+    yield OptionSpec(
+        name="root_namespaces",
+        help="namespaces where root HTTPProxies (with spec.virtualhost) are allowed "
+        "(repeatable or comma-separated; default: all)",
+        multiple=True,
+    )
+    yield OptionSpec(
+        name="fallback_certificate",
+        help="namespace/name of the TLS Secret served to clients without (known) SNI by HTTPProxies "
+        "that set tls.enableFallbackCertificate",
+    )
+    yield OptionSpec(
+        name="disable_permit_insecure",
+        help="ignore HTTPProxy routes' permitInsecure: plain HTTP always redirects to HTTPS on TLS "
+        "virtual hosts (true or false)",
+        type=bool,
+        default=False,
+    )
+    yield OptionSpec(
+        name="enable_external_name_service",
+        help="let HTTPProxy routes use Services of type ExternalName (true or false)",
+        type=bool,
+        default=False,
+    )
+
+
+@hookimpl
+def cpx_configure(config: Config) -> None:
+    Settings.from_config(config)  # ConfigError for an unusable value
+
+
+@hookimpl
+def cpx_watches() -> Iterator[WatchSpec]:
+    yield WatchSpec(gvk=HTTPPROXY, accept=classes.accepts, validate=schema.validate)
+
+
+@hookimpl
+def cpx_dag_processors() -> Iterator[ProcessorSpec]:
+    yield ProcessorSpec(
+        name="httpproxy",
+        factory=HTTPProxyProcessor.from_config,
+        phase=Phase.ROUTES,
+        # Contour runs Ingress first: an HTTPProxy route with the same match replaces an
+        # Ingress one.  A constraint on a processor that is not loaded is ignored.
+        after=("listeners", "ingress"),
+        description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
+    )
+
+
+@hookimpl
+def cpx_status_writers() -> Iterator[StatusWriterSpec]:
+    yield StatusWriterSpec(name="httpproxy", gvk=HTTPPROXY, merge=status.merge)

@@ -1,0 +1,265 @@
+"""HTTPProxy status, exactly as Contour writes it (``apis/projectcontour/v1/detailedconditions.go``,
+``helpers.go``, ``internal/status/proxystatus.go``).
+
+The processor collects errors and warnings per proxy in a :class:`ProxyStatus` and renders it into
+the status dict (``DAG.set_status``); :func:`merge` is the status writer's merge of that into the
+object's current status.  Contour writes one DetailedCondition, of type ``Valid``::
+
+    currentStatus: valid | invalid | orphaned
+    description: <the Valid message, or the orphan error's message>
+    conditions:
+    - type: Valid
+      status: "True" | "False"
+      reason: Valid | ErrorPresent
+      message: Valid HTTPProxy | At least one error present, see Errors for details
+      observedGeneration: <metadata.generation>
+      lastTransitionTime: <RFC 3339>
+      errors: [{type, status: "True", reason, message}, ...]
+      warnings: [...]
+
+Contour stamps ``lastTransitionTime`` with the time of every update; cpx keeps the previous time
+while the condition's status stays the same (the Kubernetes convention), which also makes
+``cpx translate`` output stable, and takes "now" from an injectable clock.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import attrs
+from cpx.dag.dag import Note
+
+# currentStatus values (internal/status/proxystatus.go).
+VALID = "valid"
+INVALID = "invalid"
+ORPHANED = "orphaned"
+
+VALID_CONDITION = "Valid"
+VALID_MESSAGE = "Valid HTTPProxy"
+ERROR_PRESENT = "ErrorPresent"
+ERROR_PRESENT_MESSAGE = "At least one error present, see Errors for details"
+ORPHANED_MESSAGE = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
+
+# Sub-condition (error and warning) types (apis/projectcontour/v1/detailedconditions.go).
+AUTH_ERROR = "AuthError"
+CORS_ERROR = "CORSError"
+IP_FILTER_ERROR = "IPFilterError"
+JWT_VERIFICATION_ERROR = "JWTVerificationError"
+INCLUDE_ERROR = "IncludeError"
+ORPHANED_ERROR = "Orphaned"
+PREFIX_REPLACE_ERROR = "PrefixReplaceError"
+ROOT_NAMESPACE_ERROR = "RootNamespaceError"
+ROUTE_ERROR = "RouteError"
+SERVICE_ERROR = "ServiceError"
+SPEC_ERROR = "SpecError"
+TCP_PROXY_INCLUDE_ERROR = "TCPProxyIncludeError"
+TCP_PROXY_ERROR = "TCPProxyError"
+TLS_ERROR = "TLSError"
+VIRTUAL_HOST_ERROR = "VirtualHostError"
+LISTENER_ERROR = "ListenerError"
+
+# Contour's LongMessageLength: the CRD allows 32768; Contour cuts a little earlier.
+LONG_MESSAGE_LENGTH = 32760
+
+Clock = Callable[[], dt.datetime]
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def fixed_clock(when: dt.datetime) -> Clock:
+    """A clock that always answers ``when`` (for ``cpx translate`` and tests)."""
+    return lambda: when
+
+
+def truncate(message: str) -> str:
+    """Contour's truncateLongMessage: at most 32760 bytes of UTF-8 (never half a character)."""
+    raw = message.encode()
+    if len(raw) <= LONG_MESSAGE_LENGTH:
+        return message
+    return raw[:LONG_MESSAGE_LENGTH].decode(errors="ignore")
+
+
+def timestamp(when: dt.datetime) -> str:
+    """A metav1.Time: RFC 3339 in UTC, whole seconds."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@attrs.frozen
+class SubCondition:
+    """An error or a warning of the Valid condition (status is always "True")."""
+
+    type: str
+    reason: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"type": self.type, "status": "True", "reason": self.reason, "message": self.message}
+
+
+@attrs.define
+class ProxyStatus:
+    """Errors and warnings found for one HTTPProxy while building; renders its status.
+
+    As in Contour, every error is kept (in order, duplicates included); any error makes the proxy
+    invalid, and an ``Orphaned`` error makes it orphaned.  Warnings never change validity.
+    """
+
+    generation: int = 0
+    errors: list[SubCondition] = attrs.field(factory=list)
+    warnings: list[SubCondition] = attrs.field(factory=list)
+
+    @classmethod
+    def for_object(cls, obj: Mapping[str, Any]) -> ProxyStatus:
+        """An empty status for this object; observedGeneration comes from metadata.generation."""
+        meta = obj.get("metadata")
+        generation = meta.get("generation") if isinstance(meta, Mapping) else None
+        if isinstance(generation, bool) or not isinstance(generation, int):
+            generation = 0
+        return cls(generation=generation)
+
+    def add_error(self, type: str, reason: str, message: str) -> None:
+        self.errors.append(SubCondition(type, reason, truncate(message)))
+
+    def add_warning(self, type: str, reason: str, message: str) -> None:
+        self.warnings.append(SubCondition(type, reason, truncate(message)))
+
+    def orphan(self) -> None:
+        """Mark the proxy as not reachable from any root."""
+        self.add_error(ORPHANED_ERROR, "Orphaned", ORPHANED_MESSAGE)
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def current_status(self) -> str:
+        if self.valid:
+            return VALID
+        return ORPHANED if self._orphan_error() is not None else INVALID
+
+    @property
+    def description(self) -> str:
+        orphan = self._orphan_error()
+        if orphan is not None:
+            return orphan.message
+        return VALID_MESSAGE if self.valid else ERROR_PRESENT_MESSAGE
+
+    def _orphan_error(self) -> SubCondition | None:
+        return next((e for e in self.errors if e.type == ORPHANED_ERROR), None)
+
+    def condition(
+        self, previous: Mapping[str, Any] | None = None, *, clock: Clock = utc_now
+    ) -> dict[str, Any]:
+        """The Valid DetailedCondition.  ``previous`` is the object's current status: its Valid
+        condition's lastTransitionTime is kept when the condition status does not change."""
+        status = "True" if self.valid else "False"
+        prior = _valid_condition(previous)
+        if prior is not None and prior.get("status") == status and prior.get("lastTransitionTime"):
+            transition = str(prior["lastTransitionTime"])
+        else:
+            transition = timestamp(clock())
+        out: dict[str, Any] = {
+            "type": VALID_CONDITION,
+            "status": status,
+            "reason": VALID_CONDITION if self.valid else ERROR_PRESENT,
+            "message": VALID_MESSAGE if self.valid else ERROR_PRESENT_MESSAGE,
+            "observedGeneration": self.generation,
+            "lastTransitionTime": transition,
+        }
+        # Go's omitempty: empty lists are left out.
+        if self.errors:
+            out["errors"] = [e.to_dict() for e in self.errors]
+        if self.warnings:
+            out["warnings"] = [w.to_dict() for w in self.warnings]
+        return out
+
+    def render(self, previous: Mapping[str, Any] | None = None, *, clock: Clock = utc_now) -> dict[str, Any]:
+        """The status dict for ``DAG.set_status``."""
+        return {
+            "currentStatus": self.current_status,
+            "description": self.description,
+            "conditions": [self.condition(previous, clock=clock)],
+        }
+
+    def notes(self) -> Iterator[Note]:
+        """The same errors and warnings as DAG notes (for logs and ``cpx translate``)."""
+        for e in self.errors:
+            yield Note(type=e.type, reason=e.reason, message=e.message)
+        for w in self.warnings:
+            yield Note(type=w.type, reason=w.reason, message=w.message, severity="warning")
+
+
+def _valid_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    if not isinstance(status, Mapping):
+        return None
+    conditions = status.get("conditions")
+    if not isinstance(conditions, list):
+        return None
+    return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == VALID_CONDITION), None)
+
+
+def _legacy_fields(valid: Mapping[str, Any]) -> dict[str, Any]:
+    """currentStatus and description from the Valid condition, as Contour's ProxyUpdate.Mutate."""
+    if valid.get("status") == "True":
+        return {"currentStatus": VALID, "description": valid.get("message", "")}
+    errors = valid.get("errors") or []
+    orphan = next((e for e in errors if isinstance(e, Mapping) and e.get("type") == ORPHANED_ERROR), None)
+    if orphan is not None:
+        return {"currentStatus": ORPHANED, "description": orphan.get("message", "")}
+    return {"currentStatus": INVALID, "description": valid.get("message", "")}
+
+
+def _without_times(status: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(dict(status))
+    for condition in out.get("conditions") or []:
+        if isinstance(condition, dict):
+            condition.pop("lastTransitionTime", None)
+    return out
+
+
+def merge(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """StatusWriterSpec.merge: put the computed conditions into the current status.
+
+    Conditions of other types (another controller's) and ``loadBalancer`` are kept; a computed
+    condition replaces the current one of its type unless the current one was observed at a newer
+    generation (our observation is stale), and keeps its lastTransitionTime when its status is
+    unchanged.  currentStatus/description follow the resulting Valid condition.  Returns None when
+    nothing was computed or when nothing but timestamps would change.
+    """
+    if not computed:
+        return None
+    conditions = [c for c in (current.get("conditions") or []) if isinstance(c, Mapping)]
+    merged_conditions = [dict(c) for c in conditions]
+    for new in computed.get("conditions") or []:
+        index = next((i for i, c in enumerate(merged_conditions) if c.get("type") == new.get("type")), None)
+        if index is None:
+            merged_conditions.append(dict(new))
+            continue
+        old = merged_conditions[index]
+        old_generation, new_generation = old.get("observedGeneration"), new.get("observedGeneration")
+        if (
+            isinstance(old_generation, int)
+            and isinstance(new_generation, int)
+            and old_generation > new_generation
+        ):
+            continue
+        replacement = dict(new)
+        if old.get("status") == new.get("status") and old.get("lastTransitionTime"):
+            replacement["lastTransitionTime"] = old["lastTransitionTime"]
+        merged_conditions[index] = replacement
+    merged: dict[str, Any] = {**current, "conditions": merged_conditions}
+    valid = next((c for c in merged_conditions if c.get("type") == VALID_CONDITION), None)
+    if valid is not None:
+        merged.update(_legacy_fields(valid))
+    else:
+        merged.update({k: v for k, v in computed.items() if k in ("currentStatus", "description")})
+    if _without_times(merged) == _without_times(current):
+        return None
+    return merged
