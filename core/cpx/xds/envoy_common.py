@@ -7,6 +7,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 
 from cpx.dag.nodes import Duration
+from cpx.xds.wire import varint
 
 # Protobuf wire type of length-delimited fields (strings, bytes, embedded messages).
 _LENGTH_DELIMITED = 2
@@ -36,19 +37,10 @@ def to_any(message: Message) -> any_pb2.Any:
     return packed
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def embedded(field_number: int, payload: bytes) -> bytes:
     """One occurrence of a message field, encoded: tag, length, then the already serialised message.
 
     Concatenating such pieces (plus the serialisation of the message's other fields) yields the same
     bytes the whole message would serialise to, so cached sub-messages are never re-encoded.
     """
-    return _varint(field_number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+    return varint(field_number << 3 | _LENGTH_DELIMITED) + varint(len(payload)) + payload
