@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -172,6 +173,111 @@ def envoy_listener_options(f: Any) -> Any:
     return f
 
 
+_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
+
+
+class Duration(click.ParamType[float]):
+    """Seconds: a number, or a Go duration as Contour's flags take them ("15s", "1m30s", "500ms")."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        parts = _DURATION_PART.findall(text)
+        if not parts or "".join(n + u for n, u in parts) != text:
+            self.fail(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)", param, ctx)
+        return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+
+
+def status_writing_options(f: Any) -> Any:
+    """Kubernetes mode: leader election and the Envoy Service whose address goes to status."""
+    for opt in reversed(
+        [
+            click.option(
+                "--leader-election-resource-name",
+                default="leader-elect",
+                show_default=True,
+                help="Kubernetes mode: name of the Lease replicas elect the status writer with.",
+            ),
+            click.option(
+                "--leader-election-resource-namespace",
+                default="projectcontour",
+                show_default=True,
+                help="Kubernetes mode: namespace of that Lease.",
+            ),
+            click.option(
+                "--leader-election-lease-duration",
+                default="15s",
+                type=Duration(),
+                show_default=True,
+                help="How long a Lease not renewed keeps followers waiting.",
+            ),
+            click.option(
+                "--leader-election-renew-deadline",
+                default="10s",
+                type=Duration(),
+                show_default=True,
+                help="How long the leader keeps trying to renew before it stops leading.",
+            ),
+            click.option(
+                "--leader-election-retry-period",
+                default="2s",
+                type=Duration(),
+                show_default=True,
+                help="How often candidates try to take, and the leader to renew, the Lease.",
+            ),
+            click.option(
+                "--disable-leader-election",
+                is_flag=True,
+                help="Kubernetes mode: write status without electing a leader (one replica only).",
+            ),
+            click.option(
+                "--envoy-service-name",
+                default="envoy",
+                show_default=True,
+                help="Kubernetes mode: the Envoy Service whose status.loadBalancer is copied to "
+                "Ingress and HTTPProxy status (unless --ingress-status-address is set).",
+            ),
+            click.option(
+                "--envoy-service-namespace",
+                default="projectcontour",
+                show_default=True,
+                help="Kubernetes mode: namespace of that Service.",
+            ),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
+def _status_writing_values(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
+    lease = params["leader_election_lease_duration"]
+    renew = params["leader_election_renew_deadline"]
+    retry = params["leader_election_retry_period"]
+    if not lease > renew > 1.2 * retry > 0:
+        raise click.UsageError(
+            "leader election needs lease duration > renew deadline > 1.2 x retry period > 0", ctx
+        )
+    names = (
+        "leader_election_resource_name",
+        "leader_election_resource_namespace",
+        "leader_election_lease_duration",
+        "leader_election_renew_deadline",
+        "leader_election_retry_period",
+        "disable_leader_election",
+        "envoy_service_name",
+        "envoy_service_namespace",
+    )
+    return {name: params[name] for name in names}
+
+
 @cli.command(cls=PluginCommand)
 @plugins_option
 @click.option(
@@ -180,6 +286,27 @@ def envoy_listener_options(f: Any) -> Any:
     multiple=True,
     type=click.Path(path_type=Path),
     help="Manifest file or folder (repeatable); watched for changes.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubernetes mode: list and watch the cluster this kubeconfig file names.",
+)
+@click.option(
+    "--incluster", is_flag=True, help="Kubernetes mode, with the pod's service account (in a cluster)."
+)
+@click.option(
+    "--watch-namespaces",
+    multiple=True,
+    help="Kubernetes mode: watch only these namespaces (comma-separated; default: all).",
+)
+@click.option(
+    "--on-missing-crd",
+    default="skip",
+    type=click.Choice(["skip", "fail"]),
+    show_default=True,
+    help="Kubernetes mode: when a plugin's kind is not served (CRD not installed), log it and skip "
+    "the kind, or refuse to start.",
 )
 @click.option(
     "--status-file", type=click.Path(path_type=Path), help="Write every object's status to this YAML file."
@@ -196,6 +323,7 @@ def envoy_listener_options(f: Any) -> Any:
 @click.option("--xds-cert-file", type=click.Path(exists=True), help="Certificate of the xDS server.")
 @click.option("--xds-key-file", type=click.Path(exists=True), help="Private key of the xDS server.")
 @envoy_listener_options
+@status_writing_options
 @click.option(
     "--http-address",
     "health_address",
@@ -215,11 +343,20 @@ def envoy_listener_options(f: Any) -> Any:
 @click.option("--debug-http-port", default=6060, type=int, show_default=True, help="Port of /debug/dag.")
 @click.pass_context
 def serve(ctx: click.Context, /, **params: Any) -> None:
-    """Serve xDS to Envoy from manifests (standalone mode)."""
+    """Serve xDS to Envoy from manifests (standalone mode) or from a cluster (Kubernetes mode)."""
     from cpx.serve import ServeOptions, serve as run_serve  # noqa: PLC0415, I001 (grpc loads only when serving)
 
-    if not params["manifests"]:
-        raise click.UsageError("--manifests is required (Kubernetes mode is not available yet)", ctx)
+    kube_mode = params["kubeconfig"] is not None or params["incluster"]
+    if params["kubeconfig"] is not None and params["incluster"]:
+        raise click.UsageError("--kubeconfig and --incluster are mutually exclusive", ctx)
+    if kube_mode and params["manifests"]:
+        raise click.UsageError(
+            "--manifests and Kubernetes mode (--kubeconfig/--incluster) are exclusive", ctx
+        )
+    if not kube_mode and not params["manifests"]:
+        raise click.UsageError("give --manifests (standalone mode) or --kubeconfig/--incluster", ctx)
+    if not kube_mode and params["watch_namespaces"]:
+        raise click.UsageError("--watch-namespaces needs Kubernetes mode (--kubeconfig/--incluster)", ctx)
     if bool(params["xds_cert_file"]) != bool(params["xds_key_file"]) or (
         params["xds_cafile"] and not params["xds_cert_file"]
     ):
@@ -227,11 +364,16 @@ def serve(ctx: click.Context, /, **params: Any) -> None:
     config = _core_config(params, _plugin_values(ctx, params))
     options = ServeOptions(
         manifests=tuple(params["manifests"]),
+        kubeconfig=params["kubeconfig"],
+        incluster=params["incluster"],
+        watch_namespaces=tuple(_split(params["watch_namespaces"])),
+        on_missing_crd=params["on_missing_crd"],
         status_file=params["status_file"],
         health_address=params["health_address"],
         health_port=params["health_port"],
         debug_address=params["debug_http_address"],
         debug_port=params["debug_http_port"],
+        **_status_writing_values(ctx, params),
     )
     try:
         asyncio.run(run_serve(ctx.meta["cpx.host"], config, options))

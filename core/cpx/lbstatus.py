@@ -1,14 +1,18 @@
 """``status.loadBalancer`` from ``--ingress-status-address``, shared by every kind that reports it.
 
 Contour writes the Envoy Service's load-balancer address (or this flag) into Ingress and HTTPProxy
-status alike, so the core owns the option and its parsing.
+status alike, so the core owns the option and its parsing.  The flag's address is put in the
+computed status by the plugins' processors; the Envoy Service's reaches the kinds whose
+``StatusWriterSpec.load_balancer`` is one of :func:`service_load_balancer` /
+:func:`ingress_load_balancer` (see :mod:`cpx.kube.lbstatus`).
 """
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cpx.records import OptionSpec
@@ -53,3 +57,21 @@ def load_balancer_status(value: str | Iterable[str] | None) -> dict[str, Any] | 
     if not entries:
         return None
     return {"loadBalancer": {"ingress": entries}}
+
+
+def service_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+    """``StatusWriterSpec.load_balancer`` for kinds whose ``status.loadBalancer`` is a core/v1
+    LoadBalancerStatus (HTTPProxy): the Envoy Service's, as it is."""
+    return {"loadBalancer": copy.deepcopy(dict(service_lb))}
+
+
+def ingress_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+    """``StatusWriterSpec.load_balancer`` for networking/v1 IngressLoadBalancerStatus: the same
+    entries without the fields only core/v1 has (``ipMode``), as Contour's coreToNetworkingLBStatus."""
+    entries = []
+    for entry in service_lb.get("ingress") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        out = {k: copy.deepcopy(entry[k]) for k in ("ip", "hostname", "ports") if k in entry}
+        entries.append(out)
+    return {"loadBalancer": {"ingress": entries} if entries else {}}

@@ -36,8 +36,47 @@ class Metrics:
         self.xds_nacks = Counter(
             "cpx_xds_nacks", "xDS responses rejected by Envoy (NACK)", ["type_url"], registry=r
         )
+        # Status writing (Kubernetes mode, leader only; standalone mode counts computed changes
+        # in status_update_total): noop is a subset of success, as in Contour.
         self.status_update_total = Counter(
-            "contour_status_update", "Status updates computed", ["kind"], registry=r
+            "contour_status_update", "Total number of status updates by object kind", ["kind"], registry=r
+        )
+        self.status_update_success = Counter(
+            "contour_status_update_success",
+            "Number of status updates that succeeded by object kind",
+            ["kind"],
+            registry=r,
+        )
+        self.status_update_failed = Counter(
+            "contour_status_update_failed",
+            "Number of status updates that failed by object kind",
+            ["kind"],
+            registry=r,
+        )
+        self.status_update_conflict = Counter(
+            "contour_status_update_conflict",
+            "Number of status update conflicts encountered by object kind",
+            ["kind"],
+            registry=r,
+        )
+        self.status_update_noop = Counter(
+            "contour_status_update_noop",
+            "Number of status updates that are no-ops by object kind",
+            ["kind"],
+            registry=r,
+        )
+        self.status_update_duration = Summary(
+            "contour_status_update_duration_seconds",
+            "How long a status update takes to finish",
+            ["kind", "error"],
+            registry=r,
+        )
+        # client-go's leader election gauge (controller-runtime exposes it for Contour).
+        self.leader_election_master_status = Gauge(
+            "leader_election_master_status",
+            "1 while this replica holds the leader-election Lease",
+            ["name"],
+            registry=r,
         )
         from cpx import __version__  # noqa: PLC0415 (avoid an import cycle at module load)
 

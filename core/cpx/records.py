@@ -92,12 +92,22 @@ class StatusWriterSpec:
 
     ``merge(current, computed)`` returns the status to write given the object's current status and
     the one the last build computed (the default replaces it); returning None means "no change".
-    Gateway API uses this to keep other controllers' entries.
+    Gateway API uses this to keep other controllers' entries: in Kubernetes mode the leader
+    writes only the fields the merge changed (a JSON merge patch of the status subresource).
+
+    ``load_balancer`` opts the kind in to the Envoy Service's address (Contour's
+    loadBalancerStatusWriter): given that Service's ``status.loadBalancer`` (a core/v1
+    LoadBalancerStatus), it returns the status fields every object of the kind gets, e.g.
+    ``cpx.lbstatus.service_load_balancer`` (HTTPProxy) or ``ingress_load_balancer`` (Ingress).
+    In Kubernetes mode the status updater overlays them on each computed status before ``merge``
+    and rewrites the kind's objects when the address changes; with ``--ingress-status-address``
+    the Service is not watched (the processors put the flag's address in the computed status).
     """
 
     name: str
     gvk: GroupVersionKind
     merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
+    load_balancer: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
 
 @attrs.frozen(kw_only=True)

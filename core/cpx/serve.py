@@ -10,9 +10,9 @@ import os
 import signal
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import attrs
 import yaml
@@ -26,6 +26,7 @@ from cpx.metrics import Metrics
 from cpx.objects import ObjectKey
 from cpx.pipeline import ObjectStatus, Pipeline
 from cpx.plugins import PluginHost
+from cpx.records import WatchSpec
 from cpx.standalone import SOURCE_NAME, StandaloneSource
 from cpx.xds.server import ServerTLS, XdsServer
 
@@ -35,19 +36,45 @@ log = logging.getLogger("cpx.serve")
 @attrs.frozen(kw_only=True)
 class ServeOptions:
     manifests: Sequence[Path] = ()
+    # Kubernetes mode (instead of manifests): a kubeconfig file, or the pod's service account.
+    kubeconfig: Path | None = None
+    incluster: bool = False
+    watch_namespaces: Sequence[str] = ()  # empty: every namespace
+    on_missing_crd: Literal["skip", "fail"] = "skip"
     status_file: Path | None = None
     health_address: str = "127.0.0.1"
     health_port: int = 8000
     debug_address: str = "127.0.0.1"
     debug_port: int = 6060
+    # Kubernetes mode: status writing by the leader (cpx.kube.status), Contour's flags and defaults.
+    leader_election_resource_name: str = "leader-elect"
+    leader_election_resource_namespace: str = "projectcontour"
+    leader_election_lease_duration: float = 15.0
+    leader_election_renew_deadline: float = 10.0
+    leader_election_retry_period: float = 2.0
+    disable_leader_election: bool = False
+    envoy_service_name: str = "envoy"
+    envoy_service_namespace: str = "projectcontour"
+
+    @property
+    def kubernetes(self) -> bool:
+        return self.kubeconfig is not None or self.incluster
+
+
+StatusSink = Callable[[Mapping[ObjectKey, ObjectStatus | None]], None]
 
 
 @attrs.define(eq=False)
 class StatusReporter:
-    """Logs status changes and, when asked, writes every object's status to a YAML file."""
+    """Logs status changes and, when asked, writes every object's status to a YAML file.
+
+    ``sink`` (Kubernetes mode: the status writer) gets every rebuild's changed statuses; it then
+    counts the status updates, not this reporter.
+    """
 
     path: Path | None
     metrics: Metrics
+    sink: StatusSink | None = None
     _last: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     _written: bool = False
 
@@ -55,7 +82,10 @@ class StatusReporter:
         # Only what may have changed since the last call: at 10k objects, looking at every status
         # after each rebuild would hold up the event loop (and so the xDS push) for ~100 ms.
         changed = False
-        for key, status in pipeline.changed_statuses().items():
+        statuses = pipeline.changed_statuses()
+        if self.sink is not None:
+            self.sink(statuses)
+        for key, status in statuses.items():
             if status is None:
                 changed = self._last.pop(key, None) is not None or changed
                 continue
@@ -64,7 +94,8 @@ class StatusReporter:
                 continue
             changed = True
             self._last[key] = current
-            self.metrics.status_update_total.labels(kind=key.kind).inc()
+            if self.sink is None:
+                self.metrics.status_update_total.labels(kind=key.kind).inc()
             self._log(status)
         if self.path is not None and (changed or not self._written):
             self._write(pipeline.statuses())
@@ -117,6 +148,53 @@ def _update_cache_metrics(metrics: Metrics, pipeline: Pipeline) -> None:
         metrics.dag_cache_object.labels(kind=kind).set(pipeline.source.count(gvk))
 
 
+class Source(Protocol):
+    """Feeds objects to the event handler until cancelled."""
+
+    async def run(self, handler: EventHandler) -> None: ...
+
+
+def make_source(host: PluginHost, pipeline: Pipeline, options: ServeOptions) -> tuple[Source, set[str]]:
+    """The object source of the chosen mode, and the names it reports its initial sync under."""
+    if options.kubeconfig is None and not options.incluster:
+        return StandaloneSource(options.manifests, pipeline), {SOURCE_NAME}
+    from cpx.kube import KubeSource, new_api_client  # noqa: PLC0415 (kubernetes loads only when used)
+
+    api_client = new_api_client(options.kubeconfig, incluster=options.incluster)
+    source = KubeSource(
+        api_client,
+        host.contributions("cpx_watches", WatchSpec),
+        options.watch_namespaces,
+        on_missing_crd=options.on_missing_crd,
+    )
+    return source, source.source_names
+
+
+def start_kube_status_writing(
+    pipeline: Pipeline, config: Config, options: ServeOptions, metrics: Metrics
+) -> Any:
+    """Kubernetes mode: the leader election, the Envoy Service watch and the status updater
+    (:func:`cpx.kube.status.start_status_writing`), on a client of their own."""
+    from cpx.kube.client import new_api_client  # noqa: PLC0415 (kubernetes loads only when used)
+    from cpx.kube.status import StatusWritingOptions, start_status_writing  # noqa: PLC0415
+    from cpx.lbstatus import STATUS_ADDRESS_OPTION  # noqa: PLC0415
+
+    api_client = new_api_client(options.kubeconfig, incluster=options.incluster)
+    address = config.option(STATUS_ADDRESS_OPTION.name)
+    writing_options = StatusWritingOptions(
+        leader_election_resource_name=options.leader_election_resource_name,
+        leader_election_resource_namespace=options.leader_election_resource_namespace,
+        leader_election_lease_duration=options.leader_election_lease_duration,
+        leader_election_renew_deadline=options.leader_election_renew_deadline,
+        leader_election_retry_period=options.leader_election_retry_period,
+        disable_leader_election=options.disable_leader_election,
+        envoy_service_name=options.envoy_service_name,
+        envoy_service_namespace=options.envoy_service_namespace,
+        ingress_status_address=str(address) if address else None,
+    )
+    return start_status_writing(api_client, pipeline, writing_options, metrics)
+
+
 async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
@@ -128,6 +206,12 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         )
     server = XdsServer(address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics)
     reporter = StatusReporter(options.status_file, metrics)
+    source, source_names = make_source(host, pipeline, options)
+    status_tasks: list[asyncio.Task[None]] = []
+    if options.kubernetes:
+        writing = start_kube_status_writing(pipeline, config, options, metrics)
+        reporter.sink = writing.submit
+        status_tasks = writing.tasks
 
     def on_rebuild(p: Pipeline) -> None:
         metrics.dagrebuild_total.inc()
@@ -144,7 +228,7 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         on_rebuild=on_rebuild,
         holdoff_delay=config.holdoff_delay,
         holdoff_max_delay=config.holdoff_max_delay,
-        pending_sources={SOURCE_NAME},
+        pending_sources=set(source_names),
     )
     health = HTTPService(
         options.health_address, options.health_port, health_routes(metrics.registry, lambda: handler.ready)
@@ -173,11 +257,11 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         options.debug_address,
         debug.port,
     )
-    source = StandaloneSource(options.manifests, pipeline)
     tasks = [
         asyncio.create_task(handler.run(), name="event-handler"),
-        asyncio.create_task(source.run(handler), name="manifests"),
+        asyncio.create_task(source.run(handler), name="source"),
     ]
+    tasks += status_tasks  # the Lease is released when they are cancelled
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

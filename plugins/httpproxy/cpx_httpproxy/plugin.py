@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
+from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, lbstatus
 from cpx.config import Config
 
 from cpx_httpproxy import classes, schema, status
@@ -70,4 +70,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 
 @hookimpl
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
-    yield StatusWriterSpec(name="httpproxy", gvk=HTTPPROXY, merge=status.merge)
+    # status.loadBalancer: the Envoy Service's (a core/v1 LoadBalancerStatus) in Kubernetes mode.
+    yield StatusWriterSpec(
+        name="httpproxy", gvk=HTTPPROXY, merge=status.merge, load_balancer=lbstatus.service_load_balancer
+    )

@@ -227,7 +227,8 @@ def _without_times(status: Mapping[str, Any]) -> dict[str, Any]:
 def merge(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """StatusWriterSpec.merge: put the computed conditions into the current status.
 
-    Conditions of other types (another controller's) and ``loadBalancer`` are kept; a computed
+    Conditions of other types (another controller's) are kept, and ``loadBalancer`` unless one was
+    computed (``--ingress-status-address`` or the Envoy Service's address); a computed
     condition replaces the current one of its type unless the current one was observed at a newer
     generation (our observation is stale), and keeps its lastTransitionTime when its status is
     unchanged.  currentStatus/description follow the resulting Valid condition.  Returns None when
@@ -255,6 +256,8 @@ def merge(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[st
             replacement["lastTransitionTime"] = old["lastTransitionTime"]
         merged_conditions[index] = replacement
     merged: dict[str, Any] = {**current, "conditions": merged_conditions}
+    if "loadBalancer" in computed:
+        merged["loadBalancer"] = computed["loadBalancer"]
     valid = next((c for c in merged_conditions if c.get("type") == VALID_CONDITION), None)
     if valid is not None:
         merged.update(_legacy_fields(valid))

@@ -192,6 +192,14 @@ def test_merge_keeps_other_conditions_and_load_balancer() -> None:
     assert current["conditions"] == [foreign]  # the current status is not mutated
 
 
+def test_merge_writes_a_computed_load_balancer() -> None:
+    current = {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}
+    computed = {**_rendered(), "loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}
+    merged = merge(current, computed)
+    assert merged is not None and merged["loadBalancer"] == computed["loadBalancer"]
+    assert merge(merged, computed) is None
+
+
 def test_merge_does_not_overwrite_a_newer_observation() -> None:
     current = _rendered(generation=5)
     assert merge(current, _rendered("stale", generation=4)) is None

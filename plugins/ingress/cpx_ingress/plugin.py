@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, ingressclass
+from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, ingressclass, lbstatus
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
@@ -32,4 +32,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 
 @hookimpl
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
-    yield StatusWriterSpec(name="ingress", gvk=INGRESS, merge=status.merge_status)
+    # status.loadBalancer: the Envoy Service's, as a networking/v1 IngressLoadBalancerStatus.
+    yield StatusWriterSpec(
+        name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=lbstatus.ingress_load_balancer
+    )

@@ -1,7 +1,9 @@
 """Ingress status: ``status.loadBalancer`` from ``--ingress-status-address`` (no conditions).
 
 Contour's loadBalancerStatusWriter uses either that flag or the Envoy Service's own load-balancer
-status; cpx supports the flag.  Problems found while building go to the DAG's notes, not here.
+status; so does cpx: the flag's address is computed here, the Service's is overlaid by the core's
+status updater in Kubernetes mode (``StatusWriterSpec.load_balancer``).  Problems found while
+building go to the DAG's notes, not here.
 """
 
 from __future__ import annotations
