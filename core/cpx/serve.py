@@ -245,8 +245,12 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         },
     )
     port = await server.start()
-    health.start()
-    debug.start()
+    try:
+        health.start()
+        debug.start()
+    except OSError:
+        await server.stop(grace=0)  # e.g. the health port is taken: nothing may keep running
+        raise
     log.info(
         "serving xDS on %s:%d (%s); health and metrics on %s:%d; debug on %s:%d",
         config.xds_address,
@@ -267,18 +271,20 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
+    stopping = asyncio.create_task(stop.wait(), name="signals")
     try:
-        done, _ = await asyncio.wait(
-            [*tasks, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED
-        )
+        done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
         for task in done:
-            if task in tasks and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # a source or the handler died
+            if task in tasks:
+                error = task.exception()
+                if error is not None:
+                    raise error  # a source or the handler died
+                log.error("%s ended unexpectedly; shutting down", task.get_name())
     finally:
         log.info("shutting down")
-        for task in tasks:
+        for task in (*tasks, stopping):
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, stopping, return_exceptions=True)
         await server.stop(grace=1.0)
         health.stop()
         debug.stop()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -76,27 +77,43 @@ class StandaloneSource:
         self.problems[path] = messages
 
     async def run(self, handler: EventHandler) -> None:
-        for path in expand(self.paths):
+        # Absolute paths throughout: the watch reports them so, and a file must have one name.
+        roots = [p.resolve() for p in self.paths]
+        for path in expand(roots):
             self.load_file(path, handler)
         handler.synced(SOURCE_NAME)
-        roots = self._watch_roots()
-        if not roots:
+        watched = self._watch_roots(roots)
+        if not watched:
             await wait_forever()
-        async for changes in watchfiles.awatch(*roots, debounce=50, step=20, recursive=True):
+        async for changes in watchfiles.awatch(*watched, debounce=50, step=20, recursive=True):
             for path in sorted({Path(p) for _change, p in changes}):
-                if not self._wanted(path):
-                    continue
-                if path.is_file():
-                    self.load_file(path, handler)
-                else:
-                    self.remove_file(path, handler)
+                self.path_changed(path, roots, handler)
 
-    def _watch_roots(self) -> list[Path]:
+    def path_changed(self, path: Path, roots: Sequence[Path], handler: EventHandler) -> None:
+        if path.is_file():
+            if self._wanted(path, roots):
+                self.load_file(path, handler)
+        elif path.is_dir():
+            # A folder moved in or renamed: its files get no events of their own.
+            for file in expand([path]):
+                if self._wanted(file, roots):
+                    self.load_file(file, handler)
+        elif self._wanted(path, roots):
+            self.remove_file(path, handler)
+        else:
+            # Perhaps a folder moved away or renamed: again no events for the files it held.
+            prefix = f"{path}{os.sep}"
+            for file in [f for f in self.manifests.by_file if str(f).startswith(prefix)]:
+                self.remove_file(file, handler)
+
+    @staticmethod
+    def _watch_roots(roots: Sequence[Path]) -> list[Path]:
         # Watch a file's folder, not the file: an atomic rename replaces the inode we'd watch.
-        return sorted({p if p.is_dir() else p.parent for p in (q.resolve() for q in self.paths)})
+        return sorted({p if p.is_dir() else p.parent for p in roots})
 
-    def _wanted(self, path: Path) -> bool:
-        for root in (p.resolve() for p in self.paths):
+    @staticmethod
+    def _wanted(path: Path, roots: Sequence[Path]) -> bool:
+        for root in roots:
             if root.is_dir() and is_manifest(path):
                 try:
                     rel = path.relative_to(root)

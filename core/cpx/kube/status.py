@@ -84,7 +84,9 @@ class StatusUpdater:
         metrics: Metrics,
         *,
         concurrency: int = 16,
-        request_timeout: float = 30.0,
+        # Short: a status write is small, and Python joins in-flight pool threads at exit, so this
+        # bounds how long a SIGTERM can wait for them.
+        request_timeout: float = 4.0,
         retry_delay: float = 5.0,
     ) -> None:
         if concurrency < 1:
