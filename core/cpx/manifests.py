@@ -134,15 +134,33 @@ class ManifestSet:
         old = self.by_file.get(path, {})
         self.by_file[path] = new
         upserts = [obj for key, obj in new.items() if old.get(key) != obj]
-        deletes = [obj for key, obj in old.items() if key not in new and not self._held_elsewhere(key, path)]
+        dropped_upserts, deletes = self._dropped(path, [key for key in old if key not in new], old)
+        return upserts + dropped_upserts, deletes
+
+    def remove_file(self, path: Path) -> tuple[list[KubeObject], list[KubeObject]]:
+        """Forget a file; returns (upserts, deletes): an object another file also holds is
+        re-applied from there rather than deleted."""
+        old = self.by_file.pop(path, {})
+        return self._dropped(path, list(old), old)
+
+    def _dropped(
+        self, path: Path, keys: list[ObjectKey], old: dict[ObjectKey, KubeObject]
+    ) -> tuple[list[KubeObject], list[KubeObject]]:
+        upserts: list[KubeObject] = []
+        deletes: list[KubeObject] = []
+        for key in keys:
+            other = self._held_elsewhere(key, path)
+            if other is None:
+                deletes.append(old[key])
+            elif other != old[key]:
+                upserts.append(other)  # the other file's version is served from now on
         return upserts, deletes
 
-    def remove_file(self, path: Path) -> list[KubeObject]:
-        old = self.by_file.pop(path, {})
-        return [obj for key, obj in old.items() if not self._held_elsewhere(key, path)]
-
-    def _held_elsewhere(self, key: ObjectKey, path: Path) -> bool:
-        return any(key in objs for p, objs in self.by_file.items() if p != path)
+    def _held_elsewhere(self, key: ObjectKey, path: Path) -> KubeObject | None:
+        for p in sorted(self.by_file):
+            if p != path and key in self.by_file[p]:
+                return self.by_file[p][key]
+        return None
 
     def objects(self) -> Iterator[KubeObject]:
         for path in sorted(self.by_file):

@@ -65,7 +65,10 @@ class StandaloneSource:
 
     def remove_file(self, path: Path, handler: EventHandler) -> None:
         self.problems.pop(path, None)
-        for obj in self.manifests.remove_file(path):
+        upserts, deletes = self.manifests.remove_file(path)
+        for obj in upserts:
+            handler.upsert(obj, SOURCE_NAME)
+        for obj in deletes:
             handler.delete(obj, SOURCE_NAME)
 
     def _report(self, path: Path, messages: list[str], kept_last_good: bool) -> None:

@@ -63,5 +63,10 @@ def test_manifest_set_diffs_a_file() -> None:
     assert s.replace_file(Path("a"), [changed]) == ([changed], [one])
     # An object also held by another file is not deleted when one file drops it.
     s.replace_file(Path("b"), [changed])
-    assert s.remove_file(Path("a")) == []
+    assert s.remove_file(Path("a")) == ([], [])
+    # When the file whose version was served drops an object another file holds differently,
+    # the other version is applied instead of the object lingering or being deleted.
+    other = {**two, "spec": {"x": 2}}
+    s.replace_file(Path("c"), [other])
+    assert s.remove_file(Path("b")) == ([other], [])
     assert [ObjectKey.of(o).name for o in s.objects()] == ["two"]
