@@ -116,10 +116,33 @@ def retry_policy(policy: model.RetryPolicy | None) -> RetryPolicy | None:
         per_try = Duration(seconds=nanos / 1e9)
     return RetryPolicy(
         retry_on=",".join(policy.retry_on) if policy.retry_on else "5xx",
-        num_retries=count,
+        num_retries=uint32(count),
         per_try_timeout=per_try,
-        retriable_status_codes=tuple(policy.retriable_status_codes),
+        retriable_status_codes=tuple(c for c in policy.retriable_status_codes if 0 <= c <= UINT32_MAX),
     )
+
+
+# -- Envoy's integer ranges ----------------------------------------------------------------------
+UINT32_MAX = 2**32 - 1
+# The largest google.protobuf.Duration, in seconds (10 000 years).
+MAX_DURATION_SECONDS = 315_576_000_000
+
+
+def uint32(value: int) -> int:
+    """A schema-valid int64 clamped into Envoy's uint32 (Contour truncates; cpx must not crash)."""
+    return min(max(value, 0), UINT32_MAX)
+
+
+def fit_weights(weights: Sequence[int]) -> list[int]:
+    """Weights scaled down, proportionally, so that their sum fits Envoy's uint32 total."""
+    total = sum(max(w, 0) for w in weights)
+    if total <= UINT32_MAX:
+        return [max(w, 0) for w in weights]
+    return [max(w, 0) * UINT32_MAX // total for w in weights]
+
+
+def _seconds(value: int, default: float) -> float:
+    return float(min(value, MAX_DURATION_SECONDS)) if value > 0 else default
 
 
 # -- load balancing ------------------------------------------------------------------------------
@@ -255,7 +278,7 @@ def internal_redirect(policy: model.HTTPInternalRedirectPolicy | None) -> Intern
         return None
     cross_scheme = policy.allow_cross_scheme_redirect
     return InternalRedirectPolicy(
-        max_internal_redirects=policy.max_internal_redirects,
+        max_internal_redirects=uint32(policy.max_internal_redirects),
         redirect_response_codes=tuple(policy.redirect_response_codes),
         allow_cross_scheme_redirect=cross_scheme if cross_scheme in ("Always", "SafeOnly") else "Never",
         deny_repeated_route_redirect=policy.deny_repeated_route_redirect,
@@ -311,9 +334,10 @@ def local_rate_limit(policy: model.RateLimitPolicy | None) -> LocalRateLimit | N
             )
         headers[key] = HeaderValue(name=key, value=escape_header_value(header.value, {}))
     return LocalRateLimit(
-        requests=local.requests,
+        # Envoy's bucket holds requests + burst tokens, a uint32.
+        requests=uint32(local.requests),
         unit_seconds=unit,
-        burst=local.burst,
+        burst=min(uint32(local.burst), UINT32_MAX - uint32(local.requests)),
         status_code=local.response_status_code or DEFAULT_RATE_LIMIT_STATUS,
         response_headers=tuple(headers.values()),
     )
@@ -452,10 +476,10 @@ def http_health_check(policy: model.HTTPHealthCheckPolicy | None) -> HealthCheck
     return HealthCheck(
         path=policy.path,
         host=policy.host or HEALTH_CHECK_HOST,
-        interval=float(policy.interval_seconds) or HEALTH_CHECK_INTERVAL,
-        timeout=float(policy.timeout_seconds) or HEALTH_CHECK_TIMEOUT,
-        unhealthy_threshold=policy.unhealthy_threshold_count or HEALTH_CHECK_UNHEALTHY_THRESHOLD,
-        healthy_threshold=policy.healthy_threshold_count or HEALTH_CHECK_HEALTHY_THRESHOLD,
+        interval=_seconds(policy.interval_seconds, HEALTH_CHECK_INTERVAL),
+        timeout=_seconds(policy.timeout_seconds, HEALTH_CHECK_TIMEOUT),
+        unhealthy_threshold=uint32(policy.unhealthy_threshold_count) or HEALTH_CHECK_UNHEALTHY_THRESHOLD,
+        healthy_threshold=uint32(policy.healthy_threshold_count) or HEALTH_CHECK_HEALTHY_THRESHOLD,
         expected_statuses=tuple(statuses),
     )
 
@@ -466,10 +490,10 @@ def tcp_health_check(policy: model.TCPHealthCheckPolicy | None) -> HealthCheck |
         return None
     return HealthCheck(
         path="",
-        interval=float(policy.interval_seconds) or HEALTH_CHECK_INTERVAL,
-        timeout=float(policy.timeout_seconds) or HEALTH_CHECK_TIMEOUT,
-        unhealthy_threshold=policy.unhealthy_threshold_count or HEALTH_CHECK_UNHEALTHY_THRESHOLD,
-        healthy_threshold=policy.healthy_threshold_count or HEALTH_CHECK_HEALTHY_THRESHOLD,
+        interval=_seconds(policy.interval_seconds, HEALTH_CHECK_INTERVAL),
+        timeout=_seconds(policy.timeout_seconds, HEALTH_CHECK_TIMEOUT),
+        unhealthy_threshold=uint32(policy.unhealthy_threshold_count) or HEALTH_CHECK_UNHEALTHY_THRESHOLD,
+        healthy_threshold=uint32(policy.healthy_threshold_count) or HEALTH_CHECK_HEALTHY_THRESHOLD,
     )
 
 

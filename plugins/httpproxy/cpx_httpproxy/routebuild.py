@@ -327,7 +327,7 @@ def build_route(
                 )
                 return None
             # weight is the mirrored percentage; unset (or 0) mirrors everything.
-            mirrors.append(MirrorPolicy(cluster=cluster, percent=float(service.weight or 100)))
+            mirrors.append(MirrorPolicy(cluster=cluster, percent=float(min(service.weight, 100) or 100)))
         else:
             clusters.append(cluster)
 
@@ -337,7 +337,7 @@ def build_route(
         return None  # the IPFilterError is recorded
 
     return RouteParts(
-        clusters=tuple(clusters),
+        clusters=_fit_weights(clusters),
         redirect=redirect,
         direct_response=policies.direct_response(route.direct_response_policy),
         websocket=route.enable_websockets,
@@ -425,7 +425,15 @@ def build_tcp_proxy(
                 sni=upstream.external_name or "",
             )
         )
-    return TCPProxy(clusters=tuple(clusters))
+    return TCPProxy(clusters=_fit_weights(clusters))
+
+
+def _fit_weights(clusters: list[Cluster]) -> tuple[Cluster, ...]:
+    """The clusters with weights whose sum fits Envoy's uint32 (scaled down only when it does not)."""
+    weights = policies.fit_weights([c.weight for c in clusters])
+    return tuple(
+        c if c.weight == w else attrs.evolve(c, weight=w) for c, w in zip(clusters, weights, strict=True)
+    )
 
 
 # -- virtual host ------------------------------------------------------------------------------------
