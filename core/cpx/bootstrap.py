@@ -219,6 +219,9 @@ def _threshold(monitor: str, value: float) -> dict[str, Any]:
     return {"name": monitor, "threshold": {"value": value}}
 
 
+XDS_API_TYPES = {"delta": "DELTA_GRPC", "sotw": "GRPC"}
+
+
 def bootstrap_config(
     *,
     xds_address: str = "127.0.0.1",
@@ -242,6 +245,7 @@ def bootstrap_config(
     overload_downstream_max_connections: int = 0,
     static_listeners: Sequence[Mapping[str, Any]] = (),
     static_clusters: Sequence[Mapping[str, Any]] = (),
+    xds_api: str = "sotw",
 ) -> dict[str, Any]:
     """Return the Envoy bootstrap (Envoy's JSON field names) for an Envoy managed by cpx.
 
@@ -316,7 +320,9 @@ def bootstrap_config(
     if xds:
         config["dynamic_resources"] = {
             "ads_config": {
-                "api_type": "GRPC",
+                # State-of-the-world ADS by default (as Contour's Envoys speak); "delta" makes
+                # Envoy subscribe incrementally, so a change sends only the resources that changed.
+                "api_type": XDS_API_TYPES[xds_api],
                 "transport_api_version": "V3",
                 "grpc_services": [{"envoy_grpc": {"cluster_name": XDS_CLUSTER}}],
             },

@@ -478,6 +478,13 @@ def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
 @click.option("--admin-port", default=9001, type=int, show_default=True)
 @click.option("--node-id", default="cpx", show_default=True)
 @click.option(
+    "--xds-api",
+    type=click.Choice(["sotw", "delta"]),
+    default="sotw",
+    show_default=True,
+    help="ADS flavour Envoy uses: state of the world, or delta (only changed resources are sent).",
+)
+@click.option(
     "--xds-cafile", type=click.Path(exists=True), help="CA that the xDS server certificate chains to."
 )
 @click.option("--xds-cert-file", type=click.Path(exists=True), help="Envoy's client certificate for mTLS.")
