@@ -82,11 +82,13 @@ def _check_document(doc: Any) -> str | None:
     return None
 
 
-def parse_file(path: Path) -> tuple[list[KubeObject], list[DocumentError]]:
+def parse_file(
+    path: Path, positions: list[int] | None = None
+) -> tuple[list[KubeObject], list[DocumentError]]:
     """Objects and per-document errors of one file; a YAML syntax error fails the whole file.
 
-    ``kind: List`` documents are flattened.  Namespaced objects without a namespace get
-    ``default``, as kubectl would.
+    ``kind: List`` documents are flattened.  When ``positions`` is given, the document index of
+    each returned object is appended to it, so later errors can name the right document.
     """
     try:
         text = path.read_text(encoding="utf-8")
@@ -108,6 +110,8 @@ def parse_file(path: Path) -> tuple[list[KubeObject], list[DocumentError]]:
                 errors.append(DocumentError(path, index, problem))
                 continue
             objects.append(item)
+            if positions is not None:
+                positions.append(index)
     return objects, errors
 
 

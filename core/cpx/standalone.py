@@ -22,15 +22,19 @@ SOURCE_NAME = "manifests"
 
 
 def prepare(
-    pipeline: Pipeline, path: Path, objects: Iterable[KubeObject]
+    pipeline: Pipeline, path: Path, objects: Iterable[KubeObject], positions: Sequence[int] | None = None
 ) -> tuple[list[KubeObject], list[DocumentError]]:
-    """Default namespaces and drop documents of kinds no enabled plugin handles (reported)."""
+    """Default namespaces and drop documents of kinds no enabled plugin handles (reported).
+
+    ``positions`` are the objects' document indexes (from :func:`parse_file`), for the errors.
+    """
     kept: list[KubeObject] = []
     errors: list[DocumentError] = []
-    for index, obj in enumerate(objects):
+    for i, obj in enumerate(objects):
         try:
             spec = pipeline.watch_for(obj)
         except UnknownKindError as err:
+            index = positions[i] if positions is not None else i
             errors.append(DocumentError(path, index, f"{obj['kind']} {obj['metadata'].get('name')}: {err}"))
             continue
         # A file's resourceVersion (e.g. from `kubectl get -o yaml`) means nothing here: an edit that
@@ -49,13 +53,14 @@ class StandaloneSource:
     problems: dict[Path, list[str]] = attrs.field(factory=dict)
 
     def load_file(self, path: Path, handler: EventHandler) -> None:
+        positions: list[int] = []
         try:
-            objects, doc_errors = parse_file(path)
+            objects, doc_errors = parse_file(path, positions)
         except ManifestError as err:
             # Keep the file's last good objects: a half-written edit must not drop routes.
             self._report(path, [str(err)], kept_last_good=path in self.manifests.by_file)
             return
-        objects, kind_errors = prepare(self.pipeline, path, objects)
+        objects, kind_errors = prepare(self.pipeline, path, objects, positions)
         self._report(path, [str(e) for e in (*doc_errors, *kind_errors)], kept_last_good=False)
         upserts, deletes = self.manifests.replace_file(path, objects)
         for obj in deletes:

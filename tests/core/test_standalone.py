@@ -114,3 +114,15 @@ async def test_folders_moved_in_and_out_are_loaded_and_removed(tmp_path: Path) -
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+def test_unknown_kind_errors_name_the_document_in_the_file(tmp_path: Path) -> None:
+    from cpx.manifests import parse_file
+
+    f = tmp_path / "g.yaml"
+    f.write_text("# header\n---\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\n")
+    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    positions: list[int] = []
+    objects, _ = parse_file(f, positions)
+    _, errors = prepare(pipeline, f, objects, positions)
+    assert [e.index for e in errors] == [1] and "(document 2)" in str(errors[0])  # not object 1
