@@ -375,6 +375,20 @@ def test_fast_path_slice_deleted_empties_cla() -> None:
     assert addresses(got["ns/s0/http"]) == [("10.0.0.1", 8080)]
 
 
+def test_fast_path_relabelled_slice_updates_its_old_service_too() -> None:
+    """A slice moved to another Service: the event names the new one, the old CLA changes too."""
+    source, cache, _ = three_services()
+    source.insert(
+        slice_(
+            "s1-a", [port("http", 8080)], [endpoint("10.0.1.1")], service="s2", namespace="ns", version="2"
+        )
+    )
+    assert cache.on_endpoints_change(source, [("ns", "s2")]) is True
+    got = {name: addresses(cla) for name, cla in decode(cache).items()}
+    assert got["ns/s1/http"] == []
+    assert got["ns/s2/http"] == [("10.0.1.1", 8080), ("10.0.2.1", 8080)]
+
+
 def test_fast_path_updates_every_cla_of_a_service() -> None:
     http = ServicePort(namespace="ns", name="multi", port=80, port_name="http")
     grpc = ServicePort(namespace="ns", name="multi", port=90, port_name="grpc")

@@ -80,6 +80,8 @@ class EndpointCache:
         self._plan: dict[str, tuple[Feed, ...]] | None = None
         self._node_feeds: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
         self._seen = -1
+        # The source revision the CLAs last caught up with (a build or the fast path).
+        self._endpoints_seen = -1
 
     def bind_source(self, source: SourceCache) -> None:
         """Where EndpointSlices come from; the pipeline calls this once, before any DAG."""
@@ -99,7 +101,7 @@ class EndpointCache:
         dirty = self._dirty_services(source)
         seen = source.revision
         if plan is self._plan and dirty is not None and not dirty:
-            self._seen = seen
+            self._seen = self._endpoints_seen = seen
             return  # the same CLAs from the same slices
         by_service = self._by_service
         if plan is not self._plan:
@@ -117,7 +119,7 @@ class EndpointCache:
             else:
                 states[name] = self._refresh(name, feeds, source, old)
         self._states, self._by_service, self._plan, self._nodes = states, by_service, plan, nodes
-        self._seen = seen
+        self._seen = self._endpoints_seen = seen
         resources = {name: state.resource for name, state in states.items()}
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:
@@ -172,9 +174,16 @@ class EndpointCache:
     def on_endpoints_change(self, source: SourceCache, services: Iterable[tuple[str, str]]) -> bool:
         """Recompute the CLAs fed by these (namespace, service) pairs; True if any changed.
 
-        Services the last DAG does not use cost nothing, as in Contour.
+        Services the last DAG does not use cost nothing, as in Contour.  Every Service whose
+        slices the source cache logged since the CLAs were last brought up to date counts too:
+        a slice relabelled from one Service to another changes both, while its event names only
+        the new one.
         """
-        names = {name for service in services for name in self._by_service.get(service, ())}
+        wanted = set(services)
+        logged = source.endpoint_changes_since(self._endpoints_seen) if self._endpoints_seen >= 0 else None
+        wanted.update(self._by_service if logged is None else logged)
+        self._endpoints_seen = source.revision
+        names = {name for service in wanted for name in self._by_service.get(service, ())}
         changed: dict[str, Resource] = {}
         for name in names:
             old = self._states[name]
