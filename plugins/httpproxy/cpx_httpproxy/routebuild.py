@@ -155,6 +155,44 @@ def _action_count(route: model.Route) -> int:
     )
 
 
+def _header_and_cookie_policies(
+    spec: model.Route | model.Service,
+    *,
+    owner: str,
+    error_type: str,
+    response_reason: str,
+    dynamic: dict[str, str],
+    allow_dynamic_host: bool,
+    status: ProxyStatus,
+) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]] | None:
+    """Request/response header policies and cookie rewrites of a route or a service; None (error
+    recorded, with Contour's type and reason for that level) when one is invalid."""
+    try:
+        request = headers_policy(
+            spec.request_headers_policy,
+            allow_host_rewrite=True,
+            allow_dynamic_host=allow_dynamic_host,
+            dynamic=dynamic,
+        )
+    except HeaderPolicyError as err:
+        status.add_error(error_type, "RequestHeadersPolicyInvalid", f"{err} on request headers")
+        return None
+    try:
+        response = headers_policy(spec.response_headers_policy, allow_host_rewrite=False, dynamic=dynamic)
+    except HeaderPolicyError as err:
+        status.add_error(error_type, response_reason, f"{err} on response headers")
+        return None
+    try:
+        cookies = policies.cookie_rewrites(spec.cookie_rewrite_policies)
+    except PolicyError as err:
+        # Contour reports cookie rules as a RouteError at both levels.
+        status.add_error(
+            ROUTE_ERROR, "CookieRewritePoliciesInvalid", f"{err} on {owner} cookie rewrite rules"
+        )
+        return None
+    return request, response, cookies
+
+
 def build_route(
     route: model.Route,
     *,
@@ -182,26 +220,18 @@ def build_route(
         )
         return None
 
-    dynamic = {CONTOUR_NAMESPACE: namespace}
-    try:
-        request_headers = headers_policy(
-            route.request_headers_policy, allow_host_rewrite=True, dynamic=dynamic
-        )
-    except HeaderPolicyError as err:
-        status.add_error(ROUTE_ERROR, "RequestHeadersPolicyInvalid", f"{err} on request headers")
+    route_policies = _header_and_cookie_policies(
+        route,
+        owner="route",
+        error_type=ROUTE_ERROR,
+        response_reason="ResponseHeaderPolicyInvalid",  # sic: Contour's route-level reason
+        dynamic={CONTOUR_NAMESPACE: namespace},
+        allow_dynamic_host=True,
+        status=status,
+    )
+    if route_policies is None:
         return None
-    try:
-        response_headers = headers_policy(
-            route.response_headers_policy, allow_host_rewrite=False, dynamic=dynamic
-        )
-    except HeaderPolicyError as err:
-        status.add_error(ROUTE_ERROR, "ResponseHeaderPolicyInvalid", f"{err} on response headers")
-        return None
-    try:
-        cookie_rewrites = policies.cookie_rewrites(route.cookie_rewrite_policies)
-    except PolicyError as err:
-        status.add_error(ROUTE_ERROR, "CookieRewritePoliciesInvalid", f"{err} on route cookie rewrite rules")
-        return None
+    request_headers, response_headers, cookie_rewrites = route_policies
     try:
         timeout_policy, idle_connection = policies.timeout_policies(route.timeout_policy)
     except PolicyError as err:
@@ -270,35 +300,22 @@ def build_route(
             validation = upstream_validation(service, upstream, ctx)
         except ServiceProblem:
             return None
-        service_dynamic = {
-            CONTOUR_NAMESPACE: namespace,
-            CONTOUR_SERVICE_NAME: service.name,
-            CONTOUR_SERVICE_PORT: str(service.port),
-        }
-        try:
-            cluster_request = headers_policy(
-                service.request_headers_policy,
-                allow_host_rewrite=True,
-                allow_dynamic_host=False,
-                dynamic=service_dynamic,
-            )
-        except HeaderPolicyError as err:
-            status.add_error(SERVICE_ERROR, "RequestHeadersPolicyInvalid", f"{err} on request headers")
+        service_policies = _header_and_cookie_policies(
+            service,
+            owner="service",
+            error_type=SERVICE_ERROR,
+            response_reason="ResponseHeadersPolicyInvalid",
+            dynamic={
+                CONTOUR_NAMESPACE: namespace,
+                CONTOUR_SERVICE_NAME: service.name,
+                CONTOUR_SERVICE_PORT: str(service.port),
+            },
+            allow_dynamic_host=False,
+            status=status,
+        )
+        if service_policies is None:
             return None
-        try:
-            cluster_response = headers_policy(
-                service.response_headers_policy, allow_host_rewrite=False, dynamic=service_dynamic
-            )
-        except HeaderPolicyError as err:
-            status.add_error(SERVICE_ERROR, "ResponseHeadersPolicyInvalid", f"{err} on response headers")
-            return None
-        try:
-            cluster_cookies = policies.cookie_rewrites(service.cookie_rewrite_policies)
-        except PolicyError as err:
-            status.add_error(
-                ROUTE_ERROR, "CookieRewritePoliciesInvalid", f"{err} on service cookie rewrite rules"
-            )
-            return None
+        cluster_request, cluster_response, cluster_cookies = service_policies
         try:
             slow_start = policies.slow_start(service.slow_start_policy, strategy)
         except PolicyError as err:
