@@ -19,15 +19,18 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from cpx.testing.envoy import _RUNNING, _die_with_parent_prefix, _kill, free_port
+
+if TYPE_CHECKING:
+    from cpx.testing.envoy import EnvoyProcess
 
 PathLike = str | os.PathLike[str]
 
@@ -393,3 +396,29 @@ def ingress(
     if annotations:
         meta["annotations"] = dict(annotations)
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
+
+
+@contextlib.contextmanager
+def cpx_with_envoy(
+    manifests: PathLike, workdir: PathLike, *, plugins: Sequence[str] | None = None, **envoy_bootstrap: Any
+) -> Iterator[tuple[CpxProcess, EnvoyProcess]]:
+    """``cpx serve`` on ``manifests`` plus a real Envoy bootstrapped to it, both started.
+
+    On exit Envoy stops, then cpx gets SIGTERM (raising unless it exits promptly) and is killed.
+    The caller waits for Envoy to be ready once its manifests are in place.
+    """
+    from cpx.testing.envoy import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
+
+    cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins)
+    envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=Path(workdir) / "envoy", **envoy_bootstrap)
+    try:
+        cpx.start()
+        envoy.start()
+        yield cpx, envoy
+    finally:
+        envoy.stop()
+        try:
+            if cpx.running:
+                cpx.stop()
+        finally:
+            cpx.kill()

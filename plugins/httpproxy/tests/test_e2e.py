@@ -19,7 +19,7 @@ from typing import Any
 
 import attrs
 import pytest
-from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, cpx_with_envoy, write_manifest
 from cpx.testing.harness import (
     EchoServer,
     EnvoyProcess,
@@ -150,20 +150,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     tcp_echo = TCPEchoServer("tcp-echo").start()
     manifests = workdir / "manifests"
     write_manifest(manifests, "all.yaml", [])
-    cpx = CpxProcess(manifests, workdir=workdir, plugins=["httpproxy"])
-    envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy")
-    stack = Stack(cpx, envoy, backends, tls_echo, tcp_echo, manifests, secrets, ca_pem)
     try:
-        cpx.start()
-        envoy.start()
-        stack.apply()
-        envoy.wait_ready()
-        yield stack
+        with cpx_with_envoy(manifests, workdir, plugins=["httpproxy"]) as (cpx, envoy):
+            stack = Stack(cpx, envoy, backends, tls_echo, tcp_echo, manifests, secrets, ca_pem)
+            stack.apply()
+            envoy.wait_ready()
+            yield stack
     finally:
-        envoy.stop()
-        if cpx.running:
-            cpx.stop()  # raises unless cpx exits promptly on SIGTERM
-        cpx.kill()
         for server in [*backends.values(), tls_echo, tcp_echo]:
             server.stop()
 

@@ -18,7 +18,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, cpx_with_envoy, write_manifest
 from cpx.testing.harness import (
     EchoServer,
     EnvoyProcess,
@@ -89,20 +89,13 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         secrets[host], ca_pem = make_tls_secret("default", f"tls-{host.split('.')[0]}", [host])
     manifests = workdir / "manifests"
     write_manifest(manifests, "all.yaml", [])
-    cpx = CpxProcess(manifests, workdir=workdir, plugins=["ingress"])
-    envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy")
-    stack = Stack(cpx, envoy, backends, manifests, secrets, ca_pem)
     try:
-        cpx.start()
-        envoy.start()
-        stack.apply()
-        envoy.wait_ready()
-        yield stack
+        with cpx_with_envoy(manifests, workdir, plugins=["ingress"]) as (cpx, envoy):
+            stack = Stack(cpx, envoy, backends, manifests, secrets, ca_pem)
+            stack.apply()
+            envoy.wait_ready()
+            yield stack
     finally:
-        envoy.stop()
-        if cpx.running:
-            cpx.stop()  # raises unless cpx exits promptly on SIGTERM
-        cpx.kill()
         for echo in backends.values():
             echo.stop()
 
