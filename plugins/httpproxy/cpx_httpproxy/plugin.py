@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, lbstatus
+from cpx import (
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+    ingressclass,
+    lbstatus,
+)
 from cpx.config import Config
 
-from cpx_httpproxy import classes, schema, status
+from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -52,7 +61,7 @@ def cpx_configure(config: Config) -> None:
 
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=HTTPPROXY, accept=classes.accepts, validate=schema.validate)
+    yield WatchSpec(gvk=HTTPPROXY, accept=ingressclass.accepts, validate=schema.validate)
 
 
 @hookimpl

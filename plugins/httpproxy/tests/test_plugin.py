@@ -6,12 +6,13 @@ import importlib.metadata
 from typing import Any
 
 import pytest
+from cpx import ingressclass as classes
 from cpx.builtin import plugin as core
 from cpx.config import Config
 from cpx.plugins import GROUP, PluginHost
 
 import cpx_httpproxy.plugin
-from cpx_httpproxy import classes, schema, status
+from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
 
 

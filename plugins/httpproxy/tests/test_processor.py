@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
+from cpx import ingressclass as classes
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -33,7 +34,7 @@ from cpx.records import WatchSpec
 from cpx.source import SecretPolicy, SourceCache, same_namespace_only
 from cpx.testing.tls import make_tls_secret
 
-from cpx_httpproxy import classes, status
+from cpx_httpproxy import status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
 from cpx_httpproxy.processor import HTTPProxyProcessor
 
