@@ -18,11 +18,14 @@ from typing import Any
 import attrs
 
 from cpx import objects as k8s
+from cpx.isolation import sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.pipeline import Pipeline, UnknownKindError
 from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.events")
+
+MAX_RETRY_DELAY = 30.0  # seconds between retries of a build that keeps failing
 
 
 class Op(enum.Enum):
@@ -30,6 +33,7 @@ class Op(enum.Enum):
     DELETE = "delete"
     SYNCED = "synced"  # a source finished its initial load
     RESYNC = "resync"  # force a rebuild (e.g. on becoming leader)
+    REJECTED = "rejected"  # Envoy NACKed resources (see Pipeline.envoy_rejected)
 
 
 @attrs.frozen
@@ -37,6 +41,8 @@ class Event:
     op: Op
     obj: KubeObject | None = None
     source: str = ""
+    # REJECTED: (type URL, resource names, Envoy's message)
+    rejected: tuple[str, tuple[str, ...], str] | None = None
 
 
 @attrs.define(eq=False)
@@ -44,6 +50,7 @@ class EventHandler:
     pipeline: Pipeline
     on_snapshot: Callable[[Snapshot], None]
     on_rebuild: Callable[[Pipeline], None] = lambda pipeline: None
+    on_build_failed: Callable[[Pipeline], None] = lambda pipeline: None
     holdoff_delay: float = 0.1
     holdoff_max_delay: float = 0.5
     # Sources that must report SYNCED before the first build (Contour's initial-sync gate).
@@ -54,6 +61,9 @@ class EventHandler:
     _last_rebuild: float = 0.0
     _changed: asyncio.Condition = attrs.field(factory=asyncio.Condition)
     _endpoint_services: set[tuple[str, str]] = attrs.field(factory=set)
+    # Consecutive failed builds: the changes stay pending and the build is retried with backoff.
+    failures: int = 0
+    _retry_at: float = 0.0
 
     def submit(self, event: Event) -> None:
         self._queue.put_nowait(event)
@@ -67,9 +77,24 @@ class EventHandler:
     def synced(self, source: str) -> None:
         self.submit(Event(Op.SYNCED, None, source))
 
+    def envoy_rejected(self, type_url: str, names: tuple[str, ...], message: str) -> None:
+        """Thread-safe only from the event loop's thread (the xDS server's callbacks are)."""
+        self.submit(Event(Op.REJECTED, rejected=(type_url, names, message)))
+
     @property
     def ready(self) -> bool:
-        return self.pipeline.snapshot is not None
+        return self.not_ready() is None
+
+    def not_ready(self) -> str | None:
+        """Why cpx is not ready to serve (None: it is)."""
+        if self.pipeline.snapshot is None:
+            if self.pipeline.last_build_error is not None:
+                return f"the first DAG build failed: {self.pipeline.last_build_error}"
+            return "waiting for the initial sync and first DAG build"
+        if self.pipeline.last_build_error is not None:
+            error = self.pipeline.last_build_error
+            return f"the last DAG build failed (serving the last good configuration): {error}"
+        return None
 
     async def wait_for_sequence(self, sequence: int, timeout: float = 10.0) -> None:
         async with self._changed:
@@ -97,7 +122,10 @@ class EventHandler:
     def _timeout(self) -> float | None:
         if not self._dirty or self.pending_sources:
             return None
-        since_last = time.monotonic() - self._last_rebuild
+        now = time.monotonic()
+        if self.failures:
+            return max(self._retry_at - now, 0.0)
+        since_last = now - self._last_rebuild
         if self.pipeline.snapshot is None or since_last >= self.holdoff_max_delay:
             return 0.0
         return min(self.holdoff_delay, self.holdoff_max_delay - since_last)
@@ -109,6 +137,12 @@ class EventHandler:
             return
         if event.op is Op.RESYNC:
             self._dirty = True
+            return
+        if event.op is Op.REJECTED:
+            assert event.rejected is not None
+            # Applied here, between builds, like any change to the source cache.
+            if self.pipeline.envoy_rejected(*event.rejected):
+                self._dirty = True
             return
         assert event.obj is not None
         try:
@@ -132,9 +166,20 @@ class EventHandler:
         self._last_rebuild = time.monotonic()
         try:
             snapshot = await asyncio.to_thread(self.pipeline.rebuild)
-        except Exception:
-            log.exception("DAG rebuild failed; still serving the last good configuration")
+        except Exception as err:
+            # Keep the changes pending: they are built again, with backoff, until a build succeeds.
+            self._dirty = True
+            self.failures += 1
+            delay = min(self.holdoff_max_delay * 2**self.failures, MAX_RETRY_DELAY)
+            self._retry_at = time.monotonic() + delay
+            log.error(
+                "DAG rebuild failed (%s); still serving the last good configuration, retrying in %.1f s",
+                sanitize(str(err)),
+                delay,
+            )
+            self.on_build_failed(self.pipeline)
             return
+        self.failures = 0
         log.info(
             "rebuilt the DAG in %.1f ms (rebuild %d)",
             self.pipeline.last_build_seconds * 1000,

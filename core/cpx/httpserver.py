@@ -59,14 +59,17 @@ class HTTPService:
         self.server.server_close()
 
 
-def health_routes(registry: CollectorRegistry, ready: Callable[[], bool]) -> dict[str, Route]:
+def health_routes(registry: CollectorRegistry, not_ready: Callable[[], str | None]) -> dict[str, Route]:
+    """``not_ready()`` says why cpx is not ready (None: ready)."""
+
     def healthz() -> tuple[int, str, bytes]:
         return 200, "text/plain", b"OK\n"
 
     def readyz() -> tuple[int, str, bytes]:
-        if ready():
+        reason = not_ready()
+        if reason is None:
             return 200, "text/plain", b"OK\n"
-        return 503, "text/plain", b"waiting for the initial sync and first DAG build\n"
+        return 503, "text/plain", f"{reason}\n".encode()
 
     def metrics() -> tuple[int, str, bytes]:
         return 200, CONTENT_TYPE_LATEST, generate_latest(registry)

@@ -78,6 +78,18 @@ class Metrics:
             ["name"],
             registry=r,
         )
+        # Tenant safety: builds that failed outright, and objects left out of the configuration.
+        self.dag_build_failed = Gauge(
+            "cpx_dag_build_failed",
+            "1 while the latest DAG build failed (the last good one is served)",
+            registry=r,
+        )
+        self.dag_build_failures = Counter(
+            "cpx_dag_build_failures", "DAG builds that failed outright", registry=r
+        )
+        self.quarantined_objects = Gauge(
+            "cpx_quarantined_objects", "Objects left out because translating them broke something", registry=r
+        )
         from cpx import __version__  # noqa: PLC0415 (avoid an import cycle at module load)
 
         self.build_info.labels(version=__version__, implementation="cpx").set(1)

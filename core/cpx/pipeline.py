@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -17,17 +17,33 @@ import attrs
 from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG, Note
+from cpx.isolation import Fault, ObjectFault, exception_note, find_culprit, sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
 from cpx.records import ResourceCache, StatusWriterSpec, WatchSpec
 from cpx.source import SourceCache
+from cpx.xds.checks import check_resource, constraint_note, type_name
+from cpx.xds.origins import resource_origins
 from cpx.xds.resource import Resource, Snapshot, TypeSnapshot
 
 log = logging.getLogger("cpx.pipeline")
 
 
+# Each round quarantines at least one object; more rounds than this means something is wrong.
+MAX_QUARANTINE_ROUNDS = 64
+# A NACK with more suspects than this is logged, not blamed on all of them.
+MAX_NACK_SUSPECTS = 16
+
+# A whole-snapshot check (``--envoy-validate``): None when the snapshot is fine, else why not.
+SnapshotCheck = Callable[[Snapshot], "str | None"]
+
+
 class UnknownKindError(ValueError):
     """No enabled plugin watches this kind."""
+
+
+class BuildError(RuntimeError):
+    """A build failed and no object could be blamed: the previous snapshot stays in force."""
 
 
 @attrs.frozen(kw_only=True)
@@ -65,12 +81,20 @@ class Pipeline:
     snapshot: Snapshot | None = None
     # Objects refused before reaching the source cache (schema violations), with the reasons.
     rejected: dict[ObjectKey, tuple[KubeObject, tuple[str, ...]]] = attrs.field(factory=dict)
+    # Objects left out of builds because translating them broke something (see rebuild()).
+    quarantined: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
+    checkers: list[SnapshotCheck] = attrs.field(factory=list)
     rebuilds: int = 0
     last_build_seconds: float = 0.0
+    last_build_error: str | None = None  # why the latest build failed; None once one succeeds
+    _good_revision: int = -1  # the source revision of the last published build
+    _published_from: int = -1  # ... and of the one before: what changed in between is "new"
+    # Per type URL, the resources already checked against Envoy's constraints (by identity).
+    _checked: dict[str, dict[str, Resource]] = attrs.field(factory=dict)
     _type_snapshots: dict[str, tuple[Mapping[str, Resource], TypeSnapshot]] = attrs.field(factory=dict)
     # What changed_statuses() last saw: the source revision, the DAG's statuses and notes, rejections.
     _status_revision: int = -1
-    _status_inputs: tuple[dict[ObjectKey, Any], dict[ObjectKey, Any], dict[ObjectKey, Any]] | None = None
+    _status_inputs: tuple[dict[ObjectKey, Any], ...] | None = None
 
     @classmethod
     def create(cls, host: PluginHost, config: Config) -> Pipeline:
@@ -107,6 +131,11 @@ class Pipeline:
         """Insert or replace an object; returns whether the DAG needs a rebuild."""
         key = ObjectKey.of(obj)
         spec = self.watch_for(obj, key)
+        held = self.quarantined.get(key)
+        if held is not None:
+            if held[0] == obj:
+                return False  # the very object that was left out: it still would be
+            del self.quarantined[key]
         if spec.accept is not None and not spec.accept(obj, self.config):
             # Not ours (any more): forget it, as Contour does when the class changes.
             return self.delete(obj)
@@ -120,14 +149,18 @@ class Pipeline:
         return self.source.insert(obj, key)
 
     def delete(self, obj: Mapping[str, Any]) -> bool:
-        self.rejected.pop(ObjectKey.of(obj), None)
-        return self.source.remove(obj)
+        key = ObjectKey.of(obj)
+        self.rejected.pop(key, None)
+        return self.source.remove(obj) or self.quarantined.pop(key, None) is not None
 
     # -- output ----------------------------------------------------------------------------------
     def rebuild(self) -> Snapshot:
         """Build a new DAG, let every cache observe it, and return the new snapshot.
 
-        A processor exception propagates: the caller keeps serving the previous snapshot.
+        Faults are kept to the objects that caused them (:mod:`cpx.isolation`): an object whose
+        translation raises, or yields a resource Envoy would refuse, is quarantined (left out, its
+        status says why) and the build goes on without it.  Only a fault no object can be blamed
+        for raises :class:`BuildError`; the caller keeps serving the previous snapshot.
 
         The cyclic garbage collector is paused meanwhile: a build allocates many objects and
         almost no cycles, and at 10k routes the collections it would trigger (each full one
@@ -137,17 +170,163 @@ class Pipeline:
         collecting = gc.isenabled()
         gc.disable()
         try:
-            dag = self.builder.build(self.source)
-            for cache in self.caches:
-                cache.on_change(dag)
-            self.dag = dag
-            self.snapshot = self._make_snapshot()
+            dag, snapshot = self._build_isolated()
+        except BuildError as err:
+            self.last_build_error = str(err)
+            raise
         finally:
             if collecting:
                 gc.enable()
+        self.dag, self.snapshot = dag, snapshot
+        self.last_build_error = None
+        self._published_from, self._good_revision = self._good_revision, self.source.revision
         self.rebuilds += 1
         self.last_build_seconds = time.perf_counter() - started
-        return self.snapshot
+        return snapshot
+
+    def _build_isolated(self) -> tuple[DAG, Snapshot]:
+        for _ in range(MAX_QUARANTINE_ROUNDS):
+            outcome = self._attempt()
+            if isinstance(outcome, tuple):
+                return outcome
+            precise = [f for f in outcome if f.precise]
+            if precise:
+                for fault in precise:
+                    for key in sorted(fault.origins):
+                        self.quarantine(key, fault.note)
+                continue
+            fault = outcome[0]
+            culprit = self._find_culprit(fault)
+            if culprit is None:
+                raise BuildError(f"{fault.note.type} ({fault.note.reason}): {fault.note.message}")
+            self.quarantine(culprit, fault.note)
+        raise BuildError(f"gave up after quarantining objects in {MAX_QUARANTINE_ROUNDS} rounds")
+
+    def _attempt(self) -> tuple[DAG, Snapshot] | list[Fault]:
+        """One build: the DAG and snapshot, or the faults that keep it from being published."""
+        try:
+            dag = self.builder.build(self.source)
+            for cache in self.caches:
+                cache.on_change(dag)
+            faults = self._resource_faults(dag)
+            if faults:
+                return faults
+            snapshot = self._make_snapshot()
+            for check in self.checkers:
+                verdict = check(snapshot)
+                if verdict is not None:
+                    note = Note(type="EnvoyValidation", reason="EnvoyRejected", message=sanitize(verdict))
+                    return [Fault(note=note)]
+        except ObjectFault as fault:
+            log.error("%s: translation failed", fault.key, exc_info=fault.__cause__)
+            return [Fault(note=fault.note, origins=frozenset((fault.key,)), precise=True)]
+        except Exception as err:
+            log.error(
+                "build failed: %s",
+                sanitize(f"{type(err).__name__}: {err}"),
+                exc_info=log.isEnabledFor(logging.DEBUG),
+            )
+            return [Fault(note=exception_note(err))]
+        return dag, snapshot
+
+    def _resource_faults(self, dag: DAG) -> list[Fault]:
+        """What the caches found, and the constraint violations of resources not checked yet."""
+        faults: list[Fault] = []
+        for cache in self.caches:
+            own = getattr(cache, "faults", None)
+            if own is not None:
+                faults += own()
+            if getattr(cache, "checks_own_resources", False):
+                continue
+            checked = self._checked.setdefault(cache.type_url, {})
+            contents = cache.contents()
+            origins: dict[str, set[ObjectKey]] | None = None
+            for name, res in contents.items():
+                if checked.get(name) is res:
+                    continue
+                problems = check_resource(res)
+                if not problems:
+                    checked[name] = res
+                    continue
+                if origins is None:
+                    origins = resource_origins(dag, self.source, cache.type_url)
+                note = constraint_note(res, problems)
+                faults.append(Fault(note=note, origins=frozenset(origins.get(name, ()))))
+            for name in [n for n in checked if n not in contents]:
+                del checked[name]
+        return faults
+
+    def _find_culprit(self, fault: Fault) -> ObjectKey | None:
+        """Narrow a fault down to one object: its suspects changed since the last good build,
+        bisected with trial builds when more than one remains."""
+        changes = self.source.changes_since(self._good_revision) if self._good_revision >= 0 else None
+        present = {ObjectKey.of(obj): obj for obj in self.source.all_objects()}
+        if changes is None:
+            changed = sorted(present)
+        else:
+            changed = sorted({ObjectKey(*c) for c in changes} & present.keys())
+        suspects = [k for k in changed if k in fault.origins] if fault.origins else changed
+        if not suspects:
+            suspects = changed or sorted(present)
+        if len(suspects) == 1 and fault.origins:
+            return suspects[0]
+        log.warning("bisecting %d changed object(s) to find what broke the build", len(suspects))
+
+        def fails_without(excluded: Sequence[ObjectKey]) -> bool:
+            removed = [present[k] for k in excluded]
+            for obj in removed:
+                self.source.remove(obj)
+            try:
+                return not isinstance(self._attempt(), tuple)
+            finally:
+                for obj in removed:
+                    self.source.insert(obj)
+
+        culprit = find_culprit(suspects, fails_without)
+        if culprit is None and len(suspects) < len(present):
+            culprit = find_culprit(sorted(present), fails_without)
+        return culprit
+
+    def envoy_rejected(self, type_url: str, names: Iterable[str], message: str) -> list[ObjectKey]:
+        """Envoy NACKed resources cpx published: leave out the objects that changed in the last
+        build and fed them (their status says Envoy's message); returns them.  The caller
+        rebuilds, so Envoy gets a configuration without them.
+
+        Suspects are narrowed to the last build's changes because everything else was accepted
+        before; too many suspects (a first build) are only logged, not all left out.
+        """
+        dag = self.dag
+        if dag is None:
+            return []
+        origins = resource_origins(dag, self.source, type_url)
+        fed: set[ObjectKey] = set()
+        for name in names:
+            fed |= origins.get(name, set())
+        changes = self.source.changes_since(self._published_from) if self._published_from >= 0 else None
+        changed = {ObjectKey(*c) for c in changes} if changes is not None else set()
+        suspects = sorted(fed & changed)
+        note = Note(type=f"{type_name(type_url)}Error", reason="EnvoyRejected", message=sanitize(message))
+        if not suspects or len(suspects) > MAX_NACK_SUSPECTS:
+            log.error(
+                "Envoy rejected %s %s; %d changed object(s) fed it, none left out: %s",
+                type_name(type_url),
+                sanitize(", ".join(sorted(names)), 200),
+                len(suspects),
+                note.message,
+            )
+            return []
+        for key in suspects:
+            self.quarantine(key, note)
+        return suspects
+
+    def quarantine(self, key: ObjectKey, note: Note) -> None:
+        """Leave an object out of every build until it changes; its status carries ``note``."""
+        obj = self.source.get(key)
+        if obj is None:
+            return
+        log.error("%s: left out of the configuration: %s (%s): %s", key, note.type, note.reason, note.message)
+        self.source.remove(obj)
+        self.quarantined[key] = (obj, (note,))
 
     def endpoints_changed(self, services: Iterable[tuple[str, str]]) -> Snapshot | None:
         """The EDS fast path: recompute only those Services' endpoints, without a DAG rebuild."""
@@ -186,8 +365,8 @@ class Pipeline:
             for obj in self.source.list(writer.gvk):
                 key = ObjectKey.of(obj)
                 out[key] = self._status(key)
-        # Objects the schema check refused, of any kind (core kinds included): never served.
-        for key in sorted(self.rejected):
+        # Objects the schema check refused or a build left out, of any kind (core kinds included).
+        for key in sorted(self.rejected.keys() | self.quarantined.keys()):
             out[key] = self._status(key)
         return out
 
@@ -203,6 +382,7 @@ class Pipeline:
             dict(dag.statuses) if dag else {},
             dict(dag.notes) if dag else {},
             {key: problems for key, (_obj, problems) in self.rejected.items()},
+            {key: notes for key, (_obj, notes) in self.quarantined.items()},
         )
         previous, self._status_inputs = self._status_inputs, inputs
         changes = self.source.changes_since(self._status_revision) if previous is not None else None
@@ -217,12 +397,12 @@ class Pipeline:
                 candidates.update(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
         out: dict[ObjectKey, ObjectStatus | None] = {}
         for key in sorted(candidates):
-            if key in self.rejected:
+            if key in self.rejected or key in self.quarantined:
                 out[key] = self._status(key)
             elif key.group_kind in self.status_writers:
                 out[key] = self._status(key) if self.source.get(key) is not None else None
-            elif key in previous[2]:
-                out[key] = None  # a rejected object of a kind without status that is gone or fixed
+            elif key in previous[2] or key in previous[3]:
+                out[key] = None  # a refused object of a kind without status that is gone or fixed
         return out
 
     def _status(self, key: ObjectKey) -> ObjectStatus:
@@ -233,6 +413,11 @@ class Pipeline:
                 status={},
                 notes=tuple(Note(type="SchemaError", reason="Invalid", message=p) for p in rejected[1]),
             )
+        held = self.quarantined.get(key)
+        if held is not None:
+            writer = self.status_writers.get(key.group_kind)
+            refused = writer.refused if writer is not None else None
+            return ObjectStatus(key=key, status=refused(held[0], held[1]) if refused else {}, notes=held[1])
         dag = self.dag
         status = dag.statuses.get(key, {}) if dag else {}
         notes = tuple(dag.notes.get(key, ())) if dag else ()

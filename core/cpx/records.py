@@ -7,7 +7,7 @@ The core inspects these records to order processors, refuse conflicts and descri
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -16,7 +16,7 @@ from cpx.objects import GroupVersionKind
 
 if TYPE_CHECKING:
     from cpx.config import Config
-    from cpx.dag.dag import DAG
+    from cpx.dag.dag import DAG, Note
     from cpx.source import SourceCache
     from cpx.xds.resource import Resource
 
@@ -92,6 +92,11 @@ class StatusWriterSpec:
 
     ``merge(current, computed)`` returns the status to write given the object's current status and
     the one the last build computed (the default replaces it); returning None means "no change".
+
+    ``refused(obj, notes)`` is the status of an object cpx left out of the configuration because
+    translating it broke something (it raised, or produced what Envoy would reject): the notes
+    say what.  Without it such objects get an empty status (their notes still show in logs,
+    ``cpx translate`` and the status file).
     Gateway API uses this to keep other controllers' entries: in Kubernetes mode the leader
     writes only the fields the merge changed (a JSON merge patch of the status subresource).
 
@@ -107,6 +112,7 @@ class StatusWriterSpec:
     name: str
     gvk: GroupVersionKind
     merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
+    refused: Callable[[Mapping[str, Any], Sequence[Note]], Mapping[str, Any]] | None = None
     load_balancer: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
 

@@ -213,7 +213,13 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         reporter.sink = writing.submit
         status_tasks = writing.tasks
 
+    def on_build_failed(p: Pipeline) -> None:
+        metrics.dag_build_failed.set(1)
+        metrics.dag_build_failures.inc()
+
     def on_rebuild(p: Pipeline) -> None:
+        metrics.dag_build_failed.set(0)
+        metrics.quarantined_objects.set(len(p.quarantined))
         metrics.dagrebuild_total.inc()
         metrics.dagrebuild_timestamp.set(time.time())
         metrics.dagrebuild_seconds.observe(p.last_build_seconds)
@@ -226,12 +232,13 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         pipeline,
         on_snapshot=server.set_snapshot,
         on_rebuild=on_rebuild,
+        on_build_failed=on_build_failed,
         holdoff_delay=config.holdoff_delay,
         holdoff_max_delay=config.holdoff_max_delay,
         pending_sources=set(source_names),
     )
     health = HTTPService(
-        options.health_address, options.health_port, health_routes(metrics.registry, lambda: handler.ready)
+        options.health_address, options.health_port, health_routes(metrics.registry, handler.not_ready)
     )
     debug = HTTPService(
         options.debug_address,

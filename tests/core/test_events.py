@@ -20,6 +20,8 @@ class RecordingPipeline:
     last_build_seconds: float = 0.0
     rebuilds: int = 0
     endpoint_calls: list[set[tuple[str, str]]] = attrs.field(factory=list)
+    last_build_error: str | None = None
+    failing: int = 0  # how many of the next builds fail
 
     def upsert(self, obj: dict[str, Any], validate: bool = False) -> bool:
         return obj["kind"] != "EndpointSlice"
@@ -29,6 +31,11 @@ class RecordingPipeline:
 
     def rebuild(self) -> Snapshot:
         self.rebuild_times.append(time.monotonic())
+        if self.failing:
+            self.failing -= 1
+            self.last_build_error = "broken"
+            raise RuntimeError("broken")
+        self.last_build_error = None
         self.snapshot = Snapshot({})
         self.dag = object()
         self.rebuilds += 1
@@ -121,4 +128,24 @@ async def test_endpoint_slices_take_the_fast_path() -> None:
     await handler.wait_for_sequence(2)
     assert pipeline.endpoint_calls == [{("default", "s1")}]
     assert len(pipeline.rebuild_times) == 1  # no DAG rebuild
+    task.cancel()
+
+
+async def test_a_failed_build_keeps_its_changes_pending_and_is_retried_with_backoff() -> None:
+    pipeline = RecordingPipeline()
+    handler, task, published = await _start(pipeline, holdoff_delay=0.01, holdoff_max_delay=0.05)
+    handler.upsert(_svc(1))
+    await asyncio.sleep(0.2)
+    assert len(published) == 1 and handler.ready
+    pipeline.failing = 2
+    handler.upsert(_svc(2))  # nothing else happens: the retries alone must publish it
+    await asyncio.sleep(0.05)
+    assert handler.not_ready() == ("the last DAG build failed (serving the last good configuration): broken")
+    for _ in range(100):
+        if len(published) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert len(published) == 2 and handler.ready and handler.failures == 0
+    gaps = [b - a for a, b in zip(pipeline.rebuild_times[1:], pipeline.rebuild_times[2:], strict=False)]
+    assert gaps[0] >= 0.09 and gaps[1] >= 0.19  # 0.05 * 2**n: backing off
     task.cancel()

@@ -12,6 +12,8 @@ from typing import Any
 
 import attrs
 
+from cpx.objects import ObjectKey
+
 
 class PathKind(enum.Enum):
     PREFIX = "prefix"  # plain string prefix: /foo matches /foobar
@@ -356,8 +358,9 @@ class Route:
     local_rate_limit: LocalRateLimit | None = None
     ip_filter: IPFilter | None = None  # overrides the virtual host's
     priority: int = 0  # Gateway API rule index; lower sorts first among identical matches
-    # Which object produced this route, for debugging and status (kind/namespace/name).
-    origin: str = ""
+    # The object this route came from: a fault in its translation is that object's (and its
+    # status says so); also shown by /debug/dag.
+    origin: ObjectKey | None = None
     # Plugin-private per-route data that a plugin's own translation hook understands.
     extensions: tuple[tuple[str, Any], ...] = ()
 

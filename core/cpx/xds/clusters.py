@@ -54,7 +54,7 @@ LB_POLICIES = {
 }
 _NO_HEADERS = HeadersPolicy()
 
-# What a node translates to: its name, its Resource and its shape (see `_shape`).
+# What a node translates to: its name, its Resource and its shape (see `cds_shape`).
 Entry = tuple[str, Resource, Cluster]
 ExtensionEntry = tuple[str, Resource]
 
@@ -110,7 +110,7 @@ class ClusterCache:
         if entry is not None:
             by_shape.setdefault(entry[2], entry)
             return entry
-        shape = _shape(node)
+        shape = cds_shape(node)
         entry = by_shape.get(shape) or self._by_shape.get(shape)
         if entry is None:
             name = cluster_name(shape)
@@ -119,7 +119,7 @@ class ClusterCache:
         return entry
 
 
-def _shape(node: Cluster) -> Cluster:
+def cds_shape(node: Cluster) -> Cluster:
     """The node without the fields CDS ignores (they shape routes, not clusters)."""
     if (
         node.weight == 1

@@ -81,5 +81,9 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     # status.loadBalancer: the Envoy Service's (a core/v1 LoadBalancerStatus) in Kubernetes mode.
     yield StatusWriterSpec(
-        name="httpproxy", gvk=HTTPPROXY, merge=status.merge, load_balancer=lbstatus.service_load_balancer
+        name="httpproxy",
+        gvk=HTTPPROXY,
+        merge=status.merge,
+        load_balancer=lbstatus.service_load_balancer,
+        refused=status.refused,
     )

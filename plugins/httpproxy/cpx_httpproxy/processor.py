@@ -29,6 +29,7 @@ from cpx.config import Config
 from cpx.dag.dag import DAG, SecureVirtualHost
 from cpx.dag.nodes import DirectResponse, PathKind, Route, Secret, TCPProxy
 from cpx.errors import ConfigError
+from cpx.isolation import blame
 from cpx.objects import ObjectKey
 from cpx.source import DelegationNotPermittedError, SourceCache
 from cpx.tlsutil import SecretError
@@ -207,12 +208,17 @@ class _Run:
 
     def run(self) -> None:
         for obj in self.source.list(HTTPPROXY):
-            proxy = model.HTTPProxy.from_dict(obj)
+            key = ObjectKey.of(obj)
+            # A crash in one proxy's translation leaves out that proxy (or the included one it
+            # happened in), not the build: see cpx.isolation.
+            with blame(key):
+                proxy = model.HTTPProxy.from_dict(obj)
             name = (proxy.namespace, proxy.name)
-            self.proxies[name] = _Proxy(obj, ObjectKey.of(obj), proxy)
+            self.proxies[name] = _Proxy(obj, key, proxy)
             self.statuses[name] = ProxyStatus.for_object(obj)
         for root in self._unique_roots():
-            self._root(root)
+            with blame(root.key):
+                self._root(root)
         for name in self.orphaned:
             self.statuses[name].orphan()
         clock = self.processor.clock
@@ -493,7 +499,8 @@ class _Run:
                 st.TCP_PROXY_INCLUDE_ERROR, "IncludeCreatesCycle", f"include creates a cycle: {path}"
             )
             return None
-        return self._tcp_proxy(target, self._status(target), visited)
+        with blame(target.key):
+            return self._tcp_proxy(target, self._status(target), visited)
 
     # -- routes and includes ---------------------------------------------------------------------
     def _routes(
@@ -519,7 +526,7 @@ class _Run:
                 return []
         visited = (*visited, proxy)
         routes: list[Route] = []
-        origin = str(proxy.key)
+        origin = proxy.key
 
         duplicates = cond.IncludeConditionsSeen()
         for include in proxy.spec.includes:
@@ -559,7 +566,8 @@ class _Run:
                 )
                 routes += _bad_gateway(include, chain, origin)
                 continue
-            routes += self._routes(self._status(target), target, chain, visited, enforce_tls=enforce_tls)
+            with blame(target.key):
+                routes += self._routes(self._status(target), target, chain, visited, enforce_tls=enforce_tls)
             self.orphaned.discard(target_name)
 
         for index, route in enumerate(proxy.spec.routes):
@@ -622,7 +630,9 @@ class _Run:
         return list(routebuild.expand_prefix_routes(routes))
 
 
-def _bad_gateway(include: model.Include, chain: Sequence[model.MatchCondition], origin: str) -> list[Route]:
+def _bad_gateway(
+    include: model.Include, chain: Sequence[model.MatchCondition], origin: ObjectKey
+) -> list[Route]:
     """The 502 route standing in for an include that cannot be followed.
 
     As in Contour only an include with conditions gets one (one without would shadow every other

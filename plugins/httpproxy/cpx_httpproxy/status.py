@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import datetime as dt
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -266,3 +266,13 @@ def merge(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[st
     if _without_times(merged) == _without_times(current):
         return None
     return merged
+
+
+def refused(obj: Mapping[str, Any], notes: Sequence[Note]) -> dict[str, Any]:
+    """The status of an HTTPProxy cpx left out of the configuration (StatusWriterSpec.refused):
+    invalid, with each note as an error of the Valid condition."""
+    status = ProxyStatus.for_object(obj)
+    for note in notes:
+        status.add_error(note.type, note.reason, note.message)
+    previous = obj.get("status")
+    return status.render(previous if isinstance(previous, Mapping) else None)

@@ -216,7 +216,7 @@ def test_root_with_one_route_is_served_and_valid() -> None:
     assert r.path == PathMatch(kind=PathKind.PREFIX, value="/")
     assert upstreams(r) == ["default/web"]
     assert not r.https_redirect
-    assert r.origin == "HTTPProxy default/root"
+    assert str(r.origin) == "HTTPProxy default/root"
     assert HTTPS_LISTENER not in dag.listeners  # nothing secure: pruned
     assert dag.statuses[key()] == {
         "currentStatus": "valid",
@@ -483,7 +483,7 @@ def test_include_merges_prefix_header_and_query_conditions() -> None:
     for r in routes.values():
         assert r.headers[0] == env and r.query == (debug,)
         assert upstreams(r) == ["team/web"]  # the child's namespace
-        assert r.origin == "HTTPProxy team/app"
+        assert str(r.origin) == "HTTPProxy team/app"
     assert by_path[PathMatch(kind=PathKind.PREFIX, value="/app/v1")].headers == (
         env,
         HeaderMatch(name=":method", kind=HeaderMatchKind.EXACT, value="GET"),

@@ -21,6 +21,7 @@ import re2
 from cpx.config import Config
 from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
+from cpx.isolation import blame
 from cpx.objects import ObjectKey
 from cpx.servicecluster import ServicePortError, lookup_service_port
 from cpx.source import Key4, SourceCache
@@ -223,7 +224,7 @@ class _IngressBuild:
             websocket=value in a.websocket_paths,
             timeout_policy=a.timeout_policy,
             retry_policy=a.retry_policy,
-            origin=str(self.key),
+            origin=self.key,
         )
 
     def clusters(self, field: str, backend: Mapping[str, Any]) -> tuple[Cluster, ...]:
@@ -362,7 +363,8 @@ class IngressProcessor:
             if obj is None:
                 self._logged_annotations.pop(key, None)
                 continue
-            result = self._compute(obj, key, source)
+            with blame(key):  # one Ingress's crash leaves out that Ingress, not the build
+                result = self._compute(obj, key, source)
             self._results[key] = result
             self._remember(key, result, touched)
         for host in touched:

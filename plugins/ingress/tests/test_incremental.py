@@ -256,8 +256,18 @@ class EarlierRoutes:
 
     def run(self, dag: DAG, source: SourceCache) -> None:
         vhost = dag.ensure_virtual_host(HTTP_LISTENER, "example.com")
-        vhost.add_route(Route(path=PathMatch(kind=PathKind.PREFIX, value="/"), origin="earlier"))
-        vhost.add_route(Route(path=PathMatch(kind=PathKind.PREFIX, value="/keep"), origin="earlier"))
+        vhost.add_route(
+            Route(
+                path=PathMatch(kind=PathKind.PREFIX, value="/"),
+                origin=ObjectKey("", "Earlier", "default", "earlier"),
+            )
+        )
+        vhost.add_route(
+            Route(
+                path=PathMatch(kind=PathKind.PREFIX, value="/keep"),
+                origin=ObjectKey("", "Earlier", "default", "earlier"),
+            )
+        )
         svhost = dag.ensure_secure_virtual_host(HTTPS_LISTENER, "example.com")
         svhost.secret = self.secret
 
@@ -289,13 +299,15 @@ def test_routes_merge_into_vhosts_of_an_earlier_processor(k8s: types.SimpleNames
         dag = Builder(processors).build(inc.source)
         http = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes
         # The Ingress route with the same match replaces the earlier one, in its place.
-        assert [(k, r.origin) for k, r in http.items()] == [
+        assert [(k, str(r.origin)) for k, r in http.items()] == [
             ("prefix:/", "Ingress default/web"),
-            ("prefix:/keep", "earlier"),
+            ("prefix:/keep", "Earlier default/earlier"),
         ]
         https = dag.listeners[HTTPS_LISTENER].secure_virtual_hosts["example.com"]
         # The earlier processor's secure vhost gets the Ingress route too (Contour's pass 2).
-        assert https.secret == secret and [r.origin for r in https.routes.values()] == ["Ingress default/web"]
+        assert https.secret == secret and [str(r.origin) for r in https.routes.values()] == [
+            "Ingress default/web"
+        ]
 
 
 def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleNamespace) -> None:

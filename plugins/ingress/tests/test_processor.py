@@ -47,7 +47,7 @@ def test_prefix_rule_becomes_a_segment_prefix_route(build: Any, k8s: types.Simpl
         Route(
             path=PathMatch(kind=PathKind.SEGMENT_PREFIX, value="/foo"),
             clusters=(Cluster(upstream=WEB_80),),
-            origin="Ingress default/web",
+            origin=ObjectKey("networking.k8s.io", "Ingress", "default", "web"),
         )
     ]
     assert notes(dag) == []
@@ -243,7 +243,7 @@ def test_identical_matches_from_a_later_ingress_win(build: Any, k8s: types.Simpl
         k8s.ingress("b", rules=[k8s.rule("example.com", k8s.path("/", service="b"))]),
     )
     [route] = http_routes(dag, "example.com").values()
-    assert (route.clusters[0].upstream.name, route.origin) == ("b", "Ingress default/b")
+    assert (route.clusters[0].upstream.name, str(route.origin)) == ("b", "Ingress default/b")
 
 
 def test_annotations_apply_to_every_route(build: Any, k8s: types.SimpleNamespace) -> None:

@@ -1,0 +1,36 @@
+"""Checking resources against the rules Envoy enforces, before any Envoy sees them.
+
+The rules themselves (protoc-gen-validate constraints read from the descriptors, plus the semantic
+checks Envoy makes beyond them) live in :mod:`cpx.xds.validate`; this module applies them to
+serialised :class:`~cpx.xds.resource.Resource` values and words the result for status.
+"""
+
+from __future__ import annotations
+
+from cpx.dag.dag import Note
+from cpx.isolation import sanitize
+from cpx.xds.resource import Resource
+from cpx.xds.validate import violations
+
+# Enough to name the problem; a resource with hundreds of violations is one tenant's doing anyway.
+MAX_REPORTED = 3
+
+
+def check_resource(res: Resource) -> list[str]:
+    """The constraint violations of one resource, each as ``path: problem``."""
+    return [f"{v.path}: {v.message}" for v in violations(res.message())]
+
+
+def type_name(type_url: str) -> str:
+    """``Cluster`` for ``type.googleapis.com/envoy.config.cluster.v3.Cluster``."""
+    return type_url.rpartition(".")[2]
+
+
+def constraint_note(res: Resource, problems: list[str]) -> Note:
+    shown = "; ".join(problems[:MAX_REPORTED])
+    more = f" (and {len(problems) - MAX_REPORTED} more)" if len(problems) > MAX_REPORTED else ""
+    return Note(
+        type=f"{type_name(res.type_url)}Error",
+        reason="EnvoyConstraintViolated",
+        message=sanitize(f"Envoy would reject {type_name(res.type_url)} {res.name!r}: {shown}{more}"),
+    )

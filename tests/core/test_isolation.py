@@ -1,0 +1,235 @@
+"""Per-object fault isolation: one object's crash or bad output leaves out that object, not the build."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from cpx import ProcessorSpec, hookimpl
+from cpx.config import Config
+from cpx.dag.dag import DAG
+from cpx.isolation import blame, find_culprit, sanitize
+from cpx.objects import ObjectKey
+from cpx.pipeline import BuildError, Pipeline
+from cpx.plugins import PluginHost
+from cpx.records import Phase
+from cpx.source import SourceCache
+from cpx.xds import resource
+from cpx.xds.resource import Snapshot
+
+
+def service(name: str = "web") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {"ports": [{"name": "http", "port": 80}]},
+    }
+
+
+def ingress(name: str, *, boom: str = "", version: str = "1") -> dict[str, Any]:
+    path = {
+        "path": "/",
+        "pathType": "Prefix",
+        "backend": {"service": {"name": "web", "port": {"number": 80}}},
+    }
+    meta: dict[str, Any] = {"namespace": "default", "name": name, "resourceVersion": version}
+    if boom:
+        meta["annotations"] = {"test/boom": boom}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": meta,
+        "spec": {"rules": [{"host": f"{name}.example.com", "http": {"paths": [path]}}]},
+    }
+
+
+class Bomb:
+    """A processor that crashes on Ingresses annotated ``test/boom``: ``blind`` without saying
+    which, ``blamed`` through :func:`cpx.isolation.blame`, ``always`` whatever the input."""
+
+    runs = 0
+
+    def run(self, dag: DAG, source: SourceCache) -> None:
+        Bomb.runs += 1
+        for obj in source.all_objects():
+            how = (obj.get("metadata") or {}).get("annotations", {}).get("test/boom")
+            if how == "blind":
+                raise RuntimeError("kaboom\nforged log line")
+            if how == "blamed":
+                with blame(ObjectKey.of(obj)):
+                    raise ValueError("bad value")
+            if how == "always":
+                raise RuntimeError("always")
+
+
+def make_pipeline(*objects: dict[str, Any]) -> Pipeline:
+    from cpx.builtin import plugin as core
+    from cpx_ingress import plugin as ingress_plugin
+
+    bomb = types.ModuleType("bomb")
+
+    @hookimpl
+    def cpx_dag_processors() -> Iterator[ProcessorSpec]:
+        yield ProcessorSpec(name="bomb", factory=lambda config: Bomb(), phase=Phase.FINALIZE)
+
+    bomb.cpx_dag_processors = cpx_dag_processors  # type: ignore[attr-defined]
+    host = PluginHost.from_modules([("core", core), ("ingress", ingress_plugin), ("bomb", bomb)])
+    p = Pipeline.create(host, Config())
+    p.upsert(service())
+    for obj in objects:
+        p.upsert(obj)
+    return p
+
+
+def hosts(snapshot: Snapshot) -> str:
+    body = snapshot.get(resource.ROUTE).resources["ingress_http"].body
+    return body.decode("latin-1")
+
+
+def key(name: str) -> ObjectKey:
+    return ObjectKey("networking.k8s.io", "Ingress", "default", name)
+
+
+# -- find_culprit ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", range(9))
+def test_find_culprit_finds_the_one_bad_candidate_in_log_steps(bad: int) -> None:
+    candidates = [key(str(i)) for i in range(9)]
+    trials: list[int] = []
+
+    def fails_without(excluded: Any) -> bool:
+        trials.append(len(excluded))
+        return candidates[bad] not in excluded
+
+    assert find_culprit(candidates, fails_without) == candidates[bad]
+    assert len(trials) <= 5  # 1 + ceil(log2(9))
+
+
+def test_find_culprit_is_none_when_the_failure_is_no_candidates_fault() -> None:
+    assert find_culprit([key("a"), key("b")], lambda excluded: True) is None
+    assert find_culprit([], lambda excluded: True) is None
+
+
+def test_sanitize_keeps_one_bounded_line() -> None:
+    assert sanitize("a\nb\x1b[31m") == "a\\x0ab\\x1b[31m"
+    assert len(sanitize("x" * 5000)) == 1024
+
+
+# -- the pipeline ----------------------------------------------------------------------------------
+
+
+def test_an_unattributed_crash_is_bisected_to_its_object_and_the_rest_is_built() -> None:
+    objects = [ingress(f"ok{i}") for i in range(6)]
+    p = make_pipeline(*objects[:3], ingress("bad", boom="blind"), *objects[3:])
+    snapshot = p.rebuild()
+    assert list(p.quarantined) == [key("bad")]
+    assert all(f"ok{i}.example.com" in hosts(snapshot) for i in range(6))
+    assert "bad.example.com" not in hosts(snapshot)
+    status = p.statuses()[key("bad")]
+    (note,) = status.notes
+    assert (note.type, note.reason) == ("InternalError", "TranslationFailed")
+    assert note.message == "RuntimeError: kaboom\\x0aforged log line"
+    assert p.last_build_error is None
+
+
+def test_a_blamed_crash_quarantines_its_object_without_bisecting() -> None:
+    p = make_pipeline(*(ingress(f"ok{i}") for i in range(8)), ingress("bad", boom="blamed"))
+    Bomb.runs = 0
+    p.rebuild()
+    assert Bomb.runs == 2  # the failing build and the one without the culprit
+    assert list(p.quarantined) == [key("bad")]
+    assert p.statuses()[key("bad")].notes[0].message == "ValueError: bad value"
+
+
+def test_a_quarantined_object_stays_out_until_it_changes() -> None:
+    p = make_pipeline(ingress("a"), ingress("bad", boom="blind"))
+    p.rebuild()
+    assert p.upsert(ingress("bad", boom="blind")) is False  # the same object again: nothing to do
+    assert key("bad") in p.quarantined
+    assert p.upsert(ingress("bad", version="2")) is True  # fixed
+    assert "bad.example.com" in hosts(p.rebuild())
+    assert not p.quarantined and not p.statuses()[key("bad")].notes
+
+
+def test_deleting_a_quarantined_object_forgets_it() -> None:
+    p = make_pipeline(ingress("a"), ingress("bad", boom="blind"))
+    p.rebuild()
+    assert p.delete(ingress("bad", boom="blind")) is True
+    assert key("bad") not in p.quarantined and key("bad") not in p.statuses()
+
+
+def test_a_fault_no_object_explains_fails_the_build_and_keeps_the_last_snapshot() -> None:
+    p = make_pipeline(ingress("a"))
+    good = p.rebuild()
+    p.upsert(ingress("b"))
+    p.upsert(ingress("c", boom="always"))
+    p.rebuild()  # c is the culprit: quarantined
+    assert list(p.quarantined) == [key("c")]
+    # Now a crash whatever the input: every candidate excluded still fails.
+    p.builder.processors = [*p.builder.processors, ("always", _Always())]
+    with pytest.raises(BuildError, match="always"):
+        p.rebuild()
+    assert p.last_build_error is not None and "always" in p.last_build_error
+    assert p.snapshot is not None and p.snapshot is not good  # the last good one, untouched
+    assert "b.example.com" in hosts(p.snapshot)
+
+
+class _Always:
+    def run(self, dag: DAG, source: SourceCache) -> None:
+        raise RuntimeError("always broken")
+
+
+def test_a_snapshot_checker_verdict_is_bisected_to_the_object() -> None:
+    p = make_pipeline(*(ingress(f"ok{i}") for i in range(5)), ingress("evil"))
+
+    def check(snapshot: Snapshot) -> str | None:
+        return "host evil is not allowed\n" if "evil.example.com" in hosts(snapshot) else None
+
+    p.checkers.append(check)
+    snapshot = p.rebuild()
+    assert list(p.quarantined) == [key("evil")]
+    assert "ok4.example.com" in hosts(snapshot)
+    (note,) = p.statuses()[key("evil")].notes
+    assert (note.reason, note.message) == ("EnvoyRejected", "host evil is not allowed\\x0a")
+
+
+def test_quarantine_shows_in_changed_statuses() -> None:
+    p = make_pipeline(ingress("a"))
+    p.rebuild()
+    p.changed_statuses()
+    p.upsert(ingress("bad", boom="blind"))
+    p.rebuild()
+    changed = p.changed_statuses()
+    assert key("bad") in changed and changed[key("bad")] is not None
+    p.delete(ingress("bad", boom="blind"))
+    p.rebuild()
+    assert p.changed_statuses() == {key("bad"): None}
+
+
+def test_a_nack_leaves_out_what_changed_in_the_last_build_and_fed_the_resource() -> None:
+    p = make_pipeline(ingress("a"), ingress("b"))
+    p.rebuild()
+    p.upsert(ingress("new"))
+    p.upsert(service("other"))  # changed too, but feeds no route configuration
+    p.rebuild()
+    left_out = p.envoy_rejected(resource.ROUTE, ["ingress_http"], "Proto constraint validation failed\n(x)")
+    assert left_out == [key("new")]
+    (note,) = p.statuses()[key("new")].notes
+    assert (note.type, note.reason) == ("RouteConfigurationError", "EnvoyRejected")
+    assert note.message == "Proto constraint validation failed\\x0a(x)"
+    snapshot = p.rebuild()
+    assert "new.example.com" not in hosts(snapshot) and "a.example.com" in hosts(snapshot)
+
+
+def test_a_nack_of_what_did_not_change_blames_nobody() -> None:
+    p = make_pipeline(ingress("a"))
+    p.rebuild()
+    p.upsert(ingress("b"))
+    p.rebuild()
+    assert p.envoy_rejected(resource.CLUSTER, ["no-such-cluster"], "bad") == []
+    assert not p.quarantined
