@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from cpx import ProcessorSpec, hookimpl
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.isolation import blame, find_culprit, sanitize
 from cpx.objects import ObjectKey
 from cpx.pipeline import BuildError, Pipeline
 from cpx.plugins import PluginHost
-from cpx.records import Phase
 from cpx.source import SourceCache
 from cpx.xds import resource
 from cpx.xds.resource import Snapshot
@@ -67,18 +63,8 @@ class Bomb:
 
 
 def make_pipeline(*objects: dict[str, Any]) -> Pipeline:
-    from cpx.builtin import plugin as core
-    from cpx_ingress import plugin as ingress_plugin
-
-    bomb = types.ModuleType("bomb")
-
-    @hookimpl
-    def cpx_dag_processors() -> Iterator[ProcessorSpec]:
-        yield ProcessorSpec(name="bomb", factory=lambda config: Bomb(), phase=Phase.FINALIZE)
-
-    bomb.cpx_dag_processors = cpx_dag_processors  # type: ignore[attr-defined]
-    host = PluginHost.from_modules([("core", core), ("ingress", ingress_plugin), ("bomb", bomb)])
-    p = Pipeline.create(host, Config())
+    p = Pipeline.create(PluginHost.load(["ingress"]), Config())
+    p.builder.processors = [*p.builder.processors, ("bomb", Bomb())]  # runs last
     p.upsert(service())
     for obj in objects:
         p.upsert(obj)
