@@ -10,15 +10,15 @@ from __future__ import annotations
 from cpx.dag.dag import Note
 from cpx.isolation import sanitize
 from cpx.xds.resource import Resource
-from cpx.xds.validate import violations
+from cpx.xds.validate import Violation, violations
 
 # Enough to name the problem; a resource with hundreds of violations is one tenant's doing anyway.
 MAX_REPORTED = 3
 
 
-def check_resource(res: Resource) -> list[str]:
-    """The constraint violations of one resource, each as ``path: problem``."""
-    return [f"{v.path}: {v.message}" for v in violations(res.message())]
+def check_resource(res: Resource) -> list[Violation]:
+    """The constraint violations of one resource."""
+    return violations(res.message())
 
 
 def type_name(type_url: str) -> str:
@@ -26,11 +26,17 @@ def type_name(type_url: str) -> str:
     return type_url.rpartition(".")[2]
 
 
-def constraint_note(res: Resource, problems: list[str]) -> Note:
-    shown = "; ".join(problems[:MAX_REPORTED])
+def constraint_note(res: Resource, problems: list[Violation]) -> Note:
+    """The note for a resource that breaks Envoy's rules, e.g. ``ClusterError`` /
+    ``EnvoyConstraintViolated``: "Envoy would reject Cluster 'x': <path>: <problem>"."""
+    return violation_note(f"{type_name(res.type_url)} {res.name!r}", problems, type_name(res.type_url))
+
+
+def violation_note(what: str, problems: list[Violation], kind: str = "Route") -> Note:
+    shown = "; ".join(f"{v.path}: {v.message}" for v in problems[:MAX_REPORTED])
     more = f" (and {len(problems) - MAX_REPORTED} more)" if len(problems) > MAX_REPORTED else ""
     return Note(
-        type=f"{type_name(res.type_url)}Error",
+        type=f"{kind}Error",
         reason="EnvoyConstraintViolated",
-        message=sanitize(f"Envoy would reject {type_name(res.type_url)} {res.name!r}: {shown}{more}"),
+        message=sanitize(f"Envoy would reject {what}: {shown}{more}"),
     )

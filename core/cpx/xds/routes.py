@@ -22,13 +22,16 @@ from operator import attrgetter, itemgetter
 
 import attrs
 from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
 
 from cpx.config import Config
 from cpx.dag.dag import DAG, Listener, VirtualHost
-from cpx.dag.nodes import CORSPolicy, IPFilter, LocalRateLimit, Route
+from cpx.dag.nodes import CORSPolicy, IPFilter, LocalRateLimit, PathKind, PathMatch, Route
 from cpx.dag.sorting import route_key
+from cpx.isolation import Fault
 from cpx.xds import resource
+from cpx.xds.checks import violation_note
 from cpx.xds.envoy_common import embedded
 from cpx.xds.envoy_route import (
     build_route,
@@ -37,6 +40,7 @@ from cpx.xds.envoy_route import (
     wildcard_authority_match,
 )
 from cpx.xds.resource import Resource, content_version
+from cpx.xds.validate import violations
 
 # Contour's names in static (non-Gateway) mode.
 HTTP_ROUTE_CONFIG = "ingress_http"
@@ -87,10 +91,15 @@ def _route_config_tail() -> bytes:
 class RouteCache:
     type_url = resource.ROUTE
 
+    # Every route and virtual host is checked against Envoy's rules as it is translated (and only
+    # then: unchanged ones are memoised), so the pipeline need not re-check whole RouteConfigurations.
+    checks_own_resources = True
+
     def __init__(self, config: Config) -> None:
         self.config = config
         self._resources: dict[str, Resource] = {}
         self._vhosts: dict[VHostKey, _Translated] = {}
+        self._faults: list[Fault] = []
         # Per RouteConfiguration, the entries its body was joined from (to skip re-joining).
         self._entries: dict[str, list[bytes]] = {}
         self._tail = _route_config_tail()
@@ -98,8 +107,13 @@ class RouteCache:
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
+    def faults(self) -> list[Fault]:
+        """Routes and virtual hosts of the last DAG that Envoy would reject (left out of it)."""
+        return self._faults
+
     def on_change(self, dag: DAG) -> None:
         builder = _Build(self._vhosts)
+        self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
         # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
         # waits for a route table that does not exist.
@@ -145,6 +159,8 @@ def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
 
 
 _NAME = attrgetter("name")
+# Stands in for the routes of a virtual host translated with faults: equal to no Route.
+_NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
 
 
 class _Build:
@@ -153,6 +169,7 @@ class _Build:
     def __init__(self, previous: dict[VHostKey, _Translated]) -> None:
         self.previous = previous
         self.current: dict[VHostKey, _Translated] = {}
+        self.faults: list[Fault] = []
 
     def plain_vhosts(self, listener: Listener) -> list[bytes]:
         """:meth:`vhost` for every plain virtual host of a listener, by name (the hot loop)."""
@@ -165,9 +182,8 @@ class _Build:
                 done = previous.get(key)
                 policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
                 if done is None or done.routes != vhost.routes or done.policies != policies:
-                    done = translate(
-                        vhost.name, False, dict(vhost.routes), policies, done.pieces if done else {}
-                    )
+                    pieces = done.pieces if done else {}
+                    done = translate(vhost.name, False, dict(vhost.routes), policies, pieces)
                 current[key] = done
             entries.append(done.entry)
         return entries
@@ -186,8 +202,8 @@ class _Build:
         self.current[key] = before
         return before.entry
 
-    @staticmethod
     def _translate(
+        self,
         fqdn: str,
         secure: bool,
         routes: dict[str, Route],
@@ -197,18 +213,38 @@ class _Build:
         """Re-assemble a changed virtual host, translating (and keying) only routes not seen before.
 
         Routes never depend on the virtual host's policies (Envoy falls back from a route's
-        per-filter config to its virtual host's), so their pieces survive a policy change.
+        per-filter config to its virtual host's), so their pieces survive a policy change.  A new
+        route, head or tail that breaks Envoy's rules is left out and reported as a fault of the
+        objects it came from; such a virtual host is not memoised, so the fault is found again.
         """
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
+        faults = self.faults
+        found = len(faults)
         for route in routes.values():
             piece = known.get(route)
             if piece is None:
-                body = build_route(route, secure, authority, fqdn).SerializeToString(deterministic=True)
+                message = build_route(route, secure, authority, fqdn)
+                problems = violations(message)
+                if problems:
+                    origins = frozenset((route.origin,)) if route.origin is not None else frozenset()
+                    note = violation_note(f"a route of virtual host {fqdn!r}", problems)
+                    faults.append(Fault(note=note, origins=origins, precise=bool(origins)))
+                    continue
+                body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
-        head = virtual_host_head(fqdn).SerializeToString(deterministic=True)
-        tail = virtual_host_tail(fqdn, *policies).SerializeToString(deterministic=True)
+        head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(fqdn, *policies)
+        problems = violations(head_message) + violations(tail_message)
+        if problems:
+            # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
+            origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
+            faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
+            tail_message = route_components.VirtualHost()
+        head = head_message.SerializeToString(deterministic=True)
+        tail = tail_message.SerializeToString(deterministic=True)
         ordered = sorted(pieces.values(), key=itemgetter(0))
         vhost = b"".join((head, *(p[1] for p in ordered), tail))
-        return _Translated(routes, policies, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)
+        # A sentinel route set when something was left out: the next build translates it again.
+        kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
+        return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)

@@ -21,6 +21,7 @@ from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
+from cpx.isolation import ObjectFault
 from cpx.objects import KubeObject, ObjectKey
 from cpx.source import SourceCache
 from cpx_ingress import processor as module
@@ -215,8 +216,9 @@ def test_a_failing_build_leaves_no_half_applied_memo(
     original: Callable[..., Any] = module._IngressBuild.routes
     monkeypatch.setattr(module._IngressBuild, "routes", lambda self: 1 / 0)
     inc.source.insert(k8s.ingress("b", rules=[k8s.rule("b.example.com")]))
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ObjectFault, match="ZeroDivisionError") as raised:
         Builder([("listeners", ListenerProcessor(inc.config)), ("ingress", inc.processor)]).build(inc.source)
+    assert str(raised.value.key) == "Ingress default/b"  # blamed on the Ingress being translated
     monkeypatch.setattr(module._IngressBuild, "routes", original)
     dag = inc.build()
     assert sorted(dag.listeners[HTTP_LISTENER].virtual_hosts) == ["a.example.com", "b.example.com"]
