@@ -51,6 +51,7 @@ class EventHandler:
     on_snapshot: Callable[[Snapshot], None]
     on_rebuild: Callable[[Pipeline], None] = lambda pipeline: None
     on_build_failed: Callable[[Pipeline], None] = lambda pipeline: None
+    on_statuses: Callable[[Pipeline], None] = lambda pipeline: None  # statuses changed, no rebuild
     holdoff_delay: float = 0.1
     holdoff_max_delay: float = 0.5
     # Sources that must report SYNCED before the first build (Contour's initial-sync gate).
@@ -193,13 +194,16 @@ class EventHandler:
 
     async def _publish_endpoints(self) -> None:
         services, self._endpoint_services = self._endpoint_services, set()
+        left_out = len(self.pipeline.quarantined)
         try:
             snapshot = self.pipeline.endpoints_changed(services)
-        except Exception:
-            log.exception("endpoint update failed; still serving the last good endpoints")
+        except Exception as err:
+            log.error("endpoint update failed; still serving the last good endpoints: %s", sanitize(str(err)))
             return
         if snapshot is not None:
             await self._publish(snapshot)
+        if len(self.pipeline.quarantined) != left_out:
+            self.on_statuses(self.pipeline)  # an EndpointSlice was left out: say so at once
 
     async def _publish(self, snapshot: Snapshot) -> None:
         self.on_snapshot(snapshot)

@@ -334,10 +334,24 @@ class Pipeline:
             return None
         wanted = set(services)
         changed = False
-        for cache in self.caches:
-            fast = getattr(cache, "on_endpoints_change", None)
-            if fast is not None and fast(self.source, wanted):
-                changed = True
+        for _ in range(MAX_QUARANTINE_ROUNDS):
+            for cache in self.caches:
+                fast = getattr(cache, "on_endpoints_change", None)
+                if fast is not None and fast(self.source, wanted):
+                    changed = True
+            faults = self._resource_faults(self.dag)
+            if not faults:
+                break
+            # Endpoints come from EndpointSlices (and their Service): blame the changed ones.
+            changes = self.source.changes_since(self._good_revision)
+            recent = {ObjectKey(*c) for c in changes} if changes is not None else set()
+            blamed = [(key, f.note) for f in faults for key in sorted(f.origins & recent)]
+            if not blamed:
+                raise BuildError(f"{faults[0].note.type} ({faults[0].note.reason}): {faults[0].note.message}")
+            for key, note in blamed:
+                self.quarantine(key, note)
+        else:
+            raise BuildError("gave up after quarantining objects in the endpoint fast path")
         if not changed:
             return None
         self.snapshot = self._make_snapshot()

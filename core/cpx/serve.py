@@ -233,6 +233,7 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         on_snapshot=server.set_snapshot,
         on_rebuild=on_rebuild,
         on_build_failed=on_build_failed,
+        on_statuses=reporter,
         holdoff_delay=config.holdoff_delay,
         holdoff_max_delay=config.holdoff_max_delay,
         pending_sources=set(source_names),

@@ -10,7 +10,7 @@ from typing import Any
 from cpx.config import Config
 from cpx.manifests import expand, parse_file
 from cpx.objects import ObjectKey
-from cpx.pipeline import Pipeline, UnknownKindError
+from cpx.pipeline import BuildError, Pipeline, UnknownKindError
 from cpx.plugins import PluginHost
 from cpx.standalone import prepare
 
@@ -58,7 +58,10 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
             if not pipeline.accepts(obj):
                 continue
             pipeline.upsert(obj, validate=True)
-    pipeline.rebuild()
+    try:
+        pipeline.rebuild()
+    except BuildError as err:
+        errors.append(f"the build failed and nothing was published: {err}")
     statuses = pipeline.statuses()
     out_objects = []
     for obj in read:
@@ -82,5 +85,5 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
         elif key.group_kind in pipeline.status_writers and not pipeline.accepts(obj):
             entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
         out_objects.append(entry)
-    assert pipeline.snapshot is not None
-    return {"objects": out_objects, "errors": errors, "xds": redact_secrets(pipeline.snapshot.to_json())}
+    xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
+    return {"objects": out_objects, "errors": errors, "xds": xds}

@@ -21,6 +21,7 @@ class RecordingPipeline:
     rebuilds: int = 0
     endpoint_calls: list[set[tuple[str, str]]] = attrs.field(factory=list)
     last_build_error: str | None = None
+    quarantined: dict[object, object] = attrs.field(factory=dict)
     failing: int = 0  # how many of the next builds fail
 
     def upsert(self, obj: dict[str, Any], validate: bool = False) -> bool:
