@@ -67,7 +67,11 @@ ROUTE_CASES = [
         "ratelimit-host",
         {
             "rateLimitPolicy": {
-                "local": {"requests": 5, "unit": "second", "responseHeadersToAdd": [{"name": "Host", "value": "x"}]}
+                "local": {
+                    "requests": 5,
+                    "unit": "second",
+                    "responseHeadersToAdd": [{"name": "Host", "value": "x"}],
+                }
             }
         },
         "EnvoyConstraintViolated",
@@ -77,7 +81,11 @@ ROUTE_CASES = [
         {"healthCheckPolicy": {"path": "/", "timeoutSeconds": 9223372036854775807}},
         "EnvoyConstraintViolated",
     ),
-    ("healthcheck-crlf", {"healthCheckPolicy": {"path": "/a\r\nb", "host": "h\r\nx"}}, "EnvoyConstraintViolated"),
+    (
+        "healthcheck-crlf",
+        {"healthCheckPolicy": {"path": "/a\r\nb", "host": "h\r\nx"}},
+        "EnvoyConstraintViolated",
+    ),
 ]
 
 
