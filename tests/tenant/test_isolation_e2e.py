@@ -9,7 +9,6 @@ blame: the build fails, the last good configuration stays, the changes made mean
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def test_a_failing_build_keeps_its_changes_and_readyz_says_so(crashing: tuple[Te
     try:
         stack.apply("pending.yaml", [valid_httpproxy("pending", "pending.tenant.test")])
         wait_until(lambda: stack.cpx.get("/readyz")[0] == 503, what="/readyz 503")
-        status, body = stack.cpx.get("/readyz")
+        _, body = stack.cpx.get("/readyz")
         assert "the last DAG build failed" in body and "marker file exists" in body
         assert stack.cpx.metric("cpx_dag_build_failed") == 1
         assert stack.get(control) == 200  # the last good configuration keeps serving
