@@ -88,6 +88,7 @@ class HTTPService:
             self._thread.join(5.0)
         else:
             self._sock.close()
+            self._loop.close()
         self._workers.shutdown(wait=False, cancel_futures=True)
 
     def _run(self) -> None:
