@@ -756,6 +756,11 @@ async def test_too_many_resource_names_end_the_stream(xds: Harness) -> None:
         await sotw.recv()
     assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     assert "100001 resource names in one request (limit 100000)" in str(err.value.details())
+    unparsed = xds.ads()  # so many that the request is refused before protobuf parses it
+    await unparsed.send(ENDPOINT, ("n" for _ in range(400_000)))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await unparsed.recv()
+    assert "about 400000 resource names in one request" in str(err.value.details())
     delta = xds.delta_ads()
     await delta.delta(ENDPOINT, (f"a{i}" for i in range(60_000)))
     assert len((await delta.recv(10)).removed_resources) == 60_000

@@ -14,6 +14,7 @@ import time
 import urllib.parse
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from typing import Any
 
 import attrs
 
@@ -44,6 +45,41 @@ class XdsLimits:
     # Log lines about one peer's NACKs of one type, or its closed streams: `burst` per `period`.
     log_burst: int = 5
     log_period: float = 60.0
+
+
+# Tags (field number << 3 | wire type 2) of the repeated name fields: DiscoveryRequest's
+# resource_names (3); DeltaDiscoveryRequest's resource_names_subscribe (3), _unsubscribe (4) and
+# initial_resource_versions (5).
+SOTW_NAME_TAGS = (b"\x1a",)
+DELTA_NAME_TAGS = (b"\x1a", b"\x22", b"\x2a")
+
+
+@attrs.frozen
+class TooManyNames:
+    """What a request decodes to when it plainly holds too many names: it is never parsed."""
+
+    bound: int
+
+
+def bounded_parser(
+    parse: Callable[[bytes], Any], tags: tuple[bytes, ...], limit: int
+) -> Callable[[bytes], Any]:
+    """``parse``, unless the request's bytes show it holds far more than ``limit`` names.
+
+    Parsing costs ~45 bytes of memory per name (a 4 MiB request of one-letter names: 60 MB), so the
+    names are bounded before: each one starts with one of ``tags``, and counting those bytes (C
+    speed, ~1 ms per MiB) is an upper bound on the names. 3x the limit leaves room for the same
+    byte in legitimate content (a name 26 bytes long, a '"' in a message); between the limit and
+    that, the request is parsed and its names counted exactly.
+    """
+
+    def deserialize(data: bytes) -> Any:
+        bound = sum(data.count(tag) for tag in tags)
+        if bound > 3 * limit:
+            return TooManyNames(bound)
+        return parse(data)
+
+    return deserialize
 
 
 def type_label(type_url: str) -> str:

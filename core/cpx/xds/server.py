@@ -20,7 +20,16 @@ from google.protobuf.message import DecodeError
 
 from cpx.xds import wire
 from cpx.xds.counters import XdsCounters, XdsMetrics
-from cpx.xds.guard import LogLimiter, XdsLimits, peer_host, suppressed_note
+from cpx.xds.guard import (
+    DELTA_NAME_TAGS,
+    SOTW_NAME_TAGS,
+    LogLimiter,
+    TooManyNames,
+    XdsLimits,
+    bounded_parser,
+    peer_host,
+    suppressed_note,
+)
 from cpx.xds.rejects import OnReject, Rejections, RejectReport
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
 from cpx.xds.streams import DeltaStream, LimitExceeded, ProtocolError, SotwStream, Stream, StreamHub
@@ -76,6 +85,9 @@ def _target(address: str, port: int) -> str:
 async def _read(stream: Stream, requests: AsyncIterator[Any]) -> None:
     try:
         async for request in requests:
+            if isinstance(request, TooManyNames):
+                limit = stream.hub.limits.max_resource_names
+                raise LimitExceeded(f"about {request.bound} resource names in one request (limit {limit})")
             stream.on_request(request)
             stream.wake.set()
     finally:
@@ -174,9 +186,11 @@ class XdsServer:
     def _stream_handler(
         self, kind: type[SotwStream | DeltaStream], fixed_type: str | None
     ) -> grpc.RpcMethodHandler:
-        request_class = (
-            discovery_pb2.DiscoveryRequest if kind is SotwStream else discovery_pb2.DeltaDiscoveryRequest
-        )
+        limit = self._limits.max_resource_names
+        if kind is SotwStream:
+            parse = bounded_parser(discovery_pb2.DiscoveryRequest.FromString, SOTW_NAME_TAGS, limit)
+        else:
+            parse = bounded_parser(discovery_pb2.DeltaDiscoveryRequest.FromString, DELTA_NAME_TAGS, limit)
 
         async def handle(requests: AsyncIterator[Any], context: Any) -> AsyncIterator[bytes]:
             peer = str(context.peer())
@@ -195,16 +209,18 @@ class XdsServer:
                 self._hub.peers.release(host)
 
         return grpc.stream_stream_rpc_method_handler(
-            handle, request_deserializer=request_class.FromString, response_serializer=_passthrough
+            handle, request_deserializer=parse, response_serializer=_passthrough
         )
 
     def _fetch_handler(self, type_url: str) -> grpc.RpcMethodHandler:
+        limit = self._limits.max_resource_names
+
         async def fetch(request: Any, context: Any) -> bytes:
             snapshot = self._hub.snapshot
             if snapshot is None:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "no configuration yet")
             assert snapshot is not None
-            if len(request.resource_names) > self._limits.max_resource_names:
+            if isinstance(request, TooManyNames) or len(request.resource_names) > limit:
                 await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "too many resource names")
             self._hub.metrics.xds_requests.labels(type_url=type_url).inc()
             snap = snapshot.get(type_url)
@@ -215,7 +231,9 @@ class XdsServer:
 
         return grpc.unary_unary_rpc_method_handler(
             fetch,
-            request_deserializer=discovery_pb2.DiscoveryRequest.FromString,
+            request_deserializer=bounded_parser(
+                discovery_pb2.DiscoveryRequest.FromString, SOTW_NAME_TAGS, limit
+            ),
             response_serializer=_passthrough,
         )
 
