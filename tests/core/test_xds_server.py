@@ -303,14 +303,19 @@ async def test_ack_then_no_resend_and_push_on_change(xds: Harness) -> None:
     assert xds.counters.xds_responses[LISTENER] == 2
 
 
-async def test_nack_is_counted_and_not_resent(xds: Harness, caplog: pytest.LogCaptureFixture) -> None:
+async def cluster_push(xds: Harness, node: str) -> tuple[Client, Any, Any]:
+    """An ADS client that ACKed CDS with c1, c2 and then got c3 pushed: (client, first, pushed)."""
     xds.server.set_snapshot(base())
-    client = xds.ads(node="node-a")
+    client = xds.ads(node=node)
     await client.send(CLUSTER)
     first = await client.recv()
     await client.ack(first)
     xds.server.set_snapshot(base(c3=cluster("c3")))
-    bad = await client.recv()
+    return client, first, await client.recv()
+
+
+async def test_nack_is_counted_and_not_resent(xds: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    client, first, bad = await cluster_push(xds, "node-a")
     await client.send(CLUSTER, version=first.version_info, nonce=bad.nonce, error="cluster c3: bad")
     await client.quiet()
     assert xds.counters.xds_nacks[CLUSTER] == 1
@@ -647,13 +652,7 @@ async def _reports(xds: Harness, count: int) -> list[RejectReport]:
 async def test_a_nack_is_reported_once_escaped_and_truncated(
     xds: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
-    xds.server.set_snapshot(base())
-    client = xds.ads(node="node-a\nforged")
-    await client.send(CLUSTER)
-    first = await client.recv()
-    await client.ack(first)
-    xds.server.set_snapshot(base(c3=cluster("c3")))
-    bad = await client.recv()
+    client, first, bad = await cluster_push(xds, "node-a\nforged")
     message = "cluster c3: bad\nERROR forged line\x1b[31m\u2028" + "x" * 30_000
     for _ in range(3):  # Envoy may repeat itself: the rejected response is reported once
         await client.send(CLUSTER, version=first.version_info, nonce=bad.nonce, error=message)
