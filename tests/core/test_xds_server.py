@@ -234,7 +234,7 @@ class Harness:
 
 @contextlib.asynccontextmanager
 async def harness(limits: XdsLimits | None = None) -> AsyncIterator[Harness]:
-    counters, reports = XdsCounters(), []
+    counters, reports = XdsCounters(), list[RejectReport]()
     server = XdsServer(address="127.0.0.1", port=0, metrics=counters, on_reject=reports.append, limits=limits)
     started = Harness(server, await server.start(), counters, reports)
     try:
@@ -803,17 +803,29 @@ async def test_streams_per_peer_address_are_limited() -> None:
         assert names_of(await again.recv()) == ["l1"]
 
 
-async def test_a_client_pinging_too_often_is_disconnected(xds: Harness) -> None:
+async def _idle_pinging_stream(port: int, ping_ms: int, watch: float) -> grpc.StatusCode | None:
+    """An ADS stream that pings every ``ping_ms`` and is never answered; how it ended within ``watch``."""
     options = [
-        ("grpc.keepalive_time_ms", 200),
-        ("grpc.keepalive_timeout_ms", 1000),
+        ("grpc.keepalive_time_ms", ping_ms),
+        ("grpc.keepalive_timeout_ms", 5000),
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.max_pings_without_data", 0),
     ]
-    async with grpc.aio.insecure_channel(f"127.0.0.1:{xds.port}", options=options) as channel:
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
         client = Client(ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel).StreamAggregatedResources())
-        await client.send(LISTENER)  # no snapshot yet: an idle stream, only pings on the wire
-        with pytest.raises(grpc.aio.AioRpcError) as err:
-            await client.recv(timeout=10)
-        assert err.value.code() == grpc.StatusCode.UNAVAILABLE
-        await client.close()
+        await client.send(LISTENER)  # no snapshot: an idle stream, only pings on the wire
+        try:
+            await client.recv(timeout=watch)
+        except grpc.aio.AioRpcError as err:
+            return err.code()
+        except TimeoutError:
+            return None
+        finally:
+            await client.close()
+        raise AssertionError("an answer without a snapshot")
+
+
+async def test_keepalive_pings_are_allowed_up_to_the_limit_and_not_beyond() -> None:
+    async with harness(XdsLimits(min_ping_interval_ms=2000)) as xds:
+        assert await _idle_pinging_stream(xds.port, 2500, watch=6.0) is None  # still open
+        assert await _idle_pinging_stream(xds.port, 100, watch=6.0) == grpc.StatusCode.UNAVAILABLE

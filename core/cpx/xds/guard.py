@@ -42,6 +42,8 @@ class XdsLimits:
     max_types_per_stream: int = 32
     # Concurrent streams from one IP address (an Envoy opens 1 ADS stream, or 1 per type).
     max_streams_per_peer: int = 1024
+    # A client may ping this often on an idle connection; faster, twice, ends it (GOAWAY).
+    min_ping_interval_ms: int = 10_000
     # Log lines about one peer's NACKs of one type, or its closed streams: `burst` per `period`.
     log_burst: int = 5
     log_period: float = 60.0

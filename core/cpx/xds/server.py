@@ -64,7 +64,7 @@ def _server_options(limits: XdsLimits) -> tuple[tuple[str, int], ...]:
         # Enforcement: a client may ping every 10 s even on an idle connection (Envoy's
         # connection_keepalive, when set, is at least that); pinging faster twice ends the
         # connection with GOAWAY "too_many_pings" instead of costing the server a reply each.
-        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.http2.min_ping_interval_without_data_ms", limits.min_ping_interval_ms),
         ("grpc.http2.max_ping_strikes", 2),
         # Two servers on one port would split the Envoys between them; fail the bind instead.
         ("grpc.so_reuseport", 0),
