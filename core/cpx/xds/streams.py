@@ -226,7 +226,6 @@ class SotwWatch:
     named_ever: bool = False  # once a client named anything, an empty list means "nothing"
     nonce: str = ""  # latest nonce sent for this type
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
-    last_version: str = ""  # type version of the latest response (for logs)
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
     resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
     force: bool = False
@@ -313,7 +312,6 @@ class SotwStream(Stream):
             names = current.keys()
         watch.force = watch.resend_on_request = False
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
-        watch.last_version = snap.version
         self.hub.count_response(snap.type_url)
         log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
         if snap.type_url == CLUSTER:
