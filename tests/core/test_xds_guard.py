@@ -47,7 +47,7 @@ def test_printable_truncates_and_says_how_long_it_was() -> None:
         ("ipv4:10.1.2.3:5000", "10.1.2.3"),
         ("ipv6:[::1]:5000", "::1"),
         ("ipv6:%5B2001:db8::1%5D:443", "2001:db8::1"),
-        ("unix:/tmp/sock", "unix:/tmp/sock"),
+        ("unix:xds.sock", "unix:xds.sock"),
     ],
 )
 def test_peer_host(peer: str, host: str) -> None:
