@@ -361,6 +361,8 @@ def serve(ctx: click.Context, /, **params: Any) -> None:
         params["xds_cafile"] and not params["xds_cert_file"]
     ):
         raise click.UsageError("mTLS needs --xds-cafile, --xds-cert-file and --xds-key-file together", ctx)
+    if params["xds_cert_file"]:
+        _check_xds_tls_files(params)
     config = _core_config(params, _plugin_values(ctx, params))
     options = ServeOptions(
         manifests=tuple(params["manifests"]),
@@ -378,6 +380,15 @@ def serve(ctx: click.Context, /, **params: Any) -> None:
     try:
         asyncio.run(run_serve(ctx.meta["cpx.host"], config, options))
     except CpxError as err:
+        raise click.ClickException(str(err)) from None
+
+
+def _check_xds_tls_files(params: dict[str, Any]) -> None:
+    from cpx.tlsutil import SecretError, check_server_tls_files  # noqa: PLC0415
+
+    try:
+        check_server_tls_files(params["xds_cafile"], params["xds_cert_file"], params["xds_key_file"])
+    except SecretError as err:
         raise click.ClickException(str(err)) from None
 
 

@@ -34,7 +34,10 @@ class Metrics:
         self.xds_requests = Counter("cpx_xds_requests", "xDS requests received", ["type_url"], registry=r)
         self.xds_responses = Counter("cpx_xds_responses", "xDS responses sent", ["type_url"], registry=r)
         self.xds_nacks = Counter(
-            "cpx_xds_nacks", "xDS responses rejected by Envoy (NACK)", ["type_url"], registry=r
+            "cpx_xds_nacks", "xDS requests carrying an error (NACK)", ["type_url"], registry=r
+        )
+        self.xds_rejects = Counter(
+            "cpx_xds_rejects", "xDS responses rejected by Envoy, once per response", ["type"], registry=r
         )
         # Status writing (Kubernetes mode, leader only; standalone mode counts computed changes
         # in status_update_total): noop is a subset of success, as in Contour.

@@ -204,7 +204,10 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         tls = ServerTLS(
             ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file
         )
-    server = XdsServer(address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics)
+    # on_reject: the lead's mapping of rejected resources back to objects plugs in here.
+    server = XdsServer(
+        address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics, on_reject=None
+    )
     reporter = StatusReporter(options.status_file, metrics)
     source, source_names = make_source(host, pipeline, options)
     status_tasks: list[asyncio.Task[None]] = []

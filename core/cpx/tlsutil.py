@@ -1,10 +1,12 @@
-"""Validation of TLS material from Kubernetes Secrets (with the cryptography library)."""
+"""Validation of TLS material (with the cryptography library): Kubernetes Secrets, and the xDS
+server's own certificate files."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from cryptography import x509
@@ -101,3 +103,30 @@ def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:
     except SecretError as err:
         raise SecretError(f"{where}: {err}") from None
     return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), ca_pem=ca_pem)
+
+
+def _read(path: str | Path, flag: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as err:
+        raise SecretError(f"{flag} {path}: {err.strerror or err}") from None
+
+
+def check_server_tls_files(ca_file: str | Path, cert_file: str | Path, key_file: str | Path) -> None:
+    """Check the xDS server's mTLS files before gRPC reads them (gRPC only says "Failed to bind").
+
+    The CA file and the certificate file hold PEM certificates, the key file an unencrypted PEM
+    private key, and that key belongs to the (first) certificate. The error names the files.
+    """
+    _load_certs(_read(ca_file, "--xds-cafile"), f"--xds-cafile {ca_file}")
+    certs = _load_certs(_read(cert_file, "--xds-cert-file"), f"--xds-cert-file {cert_file}")
+    try:
+        key = serialization.load_pem_private_key(_read(key_file, "--xds-key-file"), password=None)
+    except (ValueError, TypeError):
+        raise SecretError(
+            f"--xds-key-file {key_file} is not a PEM-encoded, unencrypted private key"
+        ) from None
+    if _public_bytes(key.public_key()) != _public_bytes(certs[0].public_key()):
+        raise SecretError(
+            f"--xds-key-file {key_file} does not match the certificate in --xds-cert-file {cert_file}"
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import ipaddress
 import time
@@ -30,7 +31,7 @@ from google.protobuf import any_pb2, duration_pb2
 
 from cpx.xds import wire
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
-from cpx.xds.server import ServerTLS, XdsCounters, XdsServer
+from cpx.xds.server import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer
 
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 QUIET = 0.3  # how long "nothing arrives" is watched
@@ -202,6 +203,7 @@ class Harness:
     server: XdsServer
     port: int
     counters: XdsCounters
+    reports: list[RejectReport] = attrs.field(factory=list)
     channels: list[grpc.aio.Channel] = attrs.field(factory=list)
     clients: list[Client] = attrs.field(factory=list)
 
@@ -230,16 +232,22 @@ class Harness:
             await channel.close()
 
 
+@contextlib.asynccontextmanager
+async def harness(limits: XdsLimits | None = None) -> AsyncIterator[Harness]:
+    counters, reports = XdsCounters(), list[RejectReport]()
+    server = XdsServer(address="127.0.0.1", port=0, metrics=counters, on_reject=reports.append, limits=limits)
+    started = Harness(server, await server.start(), counters, reports)
+    try:
+        yield started
+    finally:
+        await started.close()
+        await server.stop(grace=0.2)
+
+
 @pytest.fixture
 async def xds() -> AsyncIterator[Harness]:
-    counters = XdsCounters()
-    server = XdsServer(address="127.0.0.1", port=0, metrics=counters)
-    harness = Harness(server, await server.start(), counters)
-    try:
-        yield harness
-    finally:
-        await harness.close()
-        await server.stop(grace=0.2)
+    async with harness() as started:
+        yield started
 
 
 # --- wire encoding -------------------------------------------------------------------------
@@ -295,14 +303,19 @@ async def test_ack_then_no_resend_and_push_on_change(xds: Harness) -> None:
     assert xds.counters.xds_responses[LISTENER] == 2
 
 
-async def test_nack_is_counted_and_not_resent(xds: Harness, caplog: pytest.LogCaptureFixture) -> None:
+async def cluster_push(xds: Harness, node: str) -> tuple[Client, Any, Any]:
+    """An ADS client that ACKed CDS with c1, c2 and then got c3 pushed: (client, first, pushed)."""
     xds.server.set_snapshot(base())
-    client = xds.ads(node="node-a")
+    client = xds.ads(node=node)
     await client.send(CLUSTER)
     first = await client.recv()
     await client.ack(first)
     xds.server.set_snapshot(base(c3=cluster("c3")))
-    bad = await client.recv()
+    return client, first, await client.recv()
+
+
+async def test_nack_is_counted_and_not_resent(xds: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    client, first, bad = await cluster_push(xds, "node-a")
     await client.send(CLUSTER, version=first.version_info, nonce=bad.nonce, error="cluster c3: bad")
     await client.quiet()
     assert xds.counters.xds_nacks[CLUSTER] == 1
@@ -622,3 +635,197 @@ async def test_mtls_requires_a_client_certificate(tmp_path: Path) -> None:
         await server.stop(grace=0.2)
     with pytest.raises(ValueError, match="key_file"):
         ServerTLS(ca_file="ca", cert_file="crt", key_file=None)
+
+
+# --- hostile clients and NACK reports ------------------------------------------------------
+
+
+async def _reports(xds: Harness, count: int) -> list[RejectReport]:
+    for _ in range(100):
+        if len(xds.reports) >= count:
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(QUIET)  # and no more than that
+    return xds.reports
+
+
+async def test_a_nack_is_reported_once_escaped_and_truncated(
+    xds: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    client, first, bad = await cluster_push(xds, "node-a\nforged")
+    message = "cluster c3: bad\nERROR forged line\x1b[31m\u2028" + "x" * 30_000
+    for _ in range(3):  # Envoy may repeat itself: the rejected response is reported once
+        await client.send(CLUSTER, version=first.version_info, nonce=bad.nonce, error=message)
+    [report] = await _reports(xds, 1)
+    assert report.node_id == "node-a\\x0aforged"
+    assert (report.type_url, report.resource_names) == (CLUSTER, ("c1", "c2", "c3"))
+    assert report.message.startswith("cluster c3: bad\\x0aERROR forged line\\x1b[31m\\u2028xxx")
+    assert report.message.endswith(f"... [{len(message)} chars]") and len(report.message) < 1100
+    assert xds.counters.xds_nacks[CLUSTER] == 3 and xds.counters.xds_rejects[CLUSTER] == 1
+    lines = [r.getMessage() for r in caplog.records if r.name == "cpx.xds"]
+    assert any("node-a\\x0aforged rejected clusters" in line for line in lines), lines
+    assert not any(c in line for line in lines for c in "\n\x1b\u2028")
+
+
+async def test_nacks_are_reported_for_named_delta_and_per_type_streams(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    ads = xds.ads(node="sotw")
+    await ads.send(ENDPOINT, ["eds/c1", "eds/missing"])
+    eds = await ads.recv()
+    await ads.send(ENDPOINT, ["eds/c1", "eds/missing"], nonce=eds.nonce, error="bad eds")
+    assert await _reports(xds, 1) == [RejectReport("sotw", ENDPOINT, ("eds/c1",), "bad eds")]
+
+    delta = xds.delta_ads(node="delta")
+    await delta.delta(CLUSTER)
+    await delta.delta(CLUSTER, nonce=(await delta.recv()).nonce)
+    xds.server.set_snapshot(base(c2=cluster("c2", 3)))
+    changed = await delta.recv()
+    await delta.delta(CLUSTER, nonce=changed.nonce, error="bad c2")
+    assert (await _reports(xds, 2))[1] == RejectReport("delta", CLUSTER, ("c2",), "bad c2")
+
+    stub = cds_pb2_grpc.ClusterDiscoveryServiceStub(xds.channel())
+    per_type = xds._client(stub.StreamClusters(), "per-type")
+    await per_type.send(CLUSTER)
+    got = await per_type.recv()
+    await per_type.send(CLUSTER, nonce=got.nonce, error="bad cds")
+    await per_type.send(CLUSTER, nonce="999", error="a nonce never sent")  # stale: ignored
+    assert (await _reports(xds, 3))[2:] == [RejectReport("per-type", CLUSTER, ("c1", "c2"), "bad cds")]
+    assert xds.counters.xds_nacks[CLUSTER] == 2 and xds.counters.xds_rejects[CLUSTER] == 2
+
+
+async def test_a_failing_on_reject_costs_no_stream() -> None:
+    def broken(report: RejectReport) -> None:
+        raise RuntimeError("bug")
+
+    server = XdsServer(address="127.0.0.1", port=0, on_reject=broken)
+    port = await server.start()
+    server.set_snapshot(base())
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            client = Client(ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel).StreamAggregatedResources())
+            await client.send(LISTENER)
+            got = await client.recv()
+            await client.send(LISTENER, nonce=got.nonce, error="bad")
+            server.set_snapshot(base(l2=listener("l2")))
+            assert names_of(await client.recv()) == ["l1", "l2"]
+            await client.close()
+    finally:
+        await server.stop(grace=0.2)
+
+
+async def test_nack_log_lines_are_rate_limited_per_peer_and_type(
+    xds: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(CLUSTER)
+    got = await client.recv()
+    for i in range(50):
+        await client.send(CLUSTER, nonce=got.nonce, error=f"bad {i}")
+    await client.quiet()
+    lines = [r.getMessage() for r in caplog.records if "rejected" in r.getMessage()]
+    assert len(lines) == 5 and xds.counters.xds_nacks[CLUSTER] == 50
+
+
+async def test_unknown_type_urls_share_one_label_and_a_stream_holds_a_few(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    for i in range(32):
+        await client.send(f"type.googleapis.com/garbage.{i}\n", ["*"])
+    for _ in range(32):
+        assert not (await client.recv()).resources
+    assert set(xds.counters.xds_requests.counts) == {"unknown"}
+    assert set(xds.counters.xds_responses.counts) == {"unknown"}
+    assert xds.counters.xds_requests["unknown"] == 32
+    await client.send("type.googleapis.com/garbage.33")
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await client.recv()
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "more than 32 type URLs on one stream" in str(err.value.details())
+
+
+async def test_too_many_resource_names_end_the_stream(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    good = xds.ads()
+    await good.send(LISTENER)
+    await good.ack(await good.recv())
+    sotw = xds.ads()
+    await sotw.send(ENDPOINT, (str(i) for i in range(100_001)))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await sotw.recv()
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert "100001 resource names in one request (limit 100000)" in str(err.value.details())
+    unparsed = xds.ads()  # so many that the request is refused before protobuf parses it
+    await unparsed.send(ENDPOINT, ("n" for _ in range(400_000)))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await unparsed.recv()
+    assert "about 400000 resource names in one request" in str(err.value.details())
+    delta = xds.delta_ads()
+    await delta.delta(ENDPOINT, (f"a{i}" for i in range(60_000)))
+    assert len((await delta.recv(10)).removed_resources) == 60_000
+    await delta.delta(ENDPOINT, (f"b{i}" for i in range(60_000)))
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await delta.recv()
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    xds.server.set_snapshot(base(l2=listener("l2")))
+    assert names_of(await good.recv()) == ["l1", "l2"]
+
+
+async def test_a_request_over_4_mib_is_refused(xds: Harness) -> None:
+    xds.server.set_snapshot(base())
+    client = xds.ads()
+    await client.send(ENDPOINT, ["x" * (4 << 20)])
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await client.recv()
+    assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+    fine = xds.ads()
+    await fine.send(LISTENER, ["*", "x" * (1 << 20)])  # large names are not refused as such
+    assert names_of(await fine.recv()) == ["l1"]
+
+
+async def test_streams_per_peer_address_are_limited() -> None:
+    async with harness(XdsLimits(max_streams_per_peer=3)) as xds:
+        xds.server.set_snapshot(base())
+        clients = [xds.ads(node=f"envoy-{i}") for i in range(3)]
+        for client in clients:
+            await client.send(LISTENER)
+            await client.recv()
+        extra = xds.ads()
+        await extra.send(LISTENER)
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await extra.recv()
+        assert err.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "more than 3 streams from 127.0.0.1" in str(err.value.details())
+        await clients[0].close()
+        await asyncio.sleep(0.2)
+        again = xds.ads()
+        await again.send(LISTENER)
+        assert names_of(await again.recv()) == ["l1"]
+
+
+async def _idle_pinging_stream(port: int, ping_ms: int, watch: float) -> grpc.StatusCode | None:
+    """An ADS stream that pings every ``ping_ms`` and is never answered; how it ended within ``watch``."""
+    options = [
+        ("grpc.keepalive_time_ms", ping_ms),
+        ("grpc.keepalive_timeout_ms", 5000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.max_pings_without_data", 0),
+    ]
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{port}", options=options) as channel:
+        client = Client(ads_pb2_grpc.AggregatedDiscoveryServiceStub(channel).StreamAggregatedResources())
+        await client.send(LISTENER)  # no snapshot: an idle stream, only pings on the wire
+        try:
+            await client.recv(timeout=watch)
+        except grpc.aio.AioRpcError as err:
+            return err.code()
+        except TimeoutError:
+            return None
+        finally:
+            await client.close()
+        raise AssertionError("an answer without a snapshot")
+
+
+async def test_keepalive_pings_are_allowed_up_to_the_limit_and_not_beyond() -> None:
+    async with harness(XdsLimits(min_ping_interval_ms=2000)) as xds:
+        assert await _idle_pinging_stream(xds.port, 2500, watch=6.0) is None  # still open
+        assert await _idle_pinging_stream(xds.port, 100, watch=6.0) == grpc.StatusCode.UNAVAILABLE

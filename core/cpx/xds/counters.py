@@ -1,7 +1,8 @@
 """What the xDS server counts, as a protocol any metrics backend can satisfy.
 
 The shape is prometheus_client's: ``xds_connections`` is a gauge (``inc``/``dec``) and the
-others are counters labelled by ``type_url`` (``labels(type_url=...).inc()``). So
+others are counters with one label (``labels(type_url=...).inc()``). Label values come from a fixed
+set (:func:`cpx.xds.guard.type_label`), never straight from a client. So
 :class:`cpx.metrics.Metrics` can be handed to the server as is, and :class:`XdsCounters` is a
 plain in-memory implementation for tests and for running without prometheus.
 """
@@ -31,7 +32,8 @@ class XdsMetrics(Protocol):
     - ``xds_connections``: open xDS streams (gauge; +1 when a stream starts, -1 when it ends)
     - ``xds_requests``: discovery requests received, by ``type_url``
     - ``xds_responses``: discovery responses sent, by ``type_url``
-    - ``xds_nacks``: requests that rejected a response (``error_detail`` set), by ``type_url``
+    - ``xds_nacks``: requests with ``error_detail`` set (any nonce, repeats included), by ``type_url``
+    - ``xds_rejects``: responses Envoy rejected (once per response), by ``type``
     """
 
     # Read-only properties so that implementations may use narrower types (covariance).
@@ -43,6 +45,8 @@ class XdsMetrics(Protocol):
     def xds_responses(self) -> LabelledCounter: ...
     @property
     def xds_nacks(self) -> LabelledCounter: ...
+    @property
+    def xds_rejects(self) -> LabelledCounter: ...
 
 
 @attrs.define(eq=False)
@@ -61,8 +65,9 @@ class CountByType:
     counts: dict[str, Count] = attrs.field(factory=dict)
 
     def labels(self, *labelvalues: Any, **labelkwargs: Any) -> Count:
-        type_url = str(labelkwargs.get("type_url", labelvalues[0] if labelvalues else ""))
-        return self.counts.setdefault(type_url, Count())
+        # One label, whatever its name (type_url, type).
+        value = labelvalues[0] if labelvalues else next(iter(labelkwargs.values()), "")
+        return self.counts.setdefault(str(value), Count())
 
     def __getitem__(self, type_url: str) -> float:
         found = self.counts.get(type_url)
@@ -77,3 +82,4 @@ class XdsCounters:
     xds_requests: CountByType = attrs.field(factory=CountByType)
     xds_responses: CountByType = attrs.field(factory=CountByType)
     xds_nacks: CountByType = attrs.field(factory=CountByType)
+    xds_rejects: CountByType = attrs.field(factory=CountByType)

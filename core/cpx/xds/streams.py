@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -19,12 +20,13 @@ from envoy.config.cluster.v3 import cluster_pb2
 
 from cpx.xds import wire
 from cpx.xds.counters import XdsMetrics
+from cpx.xds.guard import PeerStreams, XdsLimits, printable, type_label
+from cpx.xds.rejects import Rejections, SentResponse, short
 from cpx.xds.resource import (
     CLUSTER,
     ENDPOINT,
     LISTENER,
     PUSH_ORDER,
-    SHORT_NAMES,
     Resource,
     Snapshot,
     TypeSnapshot,
@@ -42,12 +44,17 @@ _ABSENT = ""  # we told the client the name does not exist (removed_resources)
 _RESEND = "\0resend"  # the client dropped it (unsubscribed under wildcard): announce it again
 
 
+# Responses remembered per stream until Envoy answers them (it answers each in turn; a few more
+# cover per-type answers arriving out of order on ADS).
+_MAX_UNANSWERED = 16
+
+
 class ProtocolError(Exception):
     """The client broke the protocol; its stream is closed with INVALID_ARGUMENT."""
 
 
-def _short(type_url: str) -> str:
-    return SHORT_NAMES.get(type_url, type_url.rsplit(".", 1)[-1])
+class LimitExceeded(ProtocolError):
+    """The client asked for more than :class:`~cpx.xds.guard.XdsLimits` allows (RESOURCE_EXHAUSTED)."""
 
 
 def _ordered(type_urls: Sequence[str]) -> list[str]:
@@ -76,13 +83,18 @@ def eds_name(cluster: Resource) -> str | None:
 
 @attrs.define(eq=False)
 class StreamHub:
-    """What every stream of one server shares: the snapshot, caches, metrics, streams by node."""
+    """What every stream of one server shares: the snapshot, caches, metrics, limits, streams by node."""
 
     metrics: XdsMetrics
+    rejections: Rejections
+    limits: XdsLimits = attrs.field(factory=XdsLimits)
     snapshot: Snapshot | None = None
     stopping: bool = False
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
     streams: set[Stream] = attrs.field(factory=set)
+    peers: PeerStreams = attrs.field(
+        default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
+    )
     _by_node: dict[str, set[Stream]] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
@@ -124,19 +136,7 @@ class StreamHub:
                 stream.clusters_sent(changed)
 
     def count_response(self, type_url: str) -> None:
-        self.metrics.xds_responses.labels(type_url=type_url).inc()
-
-    def nack(self, stream: Stream, type_url: str, request: Any, version: str) -> None:
-        # Istio's rule: log, count, and wait for a real change (never resend what was rejected).
-        log.warning(
-            "Envoy %s rejected %s%s (nonce %r): %s",
-            stream.node_id or stream.peer,
-            _short(type_url),
-            f" version {version}" if version else "",
-            request.response_nonce,
-            request.error_detail.message,
-        )
-        self.metrics.xds_nacks.labels(type_url=type_url).inc()
+        self.metrics.xds_responses.labels(type_url=type_label(type_url)).inc()
 
 
 @attrs.define(eq=False)
@@ -149,6 +149,12 @@ class Stream:
     node_id: str = ""
     wake: asyncio.Event = attrs.field(factory=asyncio.Event)
     _nonce: int = 0
+    _unanswered: OrderedDict[str, SentResponse] = attrs.field(factory=OrderedDict)
+
+    @property
+    def who(self) -> str:
+        """The client, for log lines (its node id is whatever it claims, so escaped)."""
+        return printable(self.node_id, 128) if self.node_id else self.peer
 
     def on_request(self, request: Any) -> None:
         raise NotImplementedError
@@ -159,23 +165,54 @@ class Stream:
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
         raise NotImplementedError
 
-    def next_nonce(self) -> str:
+    def sent(self, response: SentResponse) -> str:
+        """Remember a response until Envoy answers it; returns its nonce."""
         self._nonce += 1
-        return str(self._nonce)
+        nonce = str(self._nonce)
+        self._unanswered[nonce] = response
+        if len(self._unanswered) > _MAX_UNANSWERED:
+            self._unanswered.popitem(last=False)
+        return nonce
 
-    def accept(self, request: Any) -> str:
-        """Common bookkeeping of a request; returns its type URL."""
+    def answered(self, type_url: str, request: Any, *, stale: bool = False) -> None:
+        """Forget the response a request answers; report it when the request is a NACK.
+
+        A ``stale`` request (SotW, superseded nonce) counts only if it answers a response not
+        answered yet: Envoy may reject a response after cpx sent the next one.
+        """
+        nonce = str(request.response_nonce)
+        sent = self._unanswered.pop(nonce, None) if nonce else None
+        if sent is not None and sent.type_url != type_url:
+            self._unanswered[nonce] = sent  # not an answer to that response: keep it
+            sent = None
+        if request.HasField("error_detail") and not (stale and sent is None):
+            self.hub.rejections.nack(
+                who=self.who, peer=self.peer, node_id=self.node_id, request=request, sent=sent
+            )
+
+    def accept(self, request: Any, names: int) -> str:
+        """Common bookkeeping of a request carrying ``names`` resource names; returns its type URL."""
         type_url = str(request.type_url) or self.fixed_type
         if not type_url:
             raise ProtocolError("type_url is required on an aggregated stream")
         if self.fixed_type is not None and type_url != self.fixed_type:
-            raise ProtocolError(f"type_url {type_url} on the {_short(self.fixed_type)} service")
+            raise ProtocolError(
+                f"type_url {printable(type_url, 200)} on the {short(self.fixed_type)} service"
+            )
+        limits = self.hub.limits
+        if names > limits.max_resource_names:
+            raise LimitExceeded(f"{names} resource names in one request (limit {limits.max_resource_names})")
+        if type_url not in self.watches() and len(self.watches()) >= limits.max_types_per_stream:
+            raise LimitExceeded(f"more than {limits.max_types_per_stream} type URLs on one stream")
         # Only the first request is guaranteed to carry the node.
         if not self.node_id and request.HasField("node") and request.node.id:
             self.node_id = str(request.node.id)
             self.hub.node_known(self)
-        self.hub.metrics.xds_requests.labels(type_url=type_url).inc()
+        self.hub.metrics.xds_requests.labels(type_url=type_label(type_url)).inc()
         return type_url
+
+    def watches(self) -> Mapping[str, object]:
+        raise NotImplementedError
 
 
 # --- State of the world --------------------------------------------------------------------
@@ -189,7 +226,6 @@ class SotwWatch:
     named_ever: bool = False  # once a client named anything, an empty list means "nothing"
     nonce: str = ""  # latest nonce sent for this type
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
-    last_version: str = ""  # type version of the latest response (for logs)
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
     resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
     force: bool = False
@@ -219,20 +255,25 @@ class SotwWatch:
 
 @attrs.define(eq=False)
 class SotwStream(Stream):
-    watches: dict[str, SotwWatch] = attrs.field(factory=dict)
+    by_type: dict[str, SotwWatch] = attrs.field(factory=dict)
+
+    def watches(self) -> Mapping[str, SotwWatch]:
+        return self.by_type
 
     def on_request(self, request: Any) -> None:
-        type_url = self.accept(request)
-        watch = self.watches.get(type_url)
+        # Counted before parsing into Python strings: 4 MiB can hold a million one-letter names.
+        type_url = self.accept(request, len(request.resource_names))
+        watch = self.by_type.get(type_url)
         nonce = str(request.response_nonce)
-        if watch is not None and watch.nonce and nonce and nonce != watch.nonce:
+        stale = watch is not None and bool(watch.nonce) and bool(nonce) and nonce != watch.nonce
+        # A NACK of a superseded response still says what Envoy rejected.
+        self.answered(type_url, request, stale=stale)
+        if stale:
             # Superseded by a response the client has not seen yet: it will answer that one.
-            log.debug("%s: ignoring %s request with stale nonce %r", self.peer, _short(type_url), nonce)
+            log.debug("%s: ignoring %s request with a stale nonce", self.who, short(type_url))
             return
         if watch is None:
-            watch = self.watches[type_url] = SotwWatch(type_url)
-        if request.HasField("error_detail"):
-            self.hub.nack(self, type_url, request, watch.last_version)
+            watch = self.by_type[type_url] = SotwWatch(type_url)
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
         watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
@@ -240,13 +281,13 @@ class SotwStream(Stream):
             watch.force = True
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
-        watch = self.watches.get(ENDPOINT)
+        watch = self.by_type.get(ENDPOINT)
         if watch is not None:
             watch.resend_on_request = True
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.watches)):
-            out = self._respond(self.watches[type_url], snapshot.get(type_url))
+        for type_url in _ordered(list(self.by_type)):
+            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
             if out is not None:
                 yield out
 
@@ -261,16 +302,18 @@ class SotwStream(Stream):
                 return None
             resources = self.hub.cache.resources(snap, None)
             watch.sent_version = snap.version
+            names: Collection[str] = snap.resources.keys()
         else:
             current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
             if not watch.names or (current == watch.sent and not watch.force):
                 return None
             resources = self.hub.cache.resources(snap, watch.names)
             watch.sent = current
+            names = current.keys()
         watch.force = watch.resend_on_request = False
-        watch.nonce, watch.last_version = self.next_nonce(), snap.version
+        watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
         self.hub.count_response(snap.type_url)
-        log.debug("%s: sending %s version %s", self.node_id or self.peer, _short(snap.type_url), snap.version)
+        log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
         if snap.type_url == CLUSTER:
             self.hub.clusters_sent(self, ())
         return wire.sotw_response(snap.version, snap.type_url, resources, watch.nonce)
@@ -339,24 +382,34 @@ class DeltaWatch:
 
 @attrs.define(eq=False)
 class DeltaStream(Stream):
-    watches: dict[str, DeltaWatch] = attrs.field(factory=dict)
+    by_type: dict[str, DeltaWatch] = attrs.field(factory=dict)
+
+    def watches(self) -> Mapping[str, DeltaWatch]:
+        return self.by_type
 
     def on_request(self, request: Any) -> None:
         # No stale-nonce filtering in delta: subscription changes count whatever the nonce.
-        type_url = self.accept(request)
-        if request.HasField("error_detail"):
-            self.hub.nack(self, type_url, request, "")
+        names = (
+            len(request.resource_names_subscribe)
+            + len(request.resource_names_unsubscribe)
+            + len(request.initial_resource_versions)
+        )
+        type_url = self.accept(request, names)
+        self.answered(type_url, request)
         subscribe = list(request.resource_names_subscribe)
-        watch = self.watches.get(type_url)
+        watch = self.by_type.get(type_url)
         if watch is None:
-            watch = self.watches[type_url] = DeltaWatch(type_url)
+            watch = self.by_type[type_url] = DeltaWatch(type_url)
             watch.wildcard = not subscribe and type_url in LEGACY_WILDCARD
             # Reconnect: skip what the client already has at the same version.
             watch.known.update(dict(request.initial_resource_versions))
         watch.update(subscribe, list(request.resource_names_unsubscribe))
+        limit = self.hub.limits.max_resource_names
+        if len(watch.names) > limit:
+            raise LimitExceeded(f"more than {limit} {short(type_url)} subscribed on one stream")
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
-        watch = self.watches.get(ENDPOINT)
+        watch = self.by_type.get(ENDPOINT)
         if watch is None:
             return
         for cluster in changed:
@@ -368,8 +421,8 @@ class DeltaStream(Stream):
             self.wake.set()  # per-type EDS stream: nothing else would wake it
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.watches)):
-            out = self._respond(self.watches[type_url], snapshot.get(type_url))
+        for type_url in _ordered(list(self.by_type)):
+            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
             if out is not None:
                 yield out
 
@@ -381,12 +434,12 @@ class DeltaStream(Stream):
         if not (changed or removed or (watch.first and watch.wildcard)):
             return None
         watch.record(changed, removed)
-        nonce = self.next_nonce()
+        nonce = self.sent(SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed)))
         self.hub.count_response(snap.type_url)
         log.debug(
             "%s: sending %s delta: %d changed, %d removed",
-            self.node_id or self.peer,
-            _short(snap.type_url),
+            self.who,
+            short(snap.type_url),
             len(changed),
             len(removed),
         )

@@ -107,6 +107,8 @@ class ResponseCache:
 
     def resources(self, snap: TypeSnapshot, names: frozenset[str] | None) -> bytes:
         """All resources of ``snap`` (``names is None``) or those of ``names`` that exist."""
+        if not snap.resources:
+            return b""  # also keeps type URLs a client invents out of the cache
         entry = self._by_type.get(snap.type_url)
         if entry is None or entry[0] != snap.version:
             entry = (snap.version, {})
