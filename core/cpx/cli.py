@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ from typing import Any
 import click
 import yaml
 
-from cpx import __version__
+from cpx import __version__, logformat
 from cpx.config import Config
 from cpx.errors import CpxError
 from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
@@ -84,14 +82,6 @@ def _plugin_values(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]
     return out
 
 
-def _setup_logging(level: str, fmt: str) -> None:
-    if fmt == "json":
-        format_ = '{"time":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}'
-    else:
-        format_ = "%(asctime)s %(levelname)-7s %(name)s: %(message)s"
-    logging.basicConfig(level=getattr(logging, level.upper()), format=format_, stream=sys.stderr, force=True)
-
-
 plugins_option = click.option(
     "--plugins",
     "plugins",
@@ -108,7 +98,7 @@ plugins_option = click.option(
 @click.option("--log-format", default="text", type=click.Choice(["text", "json"]), show_default=True)
 def cli(log_level: str, log_format: str) -> None:
     """cpx: an Envoy control plane that does what Project Contour does, built from plugins."""
-    _setup_logging(log_level, log_format)
+    logformat.setup(log_level, log_format)
 
 
 def _core_config(params: dict[str, Any], plugin_values: dict[str, Any]) -> Config:

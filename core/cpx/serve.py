@@ -28,7 +28,7 @@ from cpx.pipeline import ObjectStatus, Pipeline
 from cpx.plugins import PluginHost
 from cpx.records import WatchSpec
 from cpx.standalone import SOURCE_NAME, StandaloneSource
-from cpx.xds.server import ServerTLS, XdsServer
+from cpx.xds.server import RejectReport, ServerTLS, XdsServer
 
 log = logging.getLogger("cpx.serve")
 
@@ -204,9 +204,12 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         tls = ServerTLS(
             ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file
         )
-    # on_reject: the lead's mapping of rejected resources back to objects plugs in here.
+    def on_reject(report: RejectReport) -> None:
+        # Envoy NACKed: leave out the objects behind it (applied between builds, see events).
+        handler.envoy_rejected(report.type_url, report.resource_names, report.message)
+
     server = XdsServer(
-        address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics, on_reject=None
+        address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics, on_reject=on_reject
     )
     reporter = StatusReporter(options.status_file, metrics)
     source, source_names = make_source(host, pipeline, options)

@@ -37,7 +37,7 @@ def service() -> Iterator[HTTPService]:
     def boom() -> tuple[int, str, bytes]:
         raise RuntimeError("a bug in a route")
 
-    routes = health_routes(registry, ready.is_set)
+    routes = health_routes(registry, lambda: None if ready.is_set() else "not yet")
     routes.update({"/ready-now": ready_now, "/boom": boom})
     limits = HTTPLimits(head_timeout=1.0, max_connections=8)
     started = HTTPService("127.0.0.1", 0, routes, limits).start()
@@ -47,7 +47,7 @@ def service() -> Iterator[HTTPService]:
 
 def test_routes(service: HTTPService) -> None:
     assert get(service, "/healthz") == (200, b"OK\n")
-    assert get(service, "/readyz")[0] == 503
+    assert get(service, "/readyz") == (503, b"not yet\n")
     assert get(service, "/ready-now")[0] == 204
     assert get(service, "/readyz?verbose=1") == (200, b"OK\n")
     status, body = get(service, "/metrics")
