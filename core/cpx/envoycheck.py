@@ -32,6 +32,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from cpx.bootstrap import _import_package, bootstrap_config
+from cpx.errors import CpxError
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
 
 log = logging.getLogger("cpx.envoycheck")
@@ -49,7 +50,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 _DUMP_MARKER = re.compile(r":?\s*goo\.gle/debug\w*\s*$")  # protobuf's tag where a message dump begins
 
 
-class EnvoyCheckError(RuntimeError):
+class EnvoyCheckError(CpxError):
     """Envoy could not give a verdict (binary missing, crash, timeout): not a statement on the config."""
 
 
@@ -302,6 +303,12 @@ class EnvoyValidator:
         if found is None:
             raise EnvoyCheckError(f"envoy binary {self.binary!r} not found or not executable")
         self.binary = found
+
+    def self_test(self) -> None:
+        """Fail now, not at the first build, when this Envoy cannot validate at all."""
+        reason = self.check(Snapshot({}))
+        if reason is not None:
+            raise EnvoyCheckError(f"{self.binary} --mode validate refuses an empty configuration: {reason}")
 
     def __call__(self, snapshot: Snapshot) -> str | None:
         return self.check(snapshot)

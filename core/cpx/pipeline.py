@@ -66,6 +66,7 @@ class Pipeline:
     # Objects refused before reaching the source cache (schema violations), with the reasons.
     rejected: dict[ObjectKey, tuple[KubeObject, tuple[str, ...]]] = attrs.field(factory=dict)
     rebuilds: int = 0
+    checkers: list[Any] = attrs.field(factory=list)  # Callable[[Snapshot], str | None]: None = accepted
     last_build_seconds: float = 0.0
     _type_snapshots: dict[str, tuple[Mapping[str, Resource], TypeSnapshot]] = attrs.field(factory=dict)
     # What changed_statuses() last saw: the source revision, the DAG's statuses and notes, rejections.

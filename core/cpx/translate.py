@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from cpx.objects import ObjectKey
 from cpx.pipeline import Pipeline, UnknownKindError
 from cpx.plugins import PluginHost
 from cpx.standalone import prepare
+from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.translate")
 REDACTED = "[redacted]"
@@ -35,10 +36,17 @@ def redact_secrets(xds: dict[str, Any]) -> dict[str, Any]:
     return xds
 
 
-def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[str, Any]:
+def translate(
+    paths: Sequence[Path],
+    host: PluginHost,
+    config: Config,
+    *,
+    validator: Callable[[Snapshot], str | None] | None = None,
+) -> dict[str, Any]:
     """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
-    Raises ManifestError when an input cannot be read or parsed at all.
+    With a ``validator`` (``--envoy-validate``) also ``"envoy": {"accepted": bool, "message": ...}``,
+    its verdict on the snapshot.  Raises ManifestError when an input cannot be read or parsed at all.
     """
     pipeline = Pipeline.create(host, config)
     read: list[dict[str, Any]] = []
@@ -83,4 +91,8 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
             entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
         out_objects.append(entry)
     assert pipeline.snapshot is not None
-    return {"objects": out_objects, "errors": errors, "xds": redact_secrets(pipeline.snapshot.to_json())}
+    doc = {"objects": out_objects, "errors": errors, "xds": redact_secrets(pipeline.snapshot.to_json())}
+    if validator is not None:
+        reason = validator(pipeline.snapshot)
+        doc["envoy"] = {"accepted": True} if reason is None else {"accepted": False, "message": reason}
+    return doc

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -21,6 +24,7 @@ from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2, tls_pb2
 from google.protobuf.message import Message
 
+from cpx.cli import cli
 from cpx.config import Config
 from cpx.envoycheck import EnvoyCheckError, EnvoyValidator, render_batch, render_bootstrap
 from cpx.manifests import expand, parse_file
@@ -273,3 +277,61 @@ def test_a_crashing_binary_is_not_a_verdict(tmp_path: Path, good: Snapshot) -> N
     fake.chmod(0o755)
     with pytest.raises(EnvoyCheckError, match="exited 3: boom"):
         EnvoyValidator(binary=str(fake)).check(good)
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def _keep_logging() -> Iterator[None]:
+    # The cli group configures the root logger for the CliRunner's (soon closed) stderr.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def fake_envoy(tmp_path: Path, refuse_if: str) -> Path:
+    """An "envoy" that refuses, as Envoy logs it, any bootstrap containing ``refuse_if``."""
+    fake = tmp_path / "envoy"
+    fake.write_text(
+        "#!/bin/sh\n"
+        f'if grep -q "{refuse_if}" "$4"; then\n'
+        "  echo \"[2026][1][critical][main] [server.cc:76] error initializing configuration '$4': "
+        'no thanks" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+    )
+    fake.chmod(0o755)
+    return fake
+
+
+@pytest.mark.usefixtures("_keep_logging")
+def test_translate_reports_envoys_verdict(tmp_path: Path) -> None:
+    quickstart = str(EXAMPLES / "quickstart")
+    result = CliRunner().invoke(cli, ["translate", "--envoy-validate", "-o", "json", quickstart])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["envoy"] == {"accepted": True}
+
+    refusing = str(fake_envoy(tmp_path, "ingress_http"))
+    args = ["translate", "--envoy-validate", "--envoy-binary", refusing, "-o", "json", quickstart]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1
+    assert json.loads(result.stdout)["envoy"] == {"accepted": False, "message": "no thanks"}
+
+    result = CliRunner().invoke(cli, ["translate", "-o", "json", quickstart])
+    assert "envoy" not in json.loads(result.stdout)
+
+
+@pytest.mark.usefixtures("_keep_logging")
+def test_serve_refuses_to_start_without_a_working_envoy(tmp_path: Path) -> None:
+    quickstart = str(EXAMPLES / "quickstart")
+    for binary, error in [
+        (str(tmp_path / "missing"), "not found"),
+        (str(fake_envoy(tmp_path, "")), "refuses an empty configuration: no thanks"),
+    ]:
+        args = ["serve", "--manifests", quickstart, "--envoy-validate", "--envoy-binary", binary]
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 1
+        assert error in result.output
