@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import datetime as dt
+import base64
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
@@ -11,10 +11,6 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
@@ -31,7 +27,7 @@ from cpx.manifests import expand, parse_file
 from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
 from cpx.testing.cpxproc import backend, ingress
-from cpx.testing.tls import make_tls_secret
+from cpx.testing.tls import make_tls_secret, weak_tls_secret
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Resource, Snapshot, TypeSnapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -75,23 +71,9 @@ def without(snapshot: Snapshot, type_url: str) -> Snapshot:
 def weak_key_secret(msg: Message) -> None:
     """Envoy refuses RSA keys under 2048 bits (cpx's own checks may not; the dynamic path NACKs)."""
     assert isinstance(msg, secret_pb2.Secret)
-    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "site.test")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .sign(key, hashes.SHA256())
-    )
-    msg.tls_certificate.certificate_chain.inline_bytes = cert.public_bytes(serialization.Encoding.PEM)
-    msg.tls_certificate.private_key.inline_bytes = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
+    data = weak_tls_secret("default", "site", "site.test")["data"]
+    msg.tls_certificate.certificate_chain.inline_bytes = base64.b64decode(data["tls.crt"])
+    msg.tls_certificate.private_key.inline_bytes = base64.b64decode(data["tls.key"])
 
 
 def first_route(msg: Message) -> route_pb2.Route:

@@ -7,10 +7,8 @@ processes of their own.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import copy
-import datetime as dt
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -19,10 +17,6 @@ from typing import Any
 
 import attrs
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from cpx import certgen
 from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, ingress, service, write_manifest
@@ -34,6 +28,7 @@ from cpx.testing.harness import (
     https_get,
     make_tls_secret,
 )
+from cpx.testing.tls import weak_tls_secret
 
 pytestmark = pytest.mark.e2e
 
@@ -175,38 +170,6 @@ def e2e(request: pytest.FixtureRequest, stack: Stack) -> Iterator[Stack]:
         _dump_logs(stack.cpx, stack.envoy)
     for name in stack.written:
         (stack.manifests / name).unlink(missing_ok=True)
-
-
-def weak_tls_secret(namespace: str, name: str, host: str) -> dict[str, Any]:
-    """A valid, self-signed kubernetes.io/tls Secret whose RSA key (1024 bits) Envoy refuses."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/tls",
-        "data": {
-            "tls.crt": base64.b64encode(cert_pem).decode(),
-            "tls.key": base64.b64encode(key_pem).decode(),
-        },
-    }
 
 
 # --- the tests --------------------------------------------------------------------------------

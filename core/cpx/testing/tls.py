@@ -7,6 +7,7 @@ httpx and urllib derive SNI and ``Host`` from the URL; tests of virtual hosts ne
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import functools
 import http.client
 import ipaddress
@@ -20,6 +21,9 @@ from urllib.parse import urlsplit
 
 import attrs
 from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import NameOID
 
 from cpx import certgen
 
@@ -199,3 +203,22 @@ def https_get(
 def http_get(url: str, host_header: str | None = None, **kwargs: Any) -> Response:
     """GET over plain HTTP with an explicit ``Host`` (see :func:`request`)."""
     return request(url, host_header=host_header, **kwargs)
+
+
+def weak_tls_secret(namespace: str, name: str, host: str) -> dict[str, Any]:
+    """A valid, self-signed ``kubernetes.io/tls`` Secret whose RSA key (1024 bits) Envoy refuses."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    return certgen.tls_secret(namespace, name, certgen._pem(cert, key))
