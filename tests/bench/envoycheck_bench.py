@@ -4,8 +4,9 @@
     .venv/bin/python tests/bench/envoycheck_bench.py [--sizes 1000,10000] [--runs 5] [--batch 100] [--json]
 
 Not a test: it prints medians (render = snapshot to static bootstrap in Python; check = render plus
-one ``envoy --mode validate`` run) for the examples/ manifests, N-Ingress snapshots built as
-tests/bench/bench.py builds them, and a batch of small snapshots in one Envoy run (check_batch)
+one ``envoy --mode validate`` run; update = check(snapshot, previous) with one Ingress added since
+previous) for the examples/ manifests, N-Ingress snapshots built as tests/bench/bench.py builds
+them, and a batch of small snapshots in one Envoy run (check_batch)
 against the same snapshots checked one by one.  Figures are in docs/design/0009-envoy-validate.md.
 """
 
@@ -57,7 +58,9 @@ def ingresses(n: int, shape: str = "hosts", first: int = 0) -> Snapshot:
     return snapshot
 
 
-def measure(validator: EnvoyValidator, label: str, snapshot: Snapshot, runs: int) -> dict[str, Any]:
+def measure(
+    validator: EnvoyValidator, label: str, snapshot: Snapshot, runs: int, previous: Snapshot | None = None
+) -> dict[str, Any]:
     assert validator.check(snapshot) is None, label  # a refused snapshot would measure something else
     size = len(render_bootstrap(snapshot).SerializeToString())
     row = {
@@ -66,6 +69,8 @@ def measure(validator: EnvoyValidator, label: str, snapshot: Snapshot, runs: int
         "render_s": timed(lambda: render_bootstrap(snapshot), runs),
         "check_s": timed(lambda: validator.check(snapshot), runs),
     }
+    if previous is not None:  # the snapshot as an update of one without its last Ingress
+        row["update_check_s"] = timed(lambda: validator.check(snapshot, previous), runs)
     bench.log(f"{label}: {row}")
     return row
 
@@ -97,16 +102,21 @@ def main() -> None:
     ]
     for n in (int(s) for s in args.sizes.split(",") if s):
         for shape in bench.SHAPES:
-            rows.append(measure(validator, f"{n} Ingresses ({shape})", ingresses(n, shape), args.runs))
+            snapshot, previous = ingresses(n, shape), ingresses(n - 1, shape)
+            rows.append(measure(validator, f"{n} Ingresses ({shape})", snapshot, args.runs, previous))
     batch = measure_batch(validator, args.batch, args.runs) if args.batch else None
     if args.json:
         json.dump({"checks": rows, "batch": batch}, sys.stdout, indent=2)
         print()
         return
-    print(f"{'case':32} {'bootstrap':>10} {'render':>9} {'check':>9}")
+    print(f"{'case':32} {'bootstrap':>10} {'render':>10} {'check':>10} {'update':>10}")
     for row in rows:
         kib = row["bootstrap_bytes"] / 1024
-        print(f"{row['case']:32} {kib:8.0f}KiB {bench.ms(row['render_s']):>9} {bench.ms(row['check_s']):>9}")
+        update = bench.ms(row.get("update_check_s", float("nan")))
+        print(
+            f"{row['case']:32} {kib:8.0f}KiB {bench.ms(row['render_s']):>10} "
+            f"{bench.ms(row['check_s']):>10} {update:>10}"
+        )
     if batch:
         print(
             f"{batch['case']}: one by one {bench.ms(batch['one_by_one_s'])}, "

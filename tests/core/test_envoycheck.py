@@ -232,20 +232,43 @@ def test_a_batch_runs_envoy_once_and_bisects_to_the_refused(good: Snapshot) -> N
     assert validator.runs < 2 * len(verdicts)
 
 
-def test_cluster_references_follow_the_prefix() -> None:
-    # In a batch every cluster is renamed, and so is every reference to it (here a TCP proxy's).
-    tcp = example("httpproxy")
-    rendered = render_batch([tcp, tcp]).static_resources
-    assert all(c.name.startswith(("s0~", "s1~")) for c in rendered.clusters)
-    proxied = []
-    for listener in rendered.listeners:
+def tcp_proxies(static: Any) -> list[tuple[str, str]]:
+    """(listener name, cluster name) of every TCP proxy in rendered static resources."""
+    found = []
+    for listener in static.listeners:
         for chain in listener.filter_chains:
             for network_filter in chain.filters:
                 if network_filter.typed_config.Is(tcp_proxy_pb2.TcpProxy.DESCRIPTOR):
                     proxy = tcp_proxy_pb2.TcpProxy()
                     network_filter.typed_config.Unpack(proxy)
-                    proxied.append((listener.name[:3], proxy.cluster[:3]))
-    assert sorted(proxied) == [("s0~", "s0~"), ("s1~", "s1~")]
+                    found.append((listener.name, proxy.cluster))
+    return found
+
+
+def test_cluster_references_follow_the_prefix() -> None:
+    # In a batch every cluster is renamed, and so is every reference to it (here a TCP proxy's).
+    tcp = example("httpproxy")
+    rendered = render_batch([tcp, tcp]).static_resources
+    assert all(c.name.startswith(("s0~", "s1~")) for c in rendered.clusters)
+    proxied = sorted((listener[:3], cluster[:3]) for listener, cluster in tcp_proxies(rendered))
+    assert proxied == [("s0~", "s0~"), ("s1~", "s1~")]
+
+
+def test_an_update_validates_only_the_clusters_that_changed(
+    validator: EnvoyValidator, good: Snapshot
+) -> None:
+    tcp = example("httpproxy")
+    assert len(render_bootstrap(tcp).static_resources.clusters) == len(tcp.get(CLUSTER).resources) > 1
+    # Unchanged: only the clusters a listener names (Envoy may check those when it loads the listener).
+    update = render_bootstrap(tcp, previous=tcp).static_resources
+    assert [c.name for c in update.clusters] == [cluster for _, cluster in tcp_proxies(update)]
+    # A changed cluster, or its changed endpoints, are validated; routes and listeners always are.
+    for type_url, edit, word in NACKED.values():
+        reason = validator.check(replaced(good, type_url, edit), previous=good)
+        assert reason is not None and word in reason, reason
+    # What Envoy already accepted is not looked at again (it would skip it in an update too).
+    bad_endpoints = replaced(good, ENDPOINT, bad_address)
+    assert validator.check(bad_endpoints, previous=bad_endpoints) is None
 
 
 def test_missing_binary_is_not_a_verdict() -> None:
