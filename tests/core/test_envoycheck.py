@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
@@ -269,6 +270,14 @@ def test_an_update_validates_only_the_clusters_that_changed(
     # What Envoy already accepted is not looked at again (it would skip it in an update too).
     bad_endpoints = replaced(good, ENDPOINT, bad_address)
     assert validator.check(bad_endpoints, previous=bad_endpoints) is None
+
+
+def test_checks_run_in_parallel_threads(validator: EnvoyValidator, good: Snapshot) -> None:
+    bad = replaced(good, ENDPOINT, bad_address)
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(validator.check, [good, bad] * 4))
+    assert verdicts[0::2] == [None] * 4
+    assert all(v is not None and "999.1.1.1" in v for v in verdicts[1::2])
 
 
 def test_missing_binary_is_not_a_verdict() -> None:
