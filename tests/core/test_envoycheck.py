@@ -5,8 +5,7 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import json
-import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -296,16 +295,6 @@ def test_a_crashing_binary_is_not_a_verdict(tmp_path: Path, good: Snapshot) -> N
 # --- the command line ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def _keep_logging() -> Iterator[None]:
-    # The cli group configures the root logger for the CliRunner's (soon closed) stderr.
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
-
-
 def fake_envoy(tmp_path: Path, refuse_if: str) -> Path:
     """An "envoy" that refuses, as Envoy logs it, any bootstrap containing ``refuse_if``."""
     fake = tmp_path / "envoy"
@@ -321,7 +310,7 @@ def fake_envoy(tmp_path: Path, refuse_if: str) -> Path:
     return fake
 
 
-@pytest.mark.usefixtures("_keep_logging")
+@pytest.mark.usefixtures("keep_logging")
 def test_translate_reports_envoys_verdict(tmp_path: Path) -> None:
     quickstart = str(EXAMPLES / "quickstart")
     result = CliRunner().invoke(cli, ["translate", "--envoy-validate", "-o", "json", quickstart])
@@ -338,7 +327,7 @@ def test_translate_reports_envoys_verdict(tmp_path: Path) -> None:
     assert "envoy" not in json.loads(result.stdout)
 
 
-@pytest.mark.usefixtures("_keep_logging")
+@pytest.mark.usefixtures("keep_logging")
 def test_serve_refuses_to_start_without_a_working_envoy(tmp_path: Path) -> None:
     quickstart = str(EXAMPLES / "quickstart")
     for binary, error in [
