@@ -10,7 +10,6 @@ header values, regex sizes, ...) it applies to an xDS update.  design/0009 has t
 
 from __future__ import annotations
 
-import logging
 import re
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 import attrs
 from envoy.config.bootstrap.v3 import bootstrap_pb2
 from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.core.v3 import config_source_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
@@ -35,8 +35,6 @@ from google.protobuf.message import Message
 from cpx.bootstrap import _import_package, bootstrap_config
 from cpx.errors import CpxError
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
-
-log = logging.getLogger("cpx.envoycheck")
 
 HCM = http_connection_manager_pb2.HttpConnectionManager
 ANY = "google.protobuf.Any"
@@ -259,7 +257,7 @@ def _add_ads(bootstrap: bootstrap_pb2.Bootstrap) -> None:
     address.address, address.port_value = "127.0.0.1", 9
     ads = bootstrap.dynamic_resources.ads_config
     ads.api_type = ads.GRPC
-    ads.transport_api_version = 2  # V3
+    ads.transport_api_version = config_source_pb2.V3
     ads.grpc_services.add().envoy_grpc.cluster_name = ADS_CLUSTER
 
 
@@ -296,7 +294,9 @@ def render_batch(snapshots: Sequence[Snapshot]) -> bootstrap_pb2.Bootstrap:
         ports: dict[tuple[str, int], int] = {}
 
         def port(address: str, number: int, ports: dict[tuple[str, int], int] = ports) -> int:
-            return ports.setdefault((address, number), next(next_port))
+            if (address, number) not in ports:
+                ports[address, number] = next(next_port)
+            return ports[address, number]
 
         renders.append(_Render(snapshot, prefix=f"s{i}~", ports=port))
     return _render(renders)
