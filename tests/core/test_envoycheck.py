@@ -26,8 +26,9 @@ from cpx.envoycheck import EnvoyCheckError, EnvoyValidator, render_batch, render
 from cpx.manifests import expand, parse_file
 from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
+from cpx.testing import httpproxy_e2e as hp
 from cpx.testing.cpxproc import backend, ingress
-from cpx.testing.tls import make_tls_secret, weak_tls_secret
+from cpx.testing.tls import make_ca_secret, make_tls_secret, weak_tls_secret
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Resource, Snapshot, TypeSnapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -135,6 +136,46 @@ def test_examples_are_accepted(validator: EnvoyValidator, name: str) -> None:
     snapshot = example(name)
     assert snapshot.get(LISTENER).resources and snapshot.get(CLUSTER).resources
     assert validator.check(snapshot) is None
+
+
+def test_a_feature_rich_httpproxy_is_accepted(validator: EnvoyValidator) -> None:
+    # Weighted and mirrored services, upstream TLS with a CA, health checks, policies, a TLS TCP proxy.
+    secret, _ = make_tls_secret("default", "site", ["rich.test", "tcp.test"])
+    web = [
+        hp.service("web", weight=80),
+        hp.service("api", weight=20),
+        hp.service("web", mirror=True),
+    ]
+    main = hp.route(
+        hp.prefix("/"),
+        services=web,
+        timeout_policy={"response": "10s", "idle": "1m"},
+        retry_policy={"count": 3, "perTryTimeout": "1s"},
+        health_check_policy={"path": "/healthz", "intervalSeconds": 5, "timeoutSeconds": 2},
+        load_balancer_policy={"strategy": "Cookie"},
+        request_headers_policy=hp.headers_policy({"x-a": "b"}, ["x-c"]),
+    )
+    upstream_tls = hp.service("api", protocol="tls", validation={"caSecret": "ca", "subjectName": "api.test"})
+    rich = hp.root(
+        "rich",
+        "rich.test",
+        main,
+        hp.route(hp.prefix("/tls"), services=[upstream_tls]),
+        hp.route(hp.prefix("/direct"), direct_response_policy={"statusCode": 200, "body": "hi"}),
+        tls=hp.tls("site"),
+        cors_policy={"allowOrigin": ["*"], "allowMethods": ["GET"]},
+        rate_limit_policy={"local": {"requests": 10, "unit": "second"}},
+        ip_deny_policy=[hp.ip_rule("10.0.0.0/8")],
+    )
+    tcp = hp.root("tcp", "tcp.test", tls=hp.tls("site"), tcpproxy=hp.tcpproxy(hp.service("web")))
+    snapshot = build(
+        [*backend("web", 18080), *backend("api", 18081), secret, make_ca_secret("default", "ca"), rich, tcp]
+    )
+    assert len(snapshot.get(CLUSTER).resources) >= 4 and len(snapshot.get(ROUTE).resources) == 2
+    assert any(c.HasField("transport_socket") for c in render_bootstrap(snapshot).static_resources.clusters)
+    assert validator.check(snapshot) is None
+    assert validator.check(snapshot, previous=snapshot) is None
+    assert validator.check_batch([snapshot, snapshot]) == [None, None]
 
 
 def test_rendering_resolves_every_ads_reference(good: Snapshot) -> None:
