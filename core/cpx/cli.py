@@ -422,9 +422,9 @@ def translate(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, **params
     try:
         validator = None
         if params["envoy_validate"]:
-            from cpx.serve import envoy_validator  # noqa: PLC0415
+            from cpx.envoycheck import EnvoyValidator  # noqa: PLC0415
 
-            validator = envoy_validator(params["envoy_binary"])
+            validator = EnvoyValidator.tested(params["envoy_binary"])
         doc = run_translate(paths, ctx.meta["cpx.host"], config, validator=validator)
     except CpxError as err:
         raise click.ClickException(str(err)) from None

@@ -330,17 +330,29 @@ def _default_binary() -> str:
 class EnvoyValidator:
     """``envoy --mode validate`` as a checker: ``check(snapshot)`` is None when Envoy accepts it,
     else Envoy's (sanitised) reason.  Each call runs one short-lived Envoy in a private temporary
-    directory; calls are independent, so any thread may make them."""
+    directory; calls are independent, so any thread may make them.
+
+    Called as a pipeline checker (``validator(snapshot)``) it checks each snapshot as an update of
+    the last one it accepted: whatever that was, its clusters were all validated, so only the
+    changed ones need Envoy again (see :meth:`check`)."""
 
     binary: str = attrs.field(factory=_default_binary)
     timeout: float = 120.0
     batch_size: int = 100  # snapshots per Envoy run in check_batch (listener ports must fit)
+    _accepted: Snapshot | None = attrs.field(default=None, init=False)
 
     def __attrs_post_init__(self) -> None:
         found = shutil.which(self.binary)
         if found is None:
             raise EnvoyCheckError(f"envoy binary {self.binary!r} not found or not executable")
         self.binary = found
+
+    @classmethod
+    def tested(cls, binary: str | Path | None = None) -> EnvoyValidator:
+        """A validator for ``binary`` (default: see :func:`_default_binary`) that passed :meth:`self_test`."""
+        validator = cls(binary=str(binary)) if binary is not None else cls()
+        validator.self_test()
+        return validator
 
     def self_test(self) -> None:
         """Fail now, not at the first build, when this Envoy cannot validate at all."""
@@ -349,7 +361,10 @@ class EnvoyValidator:
             raise EnvoyCheckError(f"{self.binary} --mode validate refuses an empty configuration: {reason}")
 
     def __call__(self, snapshot: Snapshot) -> str | None:
-        return self.check(snapshot)
+        reason = self.check(snapshot, self._accepted)
+        if reason is None:
+            self._accepted = snapshot  # one reference swap: a racing call just checks more
+        return reason
 
     def check(self, snapshot: Snapshot, previous: Snapshot | None = None) -> str | None:
         """Envoy's verdict on ``snapshot``, or on it as an update of ``previous`` (a snapshot Envoy

@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import yaml
@@ -29,9 +29,6 @@ from cpx.plugins import PluginHost
 from cpx.records import WatchSpec
 from cpx.standalone import SOURCE_NAME, StandaloneSource
 from cpx.xds.server import ServerTLS, XdsServer
-
-if TYPE_CHECKING:
-    from cpx.envoycheck import EnvoyValidator
 
 log = logging.getLogger("cpx.serve")
 
@@ -201,21 +198,14 @@ def start_kube_status_writing(
     return start_status_writing(api_client, pipeline, writing_options, metrics)
 
 
-def envoy_validator(binary: Path | None) -> EnvoyValidator:
-    """The ``--envoy-validate`` checker (:class:`cpx.envoycheck.EnvoyValidator`), tried once."""
-    from cpx.envoycheck import EnvoyValidator  # noqa: PLC0415 (protos load only when asked for)
-
-    validator = EnvoyValidator(binary=str(binary)) if binary is not None else EnvoyValidator()
-    validator.self_test()
-    return validator
-
-
 async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
     pipeline = Pipeline.create(host, config)
     if options.envoy_validate:
-        validator = envoy_validator(options.envoy_binary)
+        from cpx.envoycheck import EnvoyValidator  # noqa: PLC0415 (protos load only when asked for)
+
+        validator = EnvoyValidator.tested(options.envoy_binary)
         pipeline.checkers.append(validator)
         log.info("every snapshot goes through %s --mode validate before it is published", validator.binary)
     tls = None

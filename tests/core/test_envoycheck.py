@@ -246,9 +246,11 @@ def test_listeners_on_one_address_clash(validator: EnvoyValidator, good: Snapsho
 
 class CountingValidator(EnvoyValidator):
     runs: int = 0
+    clusters: int = 0  # in the last bootstrap
 
     def _run(self, bootstrap: Any) -> str | None:
         self.runs += 1
+        self.clusters = len(bootstrap.static_resources.clusters)
         return super()._run(bootstrap)
 
 
@@ -318,6 +320,18 @@ def test_checks_run_in_parallel_threads(validator: EnvoyValidator, good: Snapsho
         verdicts = list(pool.map(validator.check, [good, bad] * 4))
     assert verdicts[0::2] == [None] * 4
     assert all(v is not None and "999.1.1.1" in v for v in verdicts[1::2])
+
+
+def test_as_a_checker_it_validates_updates_of_what_it_accepted(good: Snapshot) -> None:
+    validator = CountingValidator()
+    tcp = example("httpproxy")
+    assert validator(tcp) is None and validator.clusters == len(tcp.get(CLUSTER).resources)
+    assert validator(tcp) is None and validator.clusters == 1  # the TCP proxy's: a listener names it
+    bad = replaced(tcp, ENDPOINT, bad_address)
+    reason = validator(bad)
+    assert reason is not None and "999.1.1.1" in reason
+    assert validator(bad) == reason  # a refused snapshot never becomes the base
+    assert validator(good) is None
 
 
 def test_missing_binary_is_not_a_verdict() -> None:
