@@ -309,7 +309,8 @@ def _verdict(stderr: str, path: str) -> str:
     """Envoy's reason from its log: the critical line, without the log prefix, our temp path, or the
     dump of the whole offending message some errors carry (it could hold a private key)."""
     lines = stderr.splitlines()
-    marked = [i for i, line in enumerate(lines) if "[critical]" in line or "[error]" in line]
+    critical = [i for i, line in enumerate(lines) if "[critical]" in line]
+    marked = critical or [i for i, line in enumerate(lines) if "[error]" in line]
     start = marked[0] if marked else max(len(lines) - 1, 0)
     text = _LOG_PREFIX.sub("", "\n".join(lines[start:]).strip() or "no message")
     text = text.replace(f"error initializing configuration '{path}': ", "").replace(path, "<bootstrap>")
