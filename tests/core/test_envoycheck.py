@@ -22,7 +22,14 @@ from google.protobuf.message import Message
 
 from cpx.cli import cli
 from cpx.config import Config
-from cpx.envoycheck import EnvoyCheckError, EnvoyValidator, render_batch, render_bootstrap
+from cpx.envoycheck import (
+    MAX_MESSAGE,
+    EnvoyCheckError,
+    EnvoyValidator,
+    _verdict,
+    render_batch,
+    render_bootstrap,
+)
 from cpx.manifests import expand, parse_file
 from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
@@ -222,6 +229,22 @@ def test_what_envoy_nacks_is_refused(validator: EnvoyValidator, good: Snapshot, 
     assert reason is not None, case
     assert word in reason, reason
     assert "\n" not in reason and "[critical]" not in reason and "bootstrap.pb" not in reason
+
+
+def test_envoys_message_is_sanitised() -> None:
+    path = "/tmp/cpx-validate-x/bootstrap.pb"
+    prefix = "[2026-11-29 12:00:00.000][7][critical][main] [source/server/config_validation/server.cc:76] "
+    dump = f"{prefix}error initializing configuration '{path}': goo.gle/debugstr \nname: \"site\"\n"
+    dump += 'private_key {\n  inline_bytes: "-----BEGIN PRIVATE KEY-----SECRET"\n}\n'
+    dump += ": Proto constraint validation failed (SecretValidationError.Name: too long)\n"
+    early = "[2026][7][error][config] a warning first\n"
+    assert (
+        _verdict(early + dump, path)
+        == "Proto constraint validation failed (SecretValidationError.Name: too long)"
+    )
+    long = f"{prefix}error initializing configuration '{path}': {'x' * 5000}\x1b[31m"
+    assert _verdict(long, path) == "x" * (MAX_MESSAGE - 3) + "..."
+    assert _verdict(f"{prefix}cannot read {path}\r\n", path) == "cannot read <bootstrap>"
 
 
 def test_what_envoy_would_wait_for_is_not_an_error(validator: EnvoyValidator, good: Snapshot) -> None:
