@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _failed(request: pytest.FixtureRequest) -> bool:
     report = getattr(request.node, "cpx_report_call", None)
     return report is None or report.failed
+
+
+@pytest.fixture
+def keep_logging() -> Iterator[None]:
+    """Restore the root logger after a test that runs the ``cpx`` command line in process (its
+    group configures logging for the CliRunner's soon closed stderr)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture

