@@ -48,6 +48,37 @@ def _preparse_plugins(args: Sequence[str]) -> list[str] | None:
     return _split(env) if env else None
 
 
+TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+
+
+def _explicit_booleans(args: list[str], flags: set[str]) -> list[str]:
+    """Rewrite ``--flag=VALUE`` and ``--flag VALUE`` of boolean plugin options to ``--flag`` or
+    ``--no-flag``, so both the flag form and an explicit value work.  ``--flag VALUE`` only takes
+    VALUE when it is a boolean word (so ``--flag path/`` still leaves ``path/`` a positional)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, value = arg.partition("=")
+        if arg == "--":
+            out += args[i:]
+            break
+        if flag in flags and not eq and i + 1 < len(args):
+            word = args[i + 1].lower()
+            if word in TRUE_WORDS | FALSE_WORDS:
+                flag, eq, value = arg, "=", word
+                i += 1
+        if flag in flags and eq:
+            word = value.lower()
+            if word not in TRUE_WORDS | FALSE_WORDS:
+                raise click.BadParameter(f"expected true or false, got {value!r}", param_hint=flag)
+            arg = flag if word in TRUE_WORDS else "--no-" + flag[2:]
+        out.append(arg)
+        i += 1
+    return out
+
+
 class PluginCommand(click.Command):
     """A command whose options include those the selected plugins declare (``cpx_options``)."""
 
@@ -58,21 +89,31 @@ class PluginCommand(click.Command):
             raise click.UsageError(str(err), ctx) from None
         ctx.meta["cpx.host"] = host
         known = {p.name for p in self.params}
+        booleans: set[str] = set()
         for spec in host.options():
+            if spec.type is bool:
+                booleans.add(spec.flag)
             if spec.name in known:
                 continue
-            self.params.append(
-                click.Option(
+            if spec.type is bool:
+                # A flag that also takes an explicit value (see _explicit_booleans).
+                option = click.Option(
+                    [f"{spec.flag}/--no-{spec.flag[2:]}", spec.name],
+                    help=spec.help,
+                    default=bool(spec.default),
+                    show_default=True,
+                )
+            else:
+                option = click.Option(
                     [spec.flag, spec.name],
                     help=spec.help,
                     default=spec.default,
                     multiple=spec.multiple,
                     type=spec.type,
-                    is_flag=spec.type is bool,
                     show_default=spec.default is not None,
                 )
-            )
-        return super().parse_args(ctx, args)
+            self.params.append(option)
+        return super().parse_args(ctx, _explicit_booleans(args, booleans))
 
 
 def _plugin_values(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
