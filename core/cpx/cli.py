@@ -17,6 +17,7 @@ import yaml
 
 from cpx import __version__
 from cpx.config import Config
+from cpx.envoyadmin import DEFAULT_ADMIN_SOCKET
 from cpx.errors import CpxError
 from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
 from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
@@ -515,8 +516,29 @@ def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
 @click.argument("path")
 @click.option("--xds-address", default="127.0.0.1", show_default=True, help="Address of cpx's xDS server.")
 @click.option("--xds-port", default=8001, type=int, show_default=True)
-@click.option("--admin-address", default="127.0.0.1", show_default=True, help="Envoy admin address.")
-@click.option("--admin-port", default=9001, type=int, show_default=True)
+@click.option(
+    "--admin-address",
+    default=DEFAULT_ADMIN_SOCKET,
+    show_default=True,
+    help="Path of the Unix socket Envoy's admin interface listens on (never TCP).",
+)
+@click.option(
+    "--admin-port",
+    default=9001,
+    type=int,
+    show_default=True,
+    help="Port of the read-only admin listener on 127.0.0.1 (GET of /config_dump, /stats, "
+    "/ready, ...); 0: none.",
+)
+@click.option(
+    "--stats-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of the listener serving GET /ready, /stats and /stats/prometheus.",
+)
+@click.option(
+    "--stats-port", default=8002, type=int, show_default=True, help="Port of that listener; 0: none."
+)
 @click.option("--node-id", default="cpx", show_default=True)
 @click.option(
     "--xds-api",
@@ -534,7 +556,11 @@ def bootstrap(path: str, **params: Any) -> None:
     """Write an Envoy bootstrap (JSON) that points Envoy at cpx; PATH may be '-'."""
     from cpx.bootstrap import bootstrap_config, write_bootstrap  # noqa: PLC0415
 
-    write_bootstrap(path, bootstrap_config(**params))
+    try:
+        config = bootstrap_config(**params)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    write_bootstrap(path, config)
 
 
 @cli.command()
