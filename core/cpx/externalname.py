@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import ipaddress
+import json
 import socket
 import threading
 import time
@@ -186,16 +187,21 @@ class ExternalNamePolicy:
         answer = self.resolver.resolve(name.strip())
         if answer is PENDING:
             return (
-                f"{ref} is an ExternalName service whose name {name!r} did not resolve within "
+                f"{ref} is an ExternalName service whose name {_q(name)} did not resolve within "
                 f"{self.resolver.timeout:g}s; it is refused until cpx can check that it does not "
                 "point to localhost"
             )
         for text in answer.addresses or ():
             address = parse_address(text)
             if address is not None and forbidden_address(address):
-                return f"{local} ({name!r} resolves to {text})"
+                return f"{local} ({_q(name)} resolves to {text})"
         # Not resolvable now: Envoy cannot connect either (and re-checked at every rebuild).
         return None
+
+
+def _q(text: str) -> str:
+    """Go's %q, which Contour's messages use."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 def parse_enabled(value: object) -> bool:

@@ -189,7 +189,7 @@ def test_a_name_that_resolves_to_localhost_is_refused(addresses: list[str], show
     policy = ExternalNamePolicy(enabled=True, resolver=fake_dns({"admin.evil.test": addresses}))
     with pytest.raises(ServicePortError) as err:
         service_port(external("admin.evil.test"), 80, external_names=policy)
-    assert str(err.value) == f"{LOCALHOST} ('admin.evil.test' resolves to {shown})"
+    assert str(err.value) == f'{LOCALHOST} ("admin.evil.test" resolves to {shown})'
 
 
 def test_a_name_that_resolves_elsewhere_or_not_at_all_is_used() -> None:
@@ -285,7 +285,7 @@ def test_a_slow_lookup_does_not_hold_up_builds_and_is_refused_meanwhile() -> Non
     with pytest.raises(ServicePortError) as err:
         service_port(external("slow.test"), 80, external_names=policy)
     assert str(err.value) == (
-        "default/ext is an ExternalName service whose name 'slow.test' did not resolve within 0.05s; "
+        'default/ext is an ExternalName service whose name "slow.test" did not resolve within 0.05s; '
         "it is refused until cpx can check that it does not point to localhost"
     )
     # The next build does not wait again for the lookup still under way.
@@ -296,7 +296,7 @@ def test_a_slow_lookup_does_not_hold_up_builds_and_is_refused_meanwhile() -> Non
     deadline = time.monotonic() + 5
     while "did not resolve" in _refusal(policy) and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert _refusal(policy) == f"{LOCALHOST} ('slow.test' resolves to 127.0.0.1)"
+    assert _refusal(policy) == f'{LOCALHOST} ("slow.test" resolves to 127.0.0.1)'
 
 
 def _refusal(policy: ExternalNamePolicy) -> str:
