@@ -29,8 +29,9 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
     UpstreamProtocol,
 )
-from cpx.externalname import ExternalNamePolicy, Resolver
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 from cpx.testing.tls import default_ca
 

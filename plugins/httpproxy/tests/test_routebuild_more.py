@@ -22,8 +22,9 @@ from cpx.dag.nodes import (
     TCPProxy,
     UpstreamProtocol,
 )
-from cpx.externalname import ExternalNamePolicy, Resolver
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 
 from cpx_httpproxy import model

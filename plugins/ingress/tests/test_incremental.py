@@ -21,8 +21,9 @@ from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
-from cpx.externalname import ExternalNamePolicy, Resolver
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import KubeObject, ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
