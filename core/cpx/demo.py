@@ -76,7 +76,7 @@ async def _run(example: Path, *, http_port: int, https_port: int, xds_port: int,
         print(
             f"\ncpx is serving {example} to Envoy.\n"
             f"  try:   curl -s http://127.0.0.1:{http_port}/\n"
-            f"  admin: http://127.0.0.1:{admin_port}/config_dump\n"
+            f"  admin (read-only): http://127.0.0.1:{admin_port}/config_dump\n"
             f"Edit the manifests in {example} and the change is live within a second. Ctrl-C stops.\n",
             flush=True,
         )
