@@ -100,7 +100,7 @@ class PluginCommand(click.Command):
                 # A flag that also takes an explicit value (see _explicit_booleans).
                 option = click.Option(
                     [f"{spec.flag}/--no-{spec.flag[2:]}", spec.name],
-                    help=spec.help,
+                    help=f"{spec.help} Also {spec.flag}=true|false.",
                     default=bool(spec.default),
                     show_default=True,
                 )
