@@ -7,8 +7,10 @@ a field or type Envoy does not know fails here, not in Envoy. Differences from C
   the RDS/EDS/SDS config sources cpx serves: :func:`ads_config_source`) where Contour opens one
   SotW stream per type. The xDS cluster keeps Contour's name ``contour`` and its alt_stat_name
   ``<namespace>_contour_<port>``, so dashboards and alerts built on Contour's stats keep working.
-* Admin listens on TCP ``admin_address:admin_port`` (Contour: a unix socket), so that tests and the
-  demo can reach it without a shared volume.
+* As in Contour, the admin interface listens only on a Unix socket (``admin_address``, a path);
+  read-only admin paths are proxied to it, for ``GET`` only, from ``127.0.0.1:admin_port`` and
+  ``stats_address:stats_port`` (see :mod:`cpx.envoyadmin`).  Contour serves those two listeners
+  over xDS; here they are static, so the readiness probe answers before cpx is reachable.
 * RE2 limits live in a static runtime layer (Contour serves them over RTDS); an RTDS layer
   ``dynamic`` can be added with ``rtds_layer=True`` once the server answers RTDS.
 """
@@ -30,8 +32,9 @@ from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import descriptor_pool, json_format
 from google.protobuf.message import Message
 
+from cpx.envoyadmin import ADMIN_CLUSTER, DEFAULT_ADMIN_SOCKET, admin_cluster, admin_listeners, pipe_address
+
 XDS_CLUSTER = "contour"
-ADMIN_CLUSTER = "envoy-admin"
 # The xDS server certificate must carry this DNS SAN (see cpx.certgen).
 XDS_SERVER_SAN = "cpx"
 # Contour's --resources-dir layout for hot-reloaded xDS client certificates.
@@ -226,8 +229,10 @@ def bootstrap_config(
     *,
     xds_address: str = "127.0.0.1",
     xds_port: int = 8001,
-    admin_address: str = "127.0.0.1",
-    admin_port: int = 9001,
+    admin_address: str = DEFAULT_ADMIN_SOCKET,
+    admin_port: int = 0,
+    stats_address: str = "0.0.0.0",
+    stats_port: int = 0,
     node_id: str = "cpx",
     cluster: str = "cpx",
     xds_cafile: str | None = None,
@@ -257,8 +262,15 @@ def bootstrap_config(
     ``static_listeners``/``static_clusters`` (Envoy JSON) are added as is; with ``xds=False`` they
     are all there is (no xDS cluster, no dynamic resources): a static Envoy for tests, which
     otherwise would wait ``initial_fetch_timeout`` for an xDS server before serving.
-    ``admin_port=0`` lets Envoy pick a port (read it back with ``--admin-address-path``).
+    The admin interface listens on the Unix socket ``admin_address`` only; ``admin_port`` and
+    ``stats_port`` (0: none, the default here; ``cpx bootstrap`` says 9001 and 8002) add the
+    read-only listeners of :mod:`cpx.envoyadmin`.
     """
+    if not admin_address.startswith("/"):
+        raise ValueError(
+            f"admin_address must be the absolute path of a Unix socket (got {admin_address!r}): "
+            "Envoy's admin interface is never on TCP; admin_port is its read-only listener"
+        )
     if dns_lookup_family not in _DNS_LOOKUP_FAMILY:
         raise ValueError(f"dns_lookup_family must be one of {sorted(_DNS_LOOKUP_FAMILY)}")
     tls_files = (xds_cafile, xds_cert_file, xds_key_file)
@@ -278,29 +290,30 @@ def bootstrap_config(
 
     clusters: list[dict[str, Any]] = []
     if xds:
-        xds_cluster = _xds_cluster(
-            xds_address,
-            xds_port,
-            namespace=namespace,
-            dns_lookup_family=dns_lookup_family,
-            keepalive_interval=xds_keepalive_interval,
-            tls=tls,
+        clusters.append(
+            _xds_cluster(
+                xds_address,
+                xds_port,
+                namespace=namespace,
+                dns_lookup_family=dns_lookup_family,
+                keepalive_interval=xds_keepalive_interval,
+                tls=tls,
+            )
         )
-        # For an admin-proxy listener that exposes read-only admin paths (Contour's envoy-admin
-        # listener); unused until cpx serves such a listener.
-        admin_cluster = _static_cluster(ADMIN_CLUSTER, admin_address, admin_port, "0.250s")
-        admin_cluster["alt_stat_name"] = f"{namespace}_{ADMIN_CLUSTER}_{admin_port}"
-        clusters += [xds_cluster, admin_cluster]
+    # The read-only listeners' way to the admin socket (Contour's cluster of the same name).
+    clusters.append({**admin_cluster(admin_address), "alt_stat_name": f"{namespace}_{ADMIN_CLUSTER}"})
     clusters += [dict(c) for c in static_clusters]
+    listeners = admin_listeners(admin_port=admin_port, stats_address=stats_address, stats_port=stats_port)
+    listeners += [dict(listener) for listener in static_listeners]
 
     config: dict[str, Any] = {
         "node": {"id": node_id, "cluster": cluster},
         "static_resources": {
             "clusters": clusters,
-            "listeners": [dict(listener) for listener in static_listeners],
+            "listeners": listeners,
         },
         "admin": {
-            "address": _socket_address(admin_address, admin_port),
+            "address": pipe_address(admin_address),
             "access_log": [
                 {
                     "name": "envoy.access_loggers.file",

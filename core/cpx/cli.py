@@ -15,6 +15,7 @@ import yaml
 
 from cpx import __version__, logformat
 from cpx.config import Config
+from cpx.envoyadmin import DEFAULT_ADMIN_SOCKET
 from cpx.errors import CpxError
 from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
 from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
@@ -46,6 +47,37 @@ def _preparse_plugins(args: Sequence[str]) -> list[str] | None:
     return _split(env) if env else None
 
 
+TRUE_WORDS = frozenset({"true", "yes", "on", "1"})
+FALSE_WORDS = frozenset({"false", "no", "off", "0"})
+
+
+def _explicit_booleans(args: list[str], flags: set[str]) -> list[str]:
+    """Rewrite ``--flag=VALUE`` and ``--flag VALUE`` of boolean plugin options to ``--flag`` or
+    ``--no-flag``, so both the flag form and an explicit value work.  ``--flag VALUE`` only takes
+    VALUE when it is a boolean word (so ``--flag path/`` still leaves ``path/`` a positional)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        flag, eq, value = arg.partition("=")
+        if arg == "--":
+            out += args[i:]
+            break
+        if flag in flags and not eq and i + 1 < len(args):
+            word = args[i + 1].lower()
+            if word in TRUE_WORDS | FALSE_WORDS:
+                flag, eq, value = arg, "=", word
+                i += 1
+        if flag in flags and eq:
+            word = value.lower()
+            if word not in TRUE_WORDS | FALSE_WORDS:
+                raise click.BadParameter(f"expected true or false, got {value!r}", param_hint=flag)
+            arg = flag if word in TRUE_WORDS else "--no-" + flag[2:]
+        out.append(arg)
+        i += 1
+    return out
+
+
 class PluginCommand(click.Command):
     """A command whose options include those the selected plugins declare (``cpx_options``)."""
 
@@ -56,21 +88,31 @@ class PluginCommand(click.Command):
             raise click.UsageError(str(err), ctx) from None
         ctx.meta["cpx.host"] = host
         known = {p.name for p in self.params}
+        booleans: set[str] = set()
         for spec in host.options():
+            if spec.type is bool:
+                booleans.add(spec.flag)
             if spec.name in known:
                 continue
-            self.params.append(
-                click.Option(
+            if spec.type is bool:
+                # A flag that also takes an explicit value (see _explicit_booleans).
+                option = click.Option(
+                    [f"{spec.flag}/--no-{spec.flag[2:]}", spec.name],
+                    help=f"{spec.help} Also {spec.flag}=true|false.",
+                    default=bool(spec.default),
+                    show_default=True,
+                )
+            else:
+                option = click.Option(
                     [spec.flag, spec.name],
                     help=spec.help,
                     default=spec.default,
                     multiple=spec.multiple,
                     type=spec.type,
-                    is_flag=spec.type is bool,
                     show_default=spec.default is not None,
                 )
-            )
-        return super().parse_args(ctx, args)
+            self.params.append(option)
+        return super().parse_args(ctx, _explicit_booleans(args, booleans))
 
 
 def _plugin_values(ctx: click.Context, params: dict[str, Any]) -> dict[str, Any]:
@@ -509,8 +551,29 @@ def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
 @click.argument("path")
 @click.option("--xds-address", default="127.0.0.1", show_default=True, help="Address of cpx's xDS server.")
 @click.option("--xds-port", default=8001, type=int, show_default=True)
-@click.option("--admin-address", default="127.0.0.1", show_default=True, help="Envoy admin address.")
-@click.option("--admin-port", default=9001, type=int, show_default=True)
+@click.option(
+    "--admin-address",
+    default=DEFAULT_ADMIN_SOCKET,
+    show_default=True,
+    help="Path of the Unix socket Envoy's admin interface listens on (never TCP).",
+)
+@click.option(
+    "--admin-port",
+    default=9001,
+    type=int,
+    show_default=True,
+    help="Port of the read-only admin listener on 127.0.0.1 (GET of /config_dump, /stats, "
+    "/ready, ...); 0: none.",
+)
+@click.option(
+    "--stats-address",
+    default="0.0.0.0",
+    show_default=True,
+    help="Address of the listener serving GET /ready, /stats and /stats/prometheus.",
+)
+@click.option(
+    "--stats-port", default=8002, type=int, show_default=True, help="Port of that listener; 0: none."
+)
 @click.option("--node-id", default="cpx", show_default=True)
 @click.option(
     "--xds-api",
@@ -528,7 +591,11 @@ def bootstrap(path: str, **params: Any) -> None:
     """Write an Envoy bootstrap (JSON) that points Envoy at cpx; PATH may be '-'."""
     from cpx.bootstrap import bootstrap_config, write_bootstrap  # noqa: PLC0415
 
-    write_bootstrap(path, bootstrap_config(**params))
+    try:
+        config = bootstrap_config(**params)
+    except ValueError as err:
+        raise click.UsageError(str(err)) from None
+    write_bootstrap(path, config)
 
 
 @cli.command()

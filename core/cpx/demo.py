@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import tempfile
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,8 +65,8 @@ async def _run(example: Path, *, http_port: int, https_port: int, xds_port: int,
         serving = asyncio.create_task(serve(PluginHost.load(), config, options))
         await _wait_serving(serving, xds_port)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cpx-demo-")))
-        envoy = EnvoyProcess.with_xds(xds_port, workdir=workdir, log_level="warn")
-        envoy.config = {**envoy.config, "admin": _admin(envoy.config, admin_port)}
+        # The admin interface stays on a Unix socket; admin_port serves its read-only paths.
+        envoy = EnvoyProcess.with_xds(xds_port, workdir=workdir, log_level="warn", admin_port=admin_port)
         try:
             stack.enter_context(envoy)
             await asyncio.to_thread(envoy.wait_ready, 30.0)
@@ -77,7 +76,7 @@ async def _run(example: Path, *, http_port: int, https_port: int, xds_port: int,
         print(
             f"\ncpx is serving {example} to Envoy.\n"
             f"  try:   curl -s http://127.0.0.1:{http_port}/\n"
-            f"  admin: http://127.0.0.1:{admin_port}/config_dump\n"
+            f"  admin (read-only): http://127.0.0.1:{admin_port}/config_dump\n"
             f"Edit the manifests in {example} and the change is live within a second. Ctrl-C stops.\n",
             flush=True,
         )
@@ -101,9 +100,3 @@ async def _wait_serving(serving: asyncio.Task[None], port: int) -> None:
         except TimeoutError:
             await asyncio.sleep(0.05)
     raise CpxError(f"cpx did not listen on 127.0.0.1:{port}")
-
-
-def _admin(config: Mapping[str, Any], port: int) -> dict[str, Any]:
-    admin = dict(config.get("admin") or {})
-    admin["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
-    return admin

@@ -33,6 +33,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from cpx.bootstrap import _import_package, bootstrap_config
+from cpx.envoyadmin import ADMIN_CLUSTER
 from cpx.errors import CpxError
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
 
@@ -246,6 +247,9 @@ def _may_hold_references(descriptor: Descriptor) -> bool:
 def _base_bootstrap() -> bytes:
     """cpx's own bootstrap without xDS (node, runtime, regex engine as the served Envoys have them)."""
     base = bootstrap_config(xds=False, admin_port=0, node_id="cpx-validate", cluster="cpx-validate")
+    # The admin interface's own cluster (a Unix socket) has nothing to do with the snapshot.
+    static = base.get("static_resources", {})
+    static["clusters"] = [c for c in static.get("clusters", []) if c.get("name") != ADMIN_CLUSTER]
     serialized: bytes = json_format.ParseDict(base, bootstrap_pb2.Bootstrap()).SerializeToString()
     return serialized
 

@@ -17,6 +17,8 @@ import attrs
 from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG, Note
+from cpx.externalname import ENABLE_OPTION as ENABLE_EXTERNAL_NAMES
+from cpx.externalname import ExternalNamePolicy
 from cpx.isolation import Fault, ObjectFault, exception_note, find_culprit, sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
@@ -99,7 +101,11 @@ class Pipeline:
     @classmethod
     def create(cls, host: PluginHost, config: Config) -> Pipeline:
         watches = {w.gvk.group_kind: w for w in host.watches()}
-        source = SourceCache(watches=watches, secret_policy=host.secret_access_permitted)
+        source = SourceCache(
+            watches=watches,
+            secret_policy=host.secret_access_permitted,
+            external_names=ExternalNamePolicy(enabled=config.option(ENABLE_EXTERNAL_NAMES.name) is True),
+        )
         processors = [(spec.name, spec.factory(config)) for spec in host.processors()]
         caches = [spec.factory(config) for spec in host.resource_caches()]
         for cache in caches:

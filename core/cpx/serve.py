@@ -20,7 +20,7 @@ import yaml
 from cpx import objects as k8s
 from cpx.config import Config
 from cpx.dag.dot import to_dot
-from cpx.events import EventHandler
+from cpx.events import Event, EventHandler, Op
 from cpx.httpserver import HTTPService, health_routes
 from cpx.metrics import Metrics
 from cpx.objects import ObjectKey
@@ -198,6 +198,18 @@ def start_kube_status_writing(
     return start_status_writing(api_client, pipeline, writing_options, metrics)
 
 
+def rebuild_on_late_dns_answers(pipeline: Pipeline, handler: EventHandler) -> None:
+    """A DNS answer the ExternalName check could not wait for arrives later (on a resolver
+    thread): rebuild then, rather than at the next unrelated change (cpx.resolver)."""
+    loop = asyncio.get_running_loop()
+
+    def resync() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: cpx is stopping
+            loop.call_soon_threadsafe(handler.submit, Event(Op.RESYNC))
+
+    pipeline.source.external_names.resolver.on_late_answer = resync
+
+
 async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
@@ -254,6 +266,7 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         holdoff_max_delay=config.holdoff_max_delay,
         pending_sources=set(source_names),
     )
+    rebuild_on_late_dns_answers(pipeline, handler)
     health = HTTPService(
         options.health_address, options.health_port, health_routes(metrics.registry, handler.not_ready)
     )

@@ -4,7 +4,8 @@ What Contour's ``EnsureService`` / ``LookupService`` and the Service annotations
 (``internal/dag/accessors.go``, ``internal/dag/cache.go``, ``internal/annotation/annotations.go``):
 resolve the port by number or name, refuse non-TCP ports, read the upstream protocol from
 ``appProtocol`` or the ``projectcontour.io/upstream-protocol.*`` annotations, the circuit-breaker
-annotations, and the ExternalName target (refusing anything that points back at Envoy's host).
+annotations, and the ExternalName target (subject to the source cache's
+:class:`~cpx.externalname.ExternalNamePolicy`, so the same rule holds for every kind).
 
 Processors call :func:`lookup_service_port` (or :func:`service_port` with a Service they already
 have) and put a :class:`ServicePortError`'s message into the referring object's status.
@@ -12,14 +13,13 @@ have) and put a :class:`ServicePortError`'s message into the referring object's 
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import socket
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from cpx import objects as k8s
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
+from cpx.externalname import ExternalNamePolicy
 from cpx.source import NotFoundError, SourceCache
 
 Warn = Callable[[str], None]
@@ -46,12 +46,9 @@ APP_PROTOCOLS = {
     "http": UpstreamProtocol.HTTP1,
     "https": UpstreamProtocol.TLS,
 }
-# Contour's blocklist plus the other names resolvers map to the loopback interface.
-LOCALHOST_NAMES = frozenset(
-    {"localhost", "localhost.localdomain", "local.projectcontour.io", "ip6-localhost", "ip6-loopback"}
-)
 MAX_UINT32 = 2**32 - 1
 _NO_CIRCUIT_BREAKERS = CircuitBreakers()
+_REFUSE_EXTERNAL_NAMES = ExternalNamePolicy(enabled=False)
 
 
 class ServicePortError(ValueError):
@@ -69,29 +66,35 @@ def lookup_service_port(
     name: str,
     port: int | str,
     *,
-    allow_external_name: bool = True,
     warn: Warn | None = None,
 ) -> ServicePort:
-    """Look the Service up (recording the reference for rebuilds) and resolve ``port`` on it."""
+    """Look the Service up (recording the reference for rebuilds) and resolve ``port`` on it.
+
+    An ExternalName Service is checked against ``source.external_names`` (the core's
+    ``--enable-external-name-service`` and loopback rule); since DNS answers change without any
+    object changing, the lookup is then recorded as volatile (re-checked at every build).
+    """
     try:
         service = source.lookup_service(namespace, name)
     except NotFoundError as err:
         raise ServicePortError(str(err)) from None
-    return service_port(service, port, allow_external_name=allow_external_name, warn=warn)
+    if _is_external_name(service):
+        source.record_volatile()
+    return service_port(service, port, external_names=source.external_names, warn=warn)
 
 
 def service_port(
     service: Mapping[str, Any],
     port: int | str,
     *,
-    allow_external_name: bool = True,
+    external_names: ExternalNamePolicy = _REFUSE_EXTERNAL_NAMES,
     warn: Warn | None = None,
 ) -> ServicePort:
     """The DAG view of one port of ``service``.
 
     ``port`` is a Service port number or a Service port name.  ``warn`` receives remarks about
-    ignored annotation values (Contour ignores them silently).  ``allow_external_name`` is
-    Contour's ``enableExternalNameService``.
+    ignored annotation values (Contour ignores them silently).  ``external_names`` decides
+    whether an ExternalName Service may be used (by default it may not).
     """
     spec = _find_port(service, port)
     return ServicePort(
@@ -101,7 +104,7 @@ def service_port(
         port_name=str(spec.get("name") or ""),
         # The API server defaults targetPort to port; files read in standalone mode may omit it.
         target_port=spec.get("targetPort", int(spec["port"])),
-        external_name=external_name(service, allow=allow_external_name),
+        external_name=external_name(service, external_names),
         protocol=upstream_protocol(service, spec),
         circuit_breakers=circuit_breakers(service, warn),
     )
@@ -127,53 +130,22 @@ def _find_port(service: Mapping[str, Any], port: int | str) -> Mapping[str, Any]
     raise ServicePortError(f"port {_q(text)} on service {_q(_service_ref(service))} not matched")
 
 
-def external_name(service: Mapping[str, Any], *, allow: bool = True) -> str | None:
-    """The DNS name of an ExternalName Service (None for other types), refusing localhost."""
+def _is_external_name(service: Mapping[str, Any]) -> bool:
     spec = service.get("spec") or {}
-    if spec.get("type") != "ExternalName" or not spec.get("externalName"):
+    return spec.get("type") == "ExternalName" and bool(spec.get("externalName"))
+
+
+def external_name(
+    service: Mapping[str, Any], policy: ExternalNamePolicy = _REFUSE_EXTERNAL_NAMES
+) -> str | None:
+    """The DNS name of an ExternalName Service (None for other types), if ``policy`` allows it."""
+    if not _is_external_name(service):
         return None
-    name = str(spec["externalName"])
-    ref = _service_ref(service)
-    if not allow:
-        raise ServicePortError(
-            f"{ref} is an ExternalName service, these are not currently enabled. "
-            "See the config.enableExternalNameService config file setting"
-        )
-    if points_to_localhost(name):
-        raise ServicePortError(
-            f"{ref} is an ExternalName service that points to localhost, this is not allowed"
-        )
+    name = str(service["spec"]["externalName"])
+    refusal = policy.refusal(_service_ref(service), name)
+    if refusal is not None:
+        raise ServicePortError(refusal)
     return name
-
-
-def points_to_localhost(name: str) -> bool:
-    """Whether Envoy would connect to its own host (or link-local metadata services) for ``name``.
-
-    An ExternalName pointing there would let any Service author reach Envoy's admin interface or
-    the node's metadata endpoint (GHSA-5ph6-qq5x-7jwc); a DNS lookup per build would be too slow,
-    so names and literal addresses are checked instead.
-    """
-    host = name.strip().lower().rstrip(".").strip("[]")
-    if host in LOCALHOST_NAMES or host.endswith(".localhost"):
-        return True
-    address = _parse_address(host)
-    if address is None:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
-    return address.is_loopback or address.is_link_local or address.is_unspecified
-
-
-def _parse_address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        pass
-    # Resolvers also accept the legacy IPv4 spellings (127.1, 2130706433, 0x7f.0.0.1).
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except (OSError, ValueError):
-        return None
 
 
 def upstream_protocol(service: Mapping[str, Any], port: Mapping[str, Any]) -> UpstreamProtocol:

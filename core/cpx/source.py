@@ -24,6 +24,7 @@ import attrs
 
 from cpx import objects as k8s
 from cpx.dag.nodes import Secret
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.tlsutil import SecretError, validate_ca_secret, validate_tls_secret
@@ -115,6 +116,8 @@ def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 class SourceCache:
     watches: Mapping[tuple[str, str], WatchSpec] = attrs.field(factory=dict)
     secret_policy: SecretPolicy = same_namespace_only
+    # Whether ExternalName Services may be used (the core's option; refused by default).
+    external_names: ExternalNamePolicy = attrs.field(factory=ExternalNamePolicy)
     # (group, kind) -> {(namespace, name): object}
     _objects: dict[tuple[str, str], dict[tuple[str, str], KubeObject]] = attrs.field(factory=dict)
     # EndpointSlices grouped by the (namespace, service) they belong to.
@@ -250,6 +253,10 @@ class SourceCache:
     def _record_volatile(self) -> None:
         if self._recorder is not None:
             self._recorder.volatile = True
+
+    def record_volatile(self) -> None:
+        """The code being recorded depends on something outside the cache (e.g. a DNS answer)."""
+        self._record_volatile()
 
     # -- reading -------------------------------------------------------------------------------
     def get(self, key: ObjectKey) -> KubeObject | None:

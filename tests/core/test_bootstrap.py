@@ -12,9 +12,11 @@ from typing import Any
 
 import grpc
 import pytest
+from click.testing import CliRunner
 from google.protobuf.json_format import ParseError
 
-from cpx import bootstrap, certgen
+from cpx import bootstrap, certgen, envoyadmin
+from cpx.cli import cli
 from cpx.testing.harness import EnvoyProcess, envoy_binary, free_port
 
 UPSTREAM_TLS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
@@ -35,6 +37,36 @@ def certs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "xds_key_file": str(out / certgen.ENVOY_KEY_FILE),
         "dir": str(out),
     }
+
+
+def _routes(listener: dict[str, Any]) -> list[tuple[str, str]]:
+    """(exact path, the method it is limited to) of each route of a read-only listener."""
+    hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
+    assert hcm["normalize_path"] is True
+    (vhost,) = hcm["route_config"]["virtual_hosts"]
+    out = []
+    for route in vhost["routes"]:
+        assert route["route"] == {"cluster": "envoy-admin"}
+        (method,) = route["match"]["headers"]
+        assert method["name"] == ":method" and method["string_match"]["ignore_case"] is True
+        out.append((route["match"]["path"], method["string_match"]["exact"]))
+    return out
+
+
+def test_stats_listener_and_listeners_off() -> None:
+    config = bootstrap.bootstrap_config(admin_address="/run/envoy/admin.sock", stats_port=8002)
+    (stats,) = config["static_resources"]["listeners"]  # admin_port 0: no envoy-admin listener
+    assert stats["name"] == "stats-health"
+    assert stats["address"]["socket_address"] == {"address": "0.0.0.0", "port_value": 8002}
+    assert _routes(stats) == [("/ready", "GET"), ("/stats", "GET"), ("/stats/prometheus", "GET")]
+    assert config["admin"]["address"]["pipe"]["path"] == "/run/envoy/admin.sock"
+    assert bootstrap.bootstrap_config()["static_resources"].get("listeners", []) == []
+
+
+@pytest.mark.parametrize("address", ["127.0.0.1", "0.0.0.0", "admin.sock", ""])
+def test_admin_address_must_be_a_socket_path(address: str) -> None:
+    with pytest.raises(ValueError, match="absolute path of a Unix socket"):
+        bootstrap.bootstrap_config(admin_address=address)
 
 
 def _tls_files(certs: dict[str, str]) -> dict[str, str]:
@@ -69,8 +101,18 @@ def test_defaults_match_contour() -> None:
     endpoint = xds["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
     assert endpoint["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 8001}
 
-    assert config["admin"]["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 9001}
+    # Envoy's admin interface only on a Unix socket (Contour's default path), owner-only.
+    assert config["admin"]["address"] == {"pipe": {"path": "/admin/admin.sock", "mode": 0o600}}
     assert config["admin"]["access_log"][0]["typed_config"]["path"] == "/dev/null"
+    admin = _cluster(config, "envoy-admin")
+    assert admin["type"] == "STATIC"
+    endpoint = admin["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]
+    assert endpoint["address"] == {"pipe": {"path": "/admin/admin.sock"}}
+    # The read-only listener (Contour's envoy-admin): loopback, GET of Contour's paths only.
+    (listener,) = config["static_resources"]["listeners"]
+    assert listener["name"] == "envoy-admin"
+    assert listener["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 9001}
+    assert _routes(listener) == [(path, "GET") for path in envoyadmin.READ_ONLY_PATHS]
     assert config["layered_runtime"]["layers"] == [
         {
             "name": "static",
@@ -120,7 +162,7 @@ def test_static_only() -> None:
         admin_port=0, xds=False, static_clusters=[{"name": "x", "type": "STATIC"}]
     )
     assert "dynamic_resources" not in config
-    assert [c["name"] for c in config["static_resources"]["clusters"]] == ["x"]
+    assert [c["name"] for c in config["static_resources"]["clusters"]] == ["envoy-admin", "x"]
 
 
 def test_rejects_bad_input() -> None:
@@ -188,7 +230,7 @@ def _validate(path: Path) -> subprocess.CompletedProcess[str]:
 @pytest.mark.e2e
 @pytest.mark.parametrize("variant", ["plain", "dns", "mtls", "sds", "everything"])
 def test_envoy_validates(variant: str, tmp_path: Path, certs: dict[str, str]) -> None:
-    kwargs: dict[str, Any] = {"xds_port": 8001, "admin_port": 9001}
+    kwargs: dict[str, Any] = {"xds_port": 8001, "admin_port": 9001, "stats_port": 8002}
     resources = None
     if variant == "dns":
         kwargs["xds_address"] = "cpx.projectcontour.svc"
@@ -278,3 +320,24 @@ def test_envoy_dials_xds_with_mutual_tls(
         assert names == [b"envoy"]
     finally:
         server.stop(0).wait()
+
+
+def test_cli_defaults_follow_contour() -> None:
+    result = CliRunner().invoke(cli.commands["bootstrap"], ["-"])
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.stdout)
+    assert config["admin"]["address"]["pipe"]["path"] == "/admin/admin.sock"
+    listeners = {
+        listener["name"]: listener["address"]["socket_address"]
+        for listener in config["static_resources"]["listeners"]
+    }
+    assert listeners == {
+        "envoy-admin": {"address": "127.0.0.1", "port_value": 9001},
+        "stats-health": {"address": "0.0.0.0", "port_value": 8002},
+    }
+
+
+def test_cli_refuses_a_tcp_admin_address() -> None:
+    result = CliRunner().invoke(cli.commands["bootstrap"], ["-", "--admin-address", "127.0.0.1"])
+    assert result.exit_code == 2
+    assert "absolute path of a Unix socket" in result.output

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from typing import Any
 
 import pytest
 
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
-from cpx.servicecluster import (
-    ServicePortError,
-    lookup_service_port,
-    points_to_localhost,
-    service_port,
-)
+from cpx.externalname import ExternalNamePolicy, points_to_localhost
+from cpx.resolver import Resolver
+from cpx.servicecluster import ServicePortError, lookup_service_port, service_port
 from cpx.source import SourceCache
 
 
@@ -113,8 +113,28 @@ def external(target: str) -> dict[str, Any]:
     return service([HTTP], name="ext", type="ExternalName", externalName=target)
 
 
+def fake_dns(table: dict[str, list[str]]) -> Resolver:
+    """A resolver answering from ``table`` (a missing name does not resolve)."""
+
+    def lookup(name: str) -> list[str]:
+        if name not in table:
+            raise OSError(f"[Errno -2] Name or service not known: {name}")
+        return table[name]
+
+    return Resolver(lookup)
+
+
+# Enabled, with a resolver that knows nothing: only the static checks can refuse.
+ENABLED = ExternalNamePolicy(enabled=True, resolver=fake_dns({}))
+LOCALHOST = "default/ext is an ExternalName service that points to localhost, this is not allowed"
+DISABLED = (
+    "default/ext is an ExternalName service, these are not currently enabled. "
+    "See the config.enableExternalNameService config file setting"
+)
+
+
 def test_external_name() -> None:
-    got = service_port(external("api.example.com"), 80)
+    got = service_port(external("api.example.com"), 80, external_names=ENABLED)
     assert got.external_name == "api.example.com"
     assert got.port == 80
 
@@ -139,15 +159,13 @@ def test_external_name() -> None:
         "::",
         "169.254.169.254",  # link-local: cloud metadata
         "fe80::1",
+        "fe80::1%eth0",
     ],
 )
 def test_external_name_to_localhost_refused(target: str) -> None:
     with pytest.raises(ServicePortError) as err:
-        service_port(external(target), 80)
-    assert (
-        str(err.value)
-        == "default/ext is an ExternalName service that points to localhost, this is not allowed"
-    )
+        service_port(external(target), 80, external_names=ENABLED)
+    assert str(err.value) == LOCALHOST
 
 
 @pytest.mark.parametrize(
@@ -157,18 +175,97 @@ def test_not_localhost(target: str) -> None:
     assert not points_to_localhost(target)
 
 
-def test_external_name_disabled() -> None:
+@pytest.mark.parametrize(
+    ("addresses", "shown"),
+    [
+        (["127.0.0.1"], "127.0.0.1"),
+        (["10.0.0.7", "127.0.1.1"], "127.0.1.1"),  # any address counts: Envoy may pick any
+        (["::1"], "::1"),
+        (["0.0.0.0"], "0.0.0.0"),
+        (["169.254.169.254"], "169.254.169.254"),
+        (["::ffff:127.0.0.1"], "::ffff:127.0.0.1"),
+    ],
+)
+def test_a_name_that_resolves_to_localhost_is_refused(addresses: list[str], shown: str) -> None:
+    policy = ExternalNamePolicy(enabled=True, resolver=fake_dns({"admin.evil.test": addresses}))
     with pytest.raises(ServicePortError) as err:
-        service_port(external("api.example.com"), 80, allow_external_name=False)
-    assert str(err.value) == (
-        "default/ext is an ExternalName service, these are not currently enabled. "
-        "See the config.enableExternalNameService config file setting"
-    )
+        service_port(external("admin.evil.test"), 80, external_names=policy)
+    assert str(err.value) == f'{LOCALHOST} ("admin.evil.test" resolves to {shown})'
+
+
+def test_a_name_that_resolves_elsewhere_or_not_at_all_is_used() -> None:
+    policy = ExternalNamePolicy(enabled=True, resolver=fake_dns({"api.example.com": ["192.0.2.10"]}))
+    assert service_port(external("api.example.com"), 80, external_names=policy).external_name
+    # Not resolvable now: Envoy cannot connect anywhere either; checked again at the next build.
+    assert service_port(external("nowhere.example.com"), 80, external_names=policy).external_name
+
+
+def test_the_system_resolver_is_used_by_default() -> None:
+    # "localhost" is refused by name; the machine's own host name resolves (here) to an address
+    # of this host, which is the case name checks miss.
+    hostname = socket.gethostname()
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(hostname, None)}
+    except OSError:
+        pytest.skip(f"{hostname} does not resolve here")
+    if not any(a.startswith("127.") or a == "::1" for a in addresses):
+        pytest.skip(f"{hostname} does not resolve to loopback here ({addresses})")
+    with pytest.raises(ServicePortError, match="points to localhost"):
+        service_port(external(hostname), 80, external_names=ExternalNamePolicy(enabled=True))
+
+
+def test_external_name_disabled_by_default() -> None:
+    for target in ("api.example.com", "localhost"):
+        with pytest.raises(ServicePortError) as err:
+            service_port(external(target), 80)
+        assert str(err.value) == DISABLED
+
+
+def test_lookup_uses_the_source_cache_policy_and_records_a_volatile_lookup() -> None:
+    source = SourceCache()
+    source.insert(external("api.example.com"))
+    with pytest.raises(ServicePortError, match="not currently enabled"):
+        lookup_service_port(source, "default", "ext", 80)
+    source = SourceCache(external_names=ENABLED)
+    source.insert(external("api.example.com"))
+    with source.recording() as rec:
+        assert lookup_service_port(source, "default", "ext", 80).external_name == "api.example.com"
+    # DNS answers change without any object changing: memoised results must be recomputed.
+    assert rec.volatile
 
 
 def test_external_name_only_for_that_type() -> None:
     svc = service([HTTP], type="ClusterIP", externalName="localhost")
     assert service_port(svc, 80).external_name is None
+
+
+def test_a_slow_lookup_is_refused_meanwhile() -> None:
+    release = threading.Event()
+
+    def lookup(name: str) -> list[str]:
+        release.wait(10)
+        return ["127.0.0.1"]
+
+    policy = ExternalNamePolicy(enabled=True, resolver=Resolver(lookup, timeout=0.05))
+    with pytest.raises(ServicePortError) as err:
+        service_port(external("slow.test"), 80, external_names=policy)
+    assert str(err.value) == (
+        'default/ext is an ExternalName service whose name "slow.test" has not resolved yet; '
+        "it is refused until cpx can check that it does not point to localhost"
+    )
+    release.set()
+    deadline = time.monotonic() + 5
+    while "not resolved yet" in _refusal(policy) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _refusal(policy) == f'{LOCALHOST} ("slow.test" resolves to 127.0.0.1)'
+
+
+def _refusal(policy: ExternalNamePolicy) -> str:
+    try:
+        service_port(external("slow.test"), 80, external_names=policy)
+    except ServicePortError as err:
+        return str(err)
+    return ""
 
 
 # -- circuit breakers --------------------------------------------------------------------------

@@ -424,14 +424,12 @@ def test_cpx_serves_in_cluster_over_mtls(tmp_path: Path) -> None:
     assert [(p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [(xds_port, xds_port)]
 
 
-def test_envoy_bootstrap_points_at_the_cpx_service(tmp_path: Path) -> None:
+def _written_bootstrap(tmp_path: Path) -> tuple[dict[str, Any], Filesystem, Filesystem]:
+    """Run the init container's command, and find what it wrote where Envoy reads it: the
+    bootstrap, and the init and envoy containers' filesystems."""
     daemonset = the("DaemonSet", "envoy")
     init = container(daemonset, "bootstrap")
-    ctx, fs = parse(tmp_path, daemonset, init)
-    service = the("Service", "cpx")
-    assert option(ctx, "--xds-address") == service["metadata"]["name"] == XDS_SERVER_SAN
-    assert option(ctx, "--xds-port") == service["spec"]["ports"][0]["port"]
-    # Run the init container's command, and find what it wrote where Envoy reads it.
+    _, fs = parse(tmp_path, daemonset, init)
     # (The command itself, not the group: the group's callback would reconfigure logging.)
     args = [fs.rewrite(a) for a in _expand_env(init, init["args"])]
     result = CliRunner().invoke(cli.commands[args[0]], args[1:])
@@ -442,7 +440,16 @@ def test_envoy_bootstrap_points_at_the_cpx_service(tmp_path: Path) -> None:
     assert envoy["args"][envoy["args"].index("-c") + 1] == output
     envoy_fs = Filesystem(tmp_path / "envoy", daemonset, envoy)
     assert envoy_fs.volume_of(output) is fs.volume_of(output)
-    config = json.loads(fs.path(output).read_text())
+    return json.loads(fs.path(output).read_text()), fs, envoy_fs
+
+
+def test_envoy_bootstrap_points_at_the_cpx_service(tmp_path: Path) -> None:
+    daemonset = the("DaemonSet", "envoy")
+    ctx, _ = parse(tmp_path / "parsed", daemonset, container(daemonset, "bootstrap"))
+    service = the("Service", "cpx")
+    assert option(ctx, "--xds-address") == service["metadata"]["name"] == XDS_SERVER_SAN
+    assert option(ctx, "--xds-port") == service["spec"]["ports"][0]["port"]
+    config, fs, envoy_fs = _written_bootstrap(tmp_path)
     # Every file the bootstrap names (the xDS client certificate) is mounted into Envoy too.
     files = list(_filenames(config))
     assert len(files) == 3
@@ -467,12 +474,50 @@ def _filenames(value: Any) -> Iterator[str]:
             yield from _filenames(item)
 
 
+def _stats_listener(config: Mapping[str, Any]) -> tuple[str, int]:
+    (listener,) = [x for x in config["static_resources"]["listeners"] if x["name"] == "stats-health"]
+    address = listener["address"]["socket_address"]
+    return address["address"], address["port_value"]
+
+
+def test_envoy_admin_is_on_a_socket_in_its_own_volume(tmp_path: Path) -> None:
+    config, _, envoy_fs = _written_bootstrap(tmp_path)
+    socket_path = config["admin"]["address"]["pipe"]["path"]
+    assert "socket_address" not in json.dumps(config["admin"])
+    volume = envoy_fs.volume_of(socket_path)
+    assert "emptyDir" in volume
+    # A volume of its own, which Envoy can write (the socket is created there).
+    envoy = container(the("DaemonSet", "envoy"), "envoy")
+    (mount,) = [m for m in envoy["volumeMounts"] if socket_path.startswith(m["mountPath"] + "/")]
+    assert not mount.get("readOnly")
+    assert mount["name"] == "envoy-admin"
+    # Every TCP listener in the bootstrap forwards GET of read-only paths only.
+    for listener in config["static_resources"]["listeners"]:
+        hcm = listener["filter_chains"][0]["filters"][0]["typed_config"]
+        for route in hcm["route_config"]["virtual_hosts"][0]["routes"]:
+            assert route["match"]["headers"][0]["string_match"]["exact"] == "GET"
+
+
+def test_envoy_readiness_and_metrics_use_the_stats_listener(tmp_path: Path) -> None:
+    config, _, _ = _written_bootstrap(tmp_path)
+    address, port = _stats_listener(config)
+    assert address == "0.0.0.0"  # the kubelet probes the pod's address
+    daemonset = the("DaemonSet", "envoy")
+    envoy = container(daemonset, "envoy")
+    assert envoy["readinessProbe"]["httpGet"] == {"path": "/ready", "port": port}
+    assert {"name": "metrics", "containerPort": port, "protocol": "TCP"} in envoy["ports"]
+    annotations = daemonset["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(port)
+    assert annotations["prometheus.io/path"] == "/stats/prometheus"
+
+
 def test_envoy_listens_where_cpx_puts_its_listeners(tmp_path: Path) -> None:
     deployment = the("Deployment", "cpx")
     ctx, _ = parse(tmp_path, deployment, container(deployment, "cpx"))
     http, https = option(ctx, "--envoy-service-http-port"), option(ctx, "--envoy-service-https-port")
     envoy = container(the("DaemonSet", "envoy"), "envoy")
-    assert {p["name"]: p["containerPort"] for p in envoy["ports"]} == {"http": http, "https": https}
+    ports = {p["name"]: p["containerPort"] for p in envoy["ports"]}
+    assert ports == {"http": http, "https": https, "metrics": ports["metrics"]}
     # The Envoy Service is the one cpx reads its load-balancer address from.
     service = the("Service", option(ctx, "--envoy-service-name"))
     assert service["metadata"]["namespace"] == option(ctx, "--envoy-service-namespace")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cpx import ingressclass, lbstatus
+from cpx import externalname, ingressclass, lbstatus
 from cpx import objects as k8s
 from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
 from cpx.config import Config
@@ -62,6 +62,8 @@ def cpx_options() -> Iterator[OptionSpec]:
     # Shared by every plugin whose kinds honour ingress classes (Contour's one flag for all kinds).
     yield ingressclass.CLASS_OPTION
     yield lbstatus.STATUS_ADDRESS_OPTION
+    # Enforced by the core for every kind (cpx.servicecluster), as Contour's one setting is.
+    yield externalname.ENABLE_OPTION
 
 
 @hookimpl
@@ -70,6 +72,10 @@ def cpx_configure(config: Config) -> None:
         lbstatus.parse_status_addresses(config.option(lbstatus.STATUS_ADDRESS_OPTION.name))
     except ValueError as err:
         raise ConfigError(f"--ingress-status-address: {err}") from None
+    try:
+        externalname.parse_enabled(config.option(externalname.ENABLE_OPTION.name))
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 @hookimpl

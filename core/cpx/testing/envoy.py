@@ -2,8 +2,9 @@
 
 Envoy is started with ``--disable-hot-restart`` (plus ``--use-dynamic-base-id``): hot restart
 would leave a shared-memory file in /dev/shm behind every run and makes parallel Envoys compete
-for base ids. The admin port is chosen by Envoy (port 0) and read back from
-``--admin-address-path``, so there is no window in which another process can take it.
+for base ids. The admin interface is on a Unix socket, as ``cpx bootstrap`` puts it (whatever the
+given bootstrap says, it is moved to a private directory of this process); the harness speaks
+HTTP over that socket, so tests keep full admin access while no TCP port exposes it.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from cpx.bootstrap import bootstrap_config
+from cpx.envoyadmin import with_admin_socket
 
 # Every Envoy we started and have not reaped; killed at interpreter exit whatever happened.
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -128,7 +130,11 @@ class EnvoyProcess:
         self.extra_args = list(extra_args)
         self.start_timeout = start_timeout
         self.proc: subprocess.Popen[bytes] | None = None
-        self._admin: tuple[str, int] | None = None
+        # A short private path: Unix socket paths are limited to 107 bytes, test workdirs are long.
+        self._socket_dir = Path(tempfile.mkdtemp(prefix="cpx-admin-"))
+        weakref.finalize(self, shutil.rmtree, self._socket_dir, True)
+        self.admin_socket = str(self._socket_dir / "admin.sock")
+        self._admin: str | None = None
         self._log_tail = ""
 
     @classmethod
@@ -145,7 +151,7 @@ class EnvoyProcess:
 
         ``bootstrap`` goes to :func:`cpx.bootstrap.bootstrap_config` (e.g. the xDS TLS files).
         """
-        config = bootstrap_config(xds_address=xds_address, xds_port=xds_port, admin_port=0, **bootstrap)
+        config = bootstrap_config(xds_address=xds_address, xds_port=xds_port, **bootstrap)
         return cls(config, workdir=workdir, log_level=log_level)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -153,9 +159,9 @@ class EnvoyProcess:
     def start(self) -> EnvoyProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         bootstrap = self.workdir / "bootstrap.json"
-        bootstrap.write_text(json.dumps(self.config, indent=2))
-        address_file = self.workdir / "admin-address"
-        address_file.unlink(missing_ok=True)
+        bootstrap.write_text(json.dumps(with_admin_socket(self.config, self.admin_socket), indent=2))
+        self._socket_dir.mkdir(parents=True, exist_ok=True)
+        Path(self.admin_socket).unlink(missing_ok=True)
         args = [
             *_die_with_parent_prefix(),
             envoy_binary(),
@@ -163,8 +169,6 @@ class EnvoyProcess:
             str(bootstrap),
             "--disable-hot-restart",
             "--use-dynamic-base-id",
-            "--admin-address-path",
-            str(address_file),
             "--log-level",
             self.log_level,
             "--concurrency",
@@ -184,23 +188,20 @@ class EnvoyProcess:
         _RUNNING.add(self.proc)
         weakref.finalize(self, _kill, self.proc)
         try:
-            self._admin = self._wait_admin(address_file)
+            self._admin = self._wait_admin(self.admin_socket)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _wait_admin(self, address_file: Path) -> tuple[str, int]:
+    def _wait_admin(self, socket_path: str) -> str:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             self._check_running()
-            text = address_file.read_text().strip() if address_file.exists() else ""
-            if text:
-                host, _, port = text.rpartition(":")
-                address = (host.strip("[]"), int(port))
+            if os.path.exists(socket_path):
                 with contextlib.suppress(OSError):
-                    if _get(address, "/server_info", 1.0)[0] == 200:
-                        return address
+                    if _get(socket_path, "/server_info", 1.0)[0] == 200:
+                        return socket_path
             time.sleep(0.05)
         raise EnvoyError(
             f"Envoy admin did not answer within {self.start_timeout}s\n{self.log_text()[-3000:]}"
@@ -230,6 +231,7 @@ class EnvoyProcess:
         if self._own_workdir and self.workdir.exists():
             self._log_tail = self.log_text()[-20000:]
             shutil.rmtree(self.workdir, ignore_errors=True)
+        Path(self.admin_socket).unlink(missing_ok=True)
         return code
 
     def __enter__(self) -> EnvoyProcess:
@@ -253,15 +255,17 @@ class EnvoyProcess:
     # -- admin interface ---------------------------------------------------------------------
 
     @property
-    def admin_address(self) -> tuple[str, int]:
+    def admin_address(self) -> str:
+        """The path of the admin interface's Unix socket (there is no admin TCP port)."""
         if self._admin is None:
             raise EnvoyError("Envoy is not running")
         return self._admin
 
-    @property
-    def admin_url(self) -> str:
-        host, port = self.admin_address
-        return f"http://{host}:{port}"
+    def listening_ports(self) -> set[tuple[str, int]]:
+        """Every TCP (address, port) this Envoy listens on (Linux: read from /proc)."""
+        if self.proc is None:
+            raise EnvoyError("Envoy is not running")
+        return listening_tcp_ports(self.proc.pid)
 
     def admin_get(self, path: str, timeout: float = 5.0) -> tuple[int, str]:
         """GET an admin path, e.g. ``/ready``; returns (status, body)."""
@@ -325,8 +329,52 @@ class EnvoyProcess:
             time.sleep(0.05)
 
 
-def _get(address: tuple[str, int], path: str, timeout: float, method: str = "GET") -> tuple[int, str]:
-    conn = http.client.HTTPConnection(*address, timeout=timeout)
+def listening_tcp_ports(pid: int) -> set[tuple[str, int]]:
+    """The TCP sockets in LISTEN state that process ``pid`` holds, as (address, port)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = set()
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        with contextlib.suppress(FileNotFoundError):
+            for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    address, port = fields[1].split(":")
+                    found.add((_proc_address(address, family), int(port, 16)))
+    return found
+
+
+def _proc_address(hex_address: str, family: int) -> str:
+    # /proc/net prints each 32-bit word of the address in host (little-endian) order.
+    raw = bytes.fromhex(hex_address)
+    words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return socket.inet_ntop(family, words)
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    """HTTP/1.1 over a Unix socket (the standard library only dials TCP)."""
+
+    def __init__(self, socket_path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self.socket_path = socket_path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
+
+
+def _get(socket_path: str, path: str, timeout: float, method: str = "GET") -> tuple[int, str]:
+    conn = _UnixHTTPConnection(socket_path, timeout)
     try:
         conn.request(method, path)
         response = conn.getresponse()

@@ -123,7 +123,8 @@ class TenantStack:
         def has() -> bool:
             nonlocal shown
             status = self.status(kind, namespace, name)
-            shown = yaml.safe_dump(status) if status is not None else ""
+            # Unwrapped: a long message must stay searchable as one line.
+            shown = yaml.safe_dump(status, width=1 << 20) if status is not None else ""
             return text in shown
 
         try:
@@ -168,9 +169,16 @@ class TenantStack:
 
 @contextlib.contextmanager
 def tenant_stack(
-    workdir: Path, *, plugins: Sequence[str] | None = None, extra_args: Sequence[str] = ()
+    workdir: Path,
+    *,
+    plugins: Sequence[str] | None = None,
+    extra_args: Sequence[str] = (),
+    envoy_bootstrap: Mapping[str, Any] | None = None,
 ) -> Iterator[TenantStack]:
-    """A started :class:`TenantStack` in ``workdir``, its backend already served."""
+    """A started :class:`TenantStack` in ``workdir``, its backend already served.
+
+    ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to :func:`cpx.bootstrap.bootstrap_config`
+    (e.g. ``admin_port`` for the read-only admin listener)."""
     manifests = workdir / "manifests"
     status_file = workdir / "status.yaml"
     with EchoServer("tenant") as echo:
@@ -178,7 +186,7 @@ def tenant_stack(
         cpx = CpxProcess(
             manifests, workdir=workdir, status_file=status_file, plugins=plugins, extra_args=extra_args
         )
-        envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy")
+        envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy", **(envoy_bootstrap or {}))
         try:
             cpx.start()
             envoy.start()

@@ -42,13 +42,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield OptionSpec(
         name="disable_permit_insecure",
         help="ignore HTTPProxy routes' permitInsecure: plain HTTP always redirects to HTTPS on TLS "
-        "virtual hosts (true or false)",
-        type=bool,
-        default=False,
-    )
-    yield OptionSpec(
-        name="enable_external_name_service",
-        help="let HTTPProxy routes use Services of type ExternalName (true or false)",
+        "virtual hosts",
         type=bool,
         default=False,
     )

@@ -44,7 +44,6 @@ from cpx_httpproxy.status import ProxyStatus
 ROOT_NAMESPACES = "root_namespaces"
 FALLBACK_CERTIFICATE = "fallback_certificate"
 DISABLE_PERMIT_INSECURE = "disable_permit_insecure"
-ENABLE_EXTERNAL_NAME_SERVICE = "enable_external_name_service"
 
 NOT_IMPLEMENTED = "NotImplemented"
 TLS_VERSIONS = ("1.2", "1.3")
@@ -89,15 +88,14 @@ def parse_fallback_certificate(value: Any) -> tuple[str, str] | None:
 class Settings:
     """The plugin's options, parsed once (the values Contour's HTTPProxyProcessor holds).
 
-    ``cpx_configure`` builds one to refuse bad values at start-up; the two booleans are read
-    from the Config by :mod:`cpx_httpproxy.routebuild` itself (a plain truth test, hence the
-    strict check here).
+    ``cpx_configure`` builds one to refuse bad values at start-up; the boolean is read from the
+    Config by :mod:`cpx_httpproxy.routebuild` itself (a plain truth test, hence the strict check
+    here).  ExternalName Services are the core's business (``--enable-external-name-service``).
     """
 
     root_namespaces: tuple[str, ...] = ()
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
-    enable_external_name_service: bool = False
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -108,9 +106,6 @@ class Settings:
                 fallback_certificate=parse_fallback_certificate(config.option(FALLBACK_CERTIFICATE)),
                 disable_permit_insecure=parse_bool(
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
-                ),
-                enable_external_name_service=parse_bool(
-                    config.option(ENABLE_EXTERNAL_NAME_SERVICE), "--enable-external-name-service"
                 ),
             )
         except ValueError as err:

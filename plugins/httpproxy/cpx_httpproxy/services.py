@@ -18,7 +18,6 @@ from cpx_httpproxy.durations import quote
 from cpx_httpproxy.status import SERVICE_ERROR, TLS_ERROR, ProxyStatus
 
 PROTOCOLS = {"h2": UpstreamProtocol.H2, "h2c": UpstreamProtocol.H2C, "tls": UpstreamProtocol.TLS}
-EXTERNAL_NAME_OPTION = "enable_external_name_service"
 
 
 class ServiceProblem(ValueError):
@@ -38,15 +37,11 @@ class Context:
 
 def resolve_upstream(service: model.Service, health_port: int, ctx: Context) -> ServicePort:
     """Contour's EnsureService: the Service port (and the health port, when another one) must
-    exist; ExternalName Services only when enabled.  Raises ServicePortError."""
-    allow_external = bool(ctx.config.option(EXTERNAL_NAME_OPTION, False))
-    upstream = lookup_service_port(
-        ctx.source, ctx.namespace, service.name, service.port, allow_external_name=allow_external
-    )
+    exist; ExternalName Services only as the core allows (``--enable-external-name-service``).
+    Raises ServicePortError."""
+    upstream = lookup_service_port(ctx.source, ctx.namespace, service.name, service.port)
     if health_port and health_port != service.port:
-        lookup_service_port(
-            ctx.source, ctx.namespace, service.name, health_port, allow_external_name=allow_external
-        )
+        lookup_service_port(ctx.source, ctx.namespace, service.name, health_port)
     return upstream
 
 

@@ -29,7 +29,9 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
     UpstreamProtocol,
 )
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 from cpx.testing.tls import default_ca
 
@@ -69,8 +71,14 @@ def ca_secret(name: str, namespace: str = NS, pem: bytes | None = None) -> dict[
     }
 
 
-def cache(*objs: dict[str, Any], policy: Any = None) -> SourceCache:
+# ExternalName Services enabled (the core's option), with a resolver that answers a public address.
+EXTERNAL_NAMES = ExternalNamePolicy(enabled=True, resolver=Resolver(lambda name: ["192.0.2.10"]))
+
+
+def cache(*objs: dict[str, Any], policy: Any = None, external_names: bool = False) -> SourceCache:
     source = SourceCache() if policy is None else SourceCache(secret_policy=policy)
+    if external_names:
+        source.external_names = EXTERNAL_NAMES
     for obj in objs or (service("web"), service("other", ((80, "http"), (8080, "admin")))):
         source.insert(obj)
     return source
@@ -181,7 +189,7 @@ def test_service_port_out_of_range(port: int) -> None:
     )
 
 
-def test_external_name_needs_the_option() -> None:
+def test_external_name_needs_the_core_option() -> None:
     source = cache(service("ext", external_name="api.example.com"))
     parts, status = build(svc_route({"name": "ext", "port": 80}), source=source)
     assert parts is not None and parts.clusters == ()
@@ -193,9 +201,8 @@ def test_external_name_needs_the_option() -> None:
             "currently enabled. See the config.enableExternalNameService config file setting",
         )
     ]
-    parts, status = build(
-        svc_route({"name": "ext", "port": 80}), source=source, options={"enable_external_name_service": True}
-    )
+    source = cache(service("ext", external_name="api.example.com"), external_names=True)
+    parts, status = build(svc_route({"name": "ext", "port": 80}), source=source)
     assert status.valid and parts is not None
     (cluster,) = parts.clusters
     assert cluster.upstream.external_name == "api.example.com"
@@ -203,10 +210,8 @@ def test_external_name_needs_the_option() -> None:
 
 
 def test_external_name_to_localhost_is_refused_even_when_enabled() -> None:
-    source = cache(service("ext", external_name="localhost"))
-    parts, status = build(
-        svc_route({"name": "ext", "port": 80}), source=source, options={"enable_external_name_service": True}
-    )
+    source = cache(service("ext", external_name="localhost"), external_names=True)
+    parts, status = build(svc_route({"name": "ext", "port": 80}), source=source)
     assert parts is not None and parts.clusters == ()
     assert "points to localhost" in errors(status)[0][2]
 

@@ -22,7 +22,9 @@ from cpx.dag.nodes import (
     TCPProxy,
     UpstreamProtocol,
 )
+from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 
 from cpx_httpproxy import model
@@ -50,8 +52,11 @@ def service(name: str, *ports: int, external_name: str | None = None) -> dict[st
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
-def tcp(spec: Mapping[str, Any], **options: Any) -> tuple[object, ProxyStatus]:
+def tcp(spec: Mapping[str, Any], *, external_names: bool = False) -> tuple[object, ProxyStatus]:
     source = SourceCache()
+    if external_names:
+        # The core's --enable-external-name-service, with a resolver answering a public address.
+        source.external_names = ExternalNamePolicy(enabled=True, resolver=Resolver(lambda n: ["192.0.2.10"]))
     for obj in (service("db", 443, 8443), service("ext", 443, external_name="db.example.com")):
         source.insert(obj)
     status = ProxyStatus()
@@ -59,7 +64,7 @@ def tcp(spec: Mapping[str, Any], **options: Any) -> tuple[object, ProxyStatus]:
         model.TCPProxy.from_dict(spec),
         namespace=NS,
         source=source,
-        config=Config(options=options),
+        config=Config(),
         status=status,
         referrer=REF,
     )
@@ -104,7 +109,7 @@ def test_tcp_proxy_health_check_and_external_name_sni() -> None:
             "services": [{"name": "db", "port": 443, "healthPort": 8443}, {"name": "ext", "port": 443}],
             "healthCheckPolicy": {"intervalSeconds": 5},
         },
-        enable_external_name_service=True,
+        external_names=True,
     )
     assert status.valid and isinstance(result, TCPProxy)
     db, ext = result.clusters

@@ -21,8 +21,10 @@ from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
+from cpx.externalname import ExternalNamePolicy
 from cpx.isolation import ObjectFault
 from cpx.objects import KubeObject, ObjectKey
+from cpx.resolver import Resolver
 from cpx.source import SourceCache
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -325,3 +327,23 @@ def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleN
         dag = Builder(processors).build(inc.source)
         [route] = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes.values()
         assert route.response_headers.set == (HeaderValue(name="x", value="y"),)
+
+
+def test_an_external_name_verdict_follows_dns_without_any_object_changing(k8s: types.SimpleNamespace) -> None:
+    answers = {"api.example.com": ["192.0.2.10"]}
+    inc = Incremental()
+    # The core's --enable-external-name-service, with a resolver that re-resolves at every build.
+    resolver = Resolver(lambda name: answers[name], ttl=0, negative_ttl=0)
+    inc.source.external_names = ExternalNamePolicy(enabled=True, resolver=resolver)
+    service = k8s.service(ports=[("http", 80)])
+    service["spec"].update(type="ExternalName", externalName="api.example.com")
+    dag = inc.apply(service, k8s.ingress(rules=[k8s.rule("example.com", k8s.path("/", port="http"))]))
+    [route] = routes(dag, "example.com").values()
+    assert route.clusters[0].upstream.external_name == "api.example.com"
+    # The name now resolves to loopback: the next build refuses it, though nothing else changed.
+    answers["api.example.com"] = ["127.0.0.1"]
+    dag = inc.build()
+    [route] = routes(dag, "example.com").values()
+    assert route.clusters == ()
+    [note] = next(iter(dag.notes.values()))
+    assert '"api.example.com" resolves to 127.0.0.1' in note.message
