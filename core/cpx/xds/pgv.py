@@ -221,7 +221,7 @@ def _between(kind: str, upper: tuple[str, Any], lower: tuple[str, Any], show: Ca
     text = (
         f"value must be outside range {'[' if u_open else '('}{show(u)}, {show(low)}{']' if l_open else ')'}"
     )
-    return Test(lambda v: not above(v) and not below(v), rule, text)
+    return Test(lambda v: above(v) and below(v), rule, text)
 
 
 def _membership(
