@@ -872,3 +872,138 @@ def test_checker_flags_exactly_what_envoy_refuses(tmp_path: Path) -> None:
                 f"{label} ({kind}): envoy {'accepts' if accepted else 'refuses'} {log!r}; checker {flagged}"
             )
     assert not disagreements, "\n".join(disagreements)
+
+
+def test_everything_cpx_generates_passes() -> None:
+    """The checker invents nothing: a DAG using every feature translates into clean resources."""
+    from cpx import certgen
+    from cpx.config import Config
+    from cpx.dag.dag import DAG, Protocol
+    from cpx.dag.nodes import (
+        CircuitBreakers,
+        Cluster,
+        CookieRewrite,
+        CORSPolicy,
+        DirectResponse,
+        Duration,
+        HashPolicy,
+        HeaderMatch,
+        HeaderMatchKind,
+        HeadersPolicy,
+        HeaderValue,
+        HealthCheck,
+        InternalRedirectPolicy,
+        IPFilter,
+        IPRule,
+        LocalRateLimit,
+        MirrorPolicy,
+        PathKind,
+        PathMatch,
+        QueryMatch,
+        QueryMatchKind,
+        Redirect,
+        RetryPolicy,
+        Route,
+        Secret,
+        ServicePort,
+        SlowStart,
+        TCPProxy,
+        TimeoutPolicy,
+        UpstreamProtocol,
+        UpstreamValidation,
+    )
+    from cpx.xds.clusters import ClusterCache
+    from cpx.xds.listeners import ListenerCache
+    from cpx.xds.routes import RouteCache
+    from cpx.xds.secrets import SecretCache
+
+    ca = certgen.new_ca()
+    pair = certgen.issue(ca, "example.com", dns_names=["example.com", "*.wild.com"])
+    secret = Secret(namespace="default", name="tls", cert_pem=pair.cert_pem, key_pem=pair.key_pem)
+    ca_secret = Secret(namespace="default", name="ca", ca_pem=ca.cert_pem)
+    up = ServicePort(
+        namespace="default", name="svc", port=80, circuit_breakers=CircuitBreakers(max_connections=9)
+    )
+    checked = Cluster(
+        upstream=up,
+        health_check=HealthCheck(path="/healthz", expected_statuses=((200, 300),)),
+        slow_start=SlowStart(window=10.0),
+        idle_connection_timeout=Duration(seconds=60.0),
+        request_headers=HeadersPolicy(set=(HeaderValue(name="x-c", value="1"),)),
+    )
+    tls_up = Cluster(
+        upstream=ServicePort(namespace="default", name="tls", port=443, protocol=UpstreamProtocol.H2),
+        validation=UpstreamValidation(ca=ca_secret, subject_names=("svc.example.com",)),
+        sni="svc.example.com",
+        client_certificate=secret,
+    )
+    external = Cluster(
+        upstream=ServicePort(namespace="default", name="ext", port=80, external_name="example.org")
+    )
+    dag = DAG()
+    dag.ensure_listener("http", Protocol.HTTP, "0.0.0.0", 8080)
+    dag.ensure_listener("https", Protocol.HTTPS, "::", 8443)
+    routes = [
+        Route(path=PathMatch(kind=PathKind.SEGMENT_PREFIX, value="/api/"), clusters=(checked, tls_up)),
+        Route(
+            path=PathMatch(kind=PathKind.REGEX, value="/v[0-9]+/.*"),
+            clusters=(external,),
+            websocket=True,
+            headers=(HeaderMatch(name="x-a", kind=HeaderMatchKind.CONTAINS, value="b", ignore_case=True),),
+            query=(QueryMatch(name="q", kind=QueryMatchKind.PRESENT),),
+            timeout_policy=TimeoutPolicy(response=Duration(seconds=None), idle=Duration(seconds=30.0)),
+            retry_policy=RetryPolicy(retry_on="5xx", num_retries=3, per_try_timeout=Duration(seconds=1.5)),
+            mirrors=(MirrorPolicy(cluster=tls_up, percent=12.5),),
+            hash_policies=(HashPolicy(header="x-user"), HashPolicy(cookie="s", cookie_ttl=60.0)),
+            internal_redirect=InternalRedirectPolicy(redirect_response_codes=(301, 302)),
+            prefix_rewrite="/",
+            request_headers=HeadersPolicy(
+                set=(HeaderValue(name="x-s", value="%REQ(x-a)%"),),
+                remove=("x-b",),
+                host_rewrite="up.example.com",
+            ),
+            response_headers=HeadersPolicy(add=(HeaderValue(name="x-r", value="1"),)),
+            cookie_rewrites=(CookieRewrite(name="s", path="/", same_site="Strict"),),
+            local_rate_limit=LocalRateLimit(requests=5, unit_seconds=60, burst=2, status_code=503),
+            ip_filter=IPFilter(
+                allow=True, rules=(IPRule(cidr="10.0.0.0/8"), IPRule(cidr="::1/128", remote=True))
+            ),
+        ),
+        Route(
+            path=PathMatch(kind=PathKind.EXACT, value="/moved"),
+            redirect=Redirect(scheme="https", port=443, path="/new"),
+        ),
+        Route(
+            path=PathMatch(kind=PathKind.PREFIX, value="/gone"),
+            direct_response=DirectResponse(status_code=410, body="gone"),
+        ),
+        Route(path=PathMatch(kind=PathKind.PREFIX, value="/"), https_redirect=True, clusters=(checked,)),
+    ]
+    for fqdn in ("example.com", "*.wild.com"):
+        vhost = dag.ensure_virtual_host("http", fqdn)
+        vhost.cors = CORSPolicy(
+            allow_origin=("*", "regex:https://[a-z]+\\.example\\.org"), allow_methods=("GET",)
+        )
+        secure = dag.ensure_secure_virtual_host("https", fqdn)
+        secure.secret = secret
+        secure.client_validation = ca_secret
+        for route in routes:
+            vhost.add_route(route)
+            secure.add_route(route)
+    passthrough = dag.ensure_secure_virtual_host("https", "pass.example.com")
+    passthrough.passthrough = True
+    passthrough.tcp_proxy = TCPProxy(clusters=(checked,))
+    dag.ensure_listener("tcp", Protocol.TCP, "127.0.0.1", 15432).tcp_proxy = TCPProxy(clusters=(tls_up,))
+    dag.prune()
+    checked_count = 0
+    for cache in (
+        ListenerCache(Config()),
+        RouteCache(Config()),
+        ClusterCache(Config()),
+        SecretCache(Config()),
+    ):
+        cache.on_change(dag)
+        for name, entry in cache.contents().items():
+            assert violations(entry.message()) == [], name
+            checked_count += 1
+    assert checked_count >= 10

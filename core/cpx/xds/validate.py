@@ -239,7 +239,9 @@ class Checker:
 
     rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
     scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
-    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)
+    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
+    _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
+    _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
     _active: dict[str, bool] = attrs.field(factory=dict, init=False)
     _anys: dict[str, tuple[type[Message], Plan] | None] = attrs.field(factory=dict, init=False)
     _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
@@ -266,13 +268,23 @@ class Checker:
     # -- compiling ----------------------------------------------------------------------------------
 
     def plan(self, descriptor: Descriptor) -> Plan:
+        ready = self._ready.get(descriptor.full_name)
+        if ready is not None:
+            return ready  # compiled and complete: no lock needed to read it
         with self._lock:
             found = self._plans.get(descriptor.full_name)
             if found is not None:
                 return found
             plan = Plan()
             self._plans[descriptor.full_name] = plan  # before the fields: recursive types find it
-            self._compile(descriptor, plan)
+            self._depth += 1
+            try:
+                self._compile(descriptor, plan)
+            finally:
+                self._depth -= 1
+            if not self._depth:
+                # Only now is every plan reachable from this one complete (types can be recursive).
+                self._ready.update(self._plans)
             return plan
 
     def is_active(self, descriptor: Descriptor) -> bool:
