@@ -228,6 +228,7 @@ def _count_tests(kind: str, rules: Any) -> list[pgv.Test]:
 
 
 _TOP = Scope()
+_ANY_RESULTS_MAX = 4096
 
 
 @attrs.define(eq=False)
@@ -244,6 +245,9 @@ class Checker:
     _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
     _active: dict[str, bool] = attrs.field(factory=dict, init=False)
     _anys: dict[str, tuple[type[Message], Plan] | None] = attrs.field(factory=dict, init=False)
+    _any_results: dict[tuple[str, bytes, Scope], tuple[Violation, ...]] = attrs.field(
+        factory=dict, init=False
+    )
     _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
 
     def with_rules(self, extra: Mapping[str, Iterable[SemanticRule]]) -> Checker:
@@ -501,15 +505,34 @@ class Checker:
         target = self._any_target(value.type_url)
         if target is None:
             return
+        # The same payload recurs (one rate limit or filter config on many routes): its findings,
+        # relative to the Any, are kept by its bytes, so it is decoded and walked once.
+        key = (value.type_url, value.value, scope)
+        found = self._any_results.get(key)
+        if found is None:
+            found = self._payload_violations(target, value.value, scope)
+            if len(self._any_results) >= _ANY_RESULTS_MAX:
+                self._any_results.clear()  # a crude bound; the next payloads refill it
+            self._any_results[key] = found
+        if found:
+            base = path_text(path)
+            out.extend(
+                attrs.evolve(v, path=f"{base}.{v.path}" if base and v.path else base or v.path) for v in found
+            )
+
+    @staticmethod
+    def _payload_violations(
+        target: tuple[type[Message], Plan], payload: bytes, scope: Scope
+    ) -> tuple[Violation, ...]:
         cls, plan = target
         inner = cls()
         try:
-            inner.ParseFromString(value.value)
+            inner.ParseFromString(payload)
         except DecodeError:
-            text = f"cannot be decoded as {cls.DESCRIPTOR.full_name}"
-            out.append(Violation(path_text(path), "any.decode", text))
-            return
-        _walk(inner, plan, path, out, scope)
+            return (Violation("", "any.decode", f"cannot be decoded as {cls.DESCRIPTOR.full_name}"),)
+        out: list[Violation] = []
+        _walk(inner, plan, None, out, scope)
+        return tuple(out)
 
     def _any_target(self, type_url: str) -> tuple[type[Message], Plan] | None:
         try:
