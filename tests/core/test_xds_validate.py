@@ -647,6 +647,31 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
     ),
     ("regex path", "route", lambda: _regex_path("/v[0-9]+/.*"), None),
     (
+        "two virtual hosts for one FQDN in different case",
+        "routes",
+        lambda: _route_configuration(["a.example.com"], ["A.example.com"]),
+        ("virtual_hosts[1].domains[0]", "envoy.domains: unique"),
+    ),
+    (
+        "two wildcard virtual hosts",
+        "routes",
+        lambda: _route_configuration(["*"], ["*"]),
+        ("virtual_hosts[1].domains[0]", "envoy.domains: one wildcard"),
+    ),
+    (
+        "distinct virtual hosts",
+        "routes",
+        lambda: _route_configuration(["a.example.com"], ["*.example.com"]),
+        None,
+    ),
+    (
+        "weights summing past 2^32 - 1",
+        "route",
+        lambda: _weighted(4_294_967_295, 1),
+        ("route.weighted_clusters.clusters", "envoy.weights: sum <= 4294967295"),
+    ),
+    ("weights summing to 2^32 - 1", "route", lambda: _weighted(4_294_967_294, 1), None),
+    (
         "health check timeout clamped to protobuf's maximum",
         "cluster",
         lambda: _health_checked_cluster(timeout=float(pgv.MAX_DURATION_SECONDS)),
@@ -779,10 +804,30 @@ def _pack(message: Message) -> any_pb2.Any:
     return packed
 
 
-def _listener(*routes: Any) -> Any:
+def _route_configuration(*domains: list[str], routes: tuple[Any, ...] = ()) -> Any:
+    """A RouteConfiguration with one virtual host per list of domains, each serving ``routes``."""
+    from envoy.config.route.v3 import route_pb2
+
+    config = route_pb2.RouteConfiguration(name="r")
+    config.validate_clusters.value = False  # route clusters are CDS's business, not this test's
+    for index, names in enumerate(domains):
+        config.virtual_hosts.add(name=f"v{index}", domains=names).routes.extend(routes or (_direct("ok"),))
+    return config
+
+
+def _weighted(*weights: int) -> Any:
+    from cpx.dag.nodes import Cluster, ServicePort
+
+    clusters = tuple(
+        Cluster(upstream=ServicePort(namespace="default", name=f"s{i}", port=80), weight=w)
+        for i, w in enumerate(weights)
+    )
+    return _route(clusters=clusters)
+
+
+def _listener(*routes: Any, config: Any = None) -> Any:
     """cpx's HTTP connection manager (with its policy filters) serving ``routes`` inline."""
     from envoy.config.listener.v3 import listener_pb2
-    from envoy.config.route.v3 import route_pb2
     from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2
 
     from cpx.xds.envoy_listener import HTTPSettings, http_connection_manager, listener_head
@@ -790,10 +835,9 @@ def _listener(*routes: Any) -> Any:
     manager = http_connection_manager_pb2.HttpConnectionManager()
     manager_filter = http_connection_manager("r", "http", HTTPSettings())
     manager_filter.typed_config.Unpack(manager)
-    config = route_pb2.RouteConfiguration(name="r")
-    config.validate_clusters.value = False  # route clusters are CDS's business, not this test's
-    config.virtual_hosts.add(name="v", domains=["*"]).routes.extend(routes)
-    manager.route_config.CopyFrom(config)
+    manager.route_config.CopyFrom(
+        config if config is not None else _route_configuration(["*"], routes=routes)
+    )
     manager_filter.typed_config.CopyFrom(_pack(manager))
     listener = listener_head("http", "127.0.0.1", 0)
     listener.filter_chains.add().filters.append(manager_filter)
@@ -831,6 +875,8 @@ def _bootstrap(kind: str, resource: Any) -> bytes:
     static = bootstrap.static_resources
     if kind == "route":
         static.listeners.append(_listener(resource))
+    elif kind == "routes":
+        static.listeners.append(_listener(config=resource))
     elif kind == "cluster":
         static.clusters.append(resource)
     else:

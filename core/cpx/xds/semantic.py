@@ -116,6 +116,62 @@ def removed_headers(message: Any, scope: Scope) -> Iterable[Finding]:
     return found
 
 
+def unique_domains(config: Any, scope: Scope) -> Iterable[Finding]:
+    """Envoy refuses a RouteConfiguration naming a domain twice (case-insensitively), in one
+    virtual host or two, or with more than one ``*`` virtual host."""
+    seen: set[str] = set()
+    wildcard = False
+    found: list[Finding] = []
+    for v, vhost in enumerate(config.virtual_hosts):
+        for d, domain in enumerate(vhost.domains):
+            place = f"virtual_hosts[{v}].domains[{d}]"
+            if domain == "*":
+                if wildcard:
+                    found.append(
+                        (place, "envoy.domains: one wildcard", "Only a single wildcard domain is permitted")
+                    )
+                wildcard = True
+                continue
+            folded = domain.lower()
+            if folded in seen:
+                text = f"Only unique values for domains are permitted. Duplicate entry of domain {folded}"
+                found.append((place, "envoy.domains: unique", text))
+            seen.add(folded)
+    return found
+
+
+_MAX_TOTAL_WEIGHT = 4_294_967_295
+
+
+def weighted_cluster_total(weighted: Any, scope: Scope) -> Iterable[Finding]:
+    total = sum(c.weight.value for c in weighted.clusters)
+    if total == 0:
+        return (
+            (
+                "clusters",
+                "envoy.weights: sum > 0",
+                "Sum of weights in the weighted_cluster must be greater than 0.",
+            ),
+        )
+    if total > _MAX_TOTAL_WEIGHT:
+        text = f"The sum of weights of all weighted clusters exceeds {_MAX_TOTAL_WEIGHT}"
+        return (("clusters", f"envoy.weights: sum <= {_MAX_TOTAL_WEIGHT}", text),)
+    return ()
+
+
+def one_path_rewrite(action: Any, scope: Scope) -> Iterable[Finding]:
+    rewrites = [f for f in ("prefix_rewrite", "regex_rewrite", "path_rewrite_policy") if _set(action, f)]
+    if len(rewrites) <= 1:
+        return ()
+    text = "Specify only one of prefix_rewrite, regex_rewrite or path_rewrite_policy"
+    return ((rewrites[1], "envoy.route: one path rewrite", text),)
+
+
+def _set(message: Any, field: str) -> bool:
+    value = getattr(message, field)
+    return bool(value) if isinstance(value, str) else bool(message.HasField(field))
+
+
 @functools.lru_cache(maxsize=4096)
 def _regex_program(pattern: str) -> tuple[str | None, int]:
     """(RE2's error, program size) of a pattern, as Envoy compiles it."""
@@ -241,7 +297,9 @@ _TLS = "envoy.extensions.transport_sockets.tls.v3."
 ENVOY_RULES: dict[str, tuple[SemanticRule, ...]] = {
     "google.protobuf.Duration": (duration_range,),
     _ROUTE + "DirectResponseAction": (direct_response_body,),
-    _ROUTE + "RouteConfiguration": (removed_headers,),
+    _ROUTE + "RouteConfiguration": (removed_headers, unique_domains),
+    _ROUTE + "WeightedCluster": (weighted_cluster_total,),
+    _ROUTE + "RouteAction": (one_path_rewrite,),
     _ROUTE + "VirtualHost": (removed_headers,),
     _ROUTE + "Route": (removed_headers,),
     _ROUTE + "WeightedCluster.ClusterWeight": (removed_headers,),
