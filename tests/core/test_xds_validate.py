@@ -672,6 +672,22 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
     ),
     ("weights summing to 2^32 - 1", "route", lambda: _weighted(4_294_967_294, 1), None),
     (
+        "two TLS filter chains for one SNI name in different case",
+        "listener",
+        lambda: _sni_listener(["a.example.com"], ["A.example.com"]),
+        ("filter_chains[1].filter_chain_match", "envoy.listener: distinct matches"),
+    ),
+    (
+        "a partial wildcard SNI name",
+        "listener",
+        lambda: _sni_listener(["a*.example.com"]),
+        (
+            "filter_chains[0].filter_chain_match.server_names[0]",
+            "envoy.listener: whole-label wildcard server names",
+        ),
+    ),
+    ("distinct SNI names", "listener", lambda: _sni_listener(["a.example.com"], ["*.example.com"], []), None),
+    (
         "health check timeout clamped to protobuf's maximum",
         "cluster",
         lambda: _health_checked_cluster(timeout=float(pgv.MAX_DURATION_SECONDS)),
@@ -845,6 +861,22 @@ def _listener(*routes: Any, config: Any = None) -> Any:
     return listener
 
 
+def _sni_listener(*names: list[str]) -> Any:
+    """A TLS-inspecting listener with one TCP-proxy filter chain per list of SNI names."""
+    from cpx.dag.nodes import Cluster, ServicePort, TCPProxy
+    from cpx.xds.envoy_listener import filter_chain, listener_head, tcp_proxy_filter
+
+    proxy = tcp_proxy_filter(
+        "tcp", TCPProxy(clusters=(Cluster(upstream=ServicePort(namespace="d", name="c", port=1)),))
+    )
+    listener = listener_head("tls", "127.0.0.1", 0)
+    for server_names in names:
+        listener.filter_chains.append(
+            filter_chain([proxy], server_names=server_names, transport_protocol="tls")
+        )
+    return listener
+
+
 def _tls_listener(secret_name: str) -> Any:
     from envoy.config.listener.v3 import listener_pb2
 
@@ -877,6 +909,9 @@ def _bootstrap(kind: str, resource: Any) -> bytes:
         static.listeners.append(_listener(resource))
     elif kind == "routes":
         static.listeners.append(_listener(config=resource))
+    elif kind == "listener":
+        static.listeners.append(resource)
+        static.clusters.append(_static_cluster("c", "127.0.0.1"))
     elif kind == "cluster":
         static.clusters.append(resource)
     else:

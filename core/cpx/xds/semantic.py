@@ -223,6 +223,52 @@ def socket_address(address: Any, scope: Scope) -> Iterator[Finding]:
         yield "address", "envoy.address: IP literal", f"malformed IP address: {address.address}"
 
 
+# -- listeners --------------------------------------------------------------------------------------
+
+
+def _ranges(ranges: Any) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((r.address_prefix, r.prefix_len.value) for r in ranges))
+
+
+def _match_keys(match: Any) -> list[tuple[object, ...]]:
+    """Every (server name, ALPN, everything else) combination one FilterChainMatch accepts."""
+    rest = (
+        match.destination_port.value if match.HasField("destination_port") else 0,
+        _ranges(match.prefix_ranges),
+        _ranges(match.direct_source_prefix_ranges),
+        match.transport_protocol,
+        match.source_type,
+        _ranges(match.source_prefix_ranges),
+        tuple(sorted(match.source_ports)),
+    )
+    names = [n.lower() for n in match.server_names] or [""]
+    protocols = list(match.application_protocols) or [""]
+    return [(name, protocol, *rest) for name in names for protocol in protocols]
+
+
+def filter_chain_matches(listener: Any, scope: Scope) -> Iterable[Finding]:
+    """Envoy's filter chain manager: no partial wildcard server name, no two chains (or two
+    entries of one chain) matching the same connections."""
+    found: list[Finding] = []
+    seen: set[tuple[object, ...]] = set()
+    for c, chain in enumerate(listener.filter_chains):
+        match = chain.filter_chain_match
+        for n, name in enumerate(match.server_names):
+            if "*" in name and not name.startswith("*."):
+                place = f"filter_chains[{c}].filter_chain_match.server_names[{n}]"
+                text = 'partial wildcards are not supported in "server_names"'
+                found.append((place, "envoy.listener: whole-label wildcard server names", text))
+        for key in _match_keys(match):
+            if key in seen:
+                text = "multiple filter chains with overlapping matching rules are defined"
+                found.append(
+                    (f"filter_chains[{c}].filter_chain_match", "envoy.listener: distinct matches", text)
+                )
+                break
+            seen.add(key)
+    return found
+
+
 # -- TLS --------------------------------------------------------------------------------------------
 
 
@@ -295,6 +341,7 @@ _ROUTE = "envoy.config.route.v3."
 _TLS = "envoy.extensions.transport_sockets.tls.v3."
 
 ENVOY_RULES: dict[str, tuple[SemanticRule, ...]] = {
+    "envoy.config.listener.v3.Listener": (filter_chain_matches,),
     "google.protobuf.Duration": (duration_range,),
     _ROUTE + "DirectResponseAction": (direct_response_body,),
     _ROUTE + "RouteConfiguration": (removed_headers, unique_domains),
