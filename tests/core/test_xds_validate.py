@@ -555,6 +555,23 @@ def _regex_path(pattern: str) -> Any:
     return _route(path=PathMatch(kind=PathKind.REGEX, value=pattern))
 
 
+def _ip_filtered(cidr: str, address: str = "") -> Any:
+    """A route with an IP filter; ``address`` then replaces the range's (cpx's translation drops
+    unparsable ranges, so a bad one is put in by hand)."""
+    from envoy.extensions.filters.http.rbac.v3 import rbac_pb2
+
+    from cpx.dag.nodes import IPFilter, IPRule
+
+    route = _route(ip_filter=IPFilter(allow=True, rules=(IPRule(cidr=cidr),)))
+    if address:
+        packed = route.typed_per_filter_config["envoy.filters.http.rbac"]
+        per_route = rbac_pb2.RBACPerRoute()
+        packed.Unpack(per_route)
+        per_route.rbac.rules.policies["ip-rules"].principals[0].direct_remote_ip.address_prefix = address
+        packed.CopyFrom(_pack(per_route))
+    return route
+
+
 def _removes(header: str) -> Any:
     from cpx.dag.nodes import HeadersPolicy
 
@@ -646,6 +663,17 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
         ("match.safe_regex.regex", "envoy.regex: RE2 compiles"),
     ),
     ("regex path", "route", lambda: _regex_path("/v[0-9]+/.*"), None),
+    (
+        "IP filter on a malformed address",
+        "route",
+        lambda: _ip_filtered("10.0.0.0/8", address="999.1.1.1"),
+        (
+            'typed_per_filter_config["envoy.filters.http.rbac"].rbac.rules.policies["ip-rules"]'
+            ".principals[0].direct_remote_ip.address_prefix",
+            "envoy.address: IP literal",
+        ),
+    ),
+    ("IP filter", "route", lambda: _ip_filtered("10.0.0.0/8"), None),
     (
         "two virtual hosts for one FQDN in different case",
         "routes",

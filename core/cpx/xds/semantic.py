@@ -269,6 +269,14 @@ def filter_chain_matches(listener: Any, scope: Scope) -> Iterable[Finding]:
     return found
 
 
+def cidr_range(cidr: Any, scope: Scope) -> Iterable[Finding]:
+    """A CIDR range's prefix is an IP address (Envoy clamps the length, so only the address matters)."""
+    if not cidr.address_prefix or pgv.is_ip(cidr.address_prefix):
+        return ()
+    text = f"Failed to create CIDR range: malformed IP address: {cidr.address_prefix}"
+    return (("address_prefix", "envoy.address: IP literal", text),)
+
+
 # -- TLS --------------------------------------------------------------------------------------------
 
 
@@ -353,6 +361,7 @@ ENVOY_RULES: dict[str, tuple[SemanticRule, ...]] = {
     "envoy.config.core.v3.HeaderValueOption": (header_value_option,),
     "envoy.type.matcher.v3.RegexMatcher": (regex_matcher,),
     "envoy.config.core.v3.SocketAddress": (socket_address,),
+    "envoy.config.core.v3.CidrRange": (cidr_range,),
     _TLS + "TlsCertificate": (tls_certificate,),
     _TLS + "CertificateValidationContext": (trusted_ca,),
 }
