@@ -1116,3 +1116,17 @@ def test_everything_cpx_generates_passes() -> None:
             assert violations(entry.message()) == [], name
             checked_count += 1
     assert checked_count >= 10
+
+
+def test_deep_nesting_is_a_violation_not_a_crash() -> None:
+    from envoy.config.rbac.v3 import rbac_pb2
+
+    root = rbac_pb2.Permission()
+    current = root
+    for _ in range(2000):
+        current = current.not_rule
+    current.any = True
+    assert [v.rule for v in violations(root)] == ["protobuf.depth"]
+    packed = any_pb2.Any()
+    packed.Pack(root)  # as a filter config: Envoy's parser (and upb's) stops at 100 levels
+    assert [v.rule for v in violations(packed)] in (["any.decode"], ["protobuf.depth"])

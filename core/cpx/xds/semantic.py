@@ -302,25 +302,35 @@ def tls_certificate(cert: Any, scope: Scope) -> Iterator[Finding]:
         return
     try:
         leaf = x509.load_pem_x509_certificates(chain)[0]
-    except ValueError:
+        leaf_key = leaf.public_key()
+    except (ValueError, UnsupportedAlgorithm):
         yield "certificate_chain", "envoy.tls: certificate chain parses", "Failed to load certificate chain"
         return
-    yield from _key_type("certificate_chain", leaf.public_key())
+    yield from _key_type("certificate_chain", leaf_key)
     key_pem = _inline(cert.private_key) if cert.HasField("private_key") else None
     if key_pem is None:
         return
     password = _inline(cert.password) if cert.HasField("password") else None
-    try:
-        private = serialization.load_pem_private_key(key_pem, password, unsafe_skip_rsa_key_validation=True)
-    except (ValueError, TypeError, UnsupportedAlgorithm):
+    private = _private_key(key_pem, password)
+    if private is None:
         yield "private_key", "envoy.tls: private key parses", "Failed to load private key"
         return
-    if _public_der(private.public_key()) != _public_der(leaf.public_key()):
+    if _public_der(private.public_key()) != _public_der(leaf_key):
         yield (
             "private_key",
             "envoy.tls: private key matches certificate",
             "private key does not match the certificate (KEY_VALUES_MISMATCH)",
         )
+
+
+def _private_key(pem: bytes, password: bytes | None) -> Any:
+    """The key, or None when it does not load (a password given for a clear key is tried without)."""
+    for attempt in (password, None) if password else (None,):
+        try:
+            return serialization.load_pem_private_key(pem, attempt, unsafe_skip_rsa_key_validation=True)
+        except (ValueError, TypeError, UnsupportedAlgorithm):
+            continue
+    return None
 
 
 def _key_type(path: str, key: Any) -> Iterator[Finding]:

@@ -133,19 +133,35 @@ class _Walk:
         return handle
 
 
-def _tests_check(tests: Sequence[pgv.Test], unwrap: bool = False) -> Check | None:
-    if not tests:
-        return None
-    tests = tuple(tests)
+@attrs.frozen
+class _Tests:
+    """Value tests as a check (a class, so a field handler can run them without building a path)."""
 
-    def check(value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
-        if unwrap:
+    tests: tuple[pgv.Test, ...]
+    unwrap: bool = False  # test a wrapper's ``value``
+
+    def __call__(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        if self.unwrap:
             value = value.value
-        for test in tests:
+        for test in self.tests:
             if test.fails(value):
                 out.append(Violation(path_text(path), test.rule, test.message))
 
-    return check
+    def handler(self, name: str) -> Handler:
+        tests, unwrap = self.tests, self.unwrap
+
+        def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            if unwrap:
+                value = value.value
+            for test in tests:
+                if test.fails(value):
+                    out.append(Violation(path_text((parent, name, None)), test.rule, test.message))
+
+        return handle
+
+
+def _tests_check(tests: Sequence[pgv.Test], unwrap: bool = False) -> Check | None:
+    return _Tests(tuple(tests), unwrap) if tests else None
 
 
 def _chain(*checks: Check | None) -> Check | None:
@@ -261,12 +277,16 @@ class Checker:
         """Everything Envoy would refuse in ``message``, in field order; empty when it is fine."""
         out: list[Violation] = []
         scope = _TOP
-        if message.DESCRIPTOR.full_name == _ANY:
-            self._check_any(message, None, out, scope)
-            return out
-        plan = self.plan(message.DESCRIPTOR)
-        if plan.active:
-            _walk(message, plan, None, out, scope)
+        try:
+            if message.DESCRIPTOR.full_name == _ANY:
+                self._check_any(message, None, out, scope)
+            else:
+                plan = self.plan(message.DESCRIPTOR)
+                if plan.active:
+                    _walk(message, plan, None, out, scope)
+        except RecursionError:
+            # Only a message built in memory can nest this deep; Envoy's parser stops at 100 levels.
+            out.append(Violation("", "protobuf.depth", "message nested too deeply for Envoy to parse"))
         return out
 
     # -- compiling ----------------------------------------------------------------------------------
@@ -371,7 +391,7 @@ class Checker:
             check = _chain(_disallowed_check(field), check)
         if check is None:
             return None
-        if isinstance(check, _Walk):
+        if isinstance(check, _Walk | _Tests):
             return check.handler(name)
         one: Check = check
 
@@ -542,7 +562,7 @@ class Checker:
         target: tuple[type[Message], Plan] | None = None
         try:
             descriptor = descriptor_pool.Default().FindMessageTypeByName(type_url.rpartition("/")[2])
-        except KeyError:
+        except (KeyError, TypeError):
             descriptor = None  # a type this process never imported: nothing known to check
         if descriptor is not None and self.is_active(descriptor):
             target = (message_factory.GetMessageClass(descriptor), self.plan(descriptor))
