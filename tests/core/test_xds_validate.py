@@ -572,6 +572,15 @@ def _ip_filtered(cidr: str, address: str = "") -> Any:
     return route
 
 
+def _rate_limited_by_metadata(field: str) -> Any:
+    route = _route()
+    action = getattr(route.route.rate_limits.add().actions.add(), field)
+    action.descriptor_key = "k"
+    action.metadata_key.key = "m"
+    action.metadata_key.path.add(key="x")
+    return route
+
+
 def _removes(header: str) -> Any:
     from cpx.dag.nodes import HeadersPolicy
 
@@ -674,6 +683,13 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
         ),
     ),
     ("IP filter", "route", lambda: _ip_filtered("10.0.0.0/8"), None),
+    (
+        "a deprecated field Envoy disallows by default",
+        "route",
+        lambda: _rate_limited_by_metadata("dynamic_metadata"),
+        ("route.rate_limits[0].actions[0].dynamic_metadata", "envoy.disallowed_by_default"),
+    ),
+    ("its replacement", "route", lambda: _rate_limited_by_metadata("metadata"), None),
     (
         "two virtual hosts for one FQDN in different case",
         "routes",
