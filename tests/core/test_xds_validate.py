@@ -1146,3 +1146,14 @@ def test_deep_nesting_is_a_violation_not_a_crash() -> None:
     packed = any_pb2.Any()
     packed.Pack(root)  # as a filter config: Envoy's parser (and upb's) stops at 100 levels
     assert [v.rule for v in violations(packed)] in (["any.decode"], ["protobuf.depth"])
+
+
+def test_serialised_resources() -> None:
+    from cpx.xds import resource
+    from cpx.xds.validate import resource_violations
+
+    bad = _route_configuration(["a.example.com"], ["A.example.com"])
+    assert [v.rule for v in resource_violations(resource.ROUTE, bad.SerializeToString())] == [
+        "envoy.domains: unique"
+    ]
+    assert [v.rule for v in resource_violations(resource.ROUTE, b"\xff")] == ["protobuf.decode"]

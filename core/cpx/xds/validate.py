@@ -32,6 +32,7 @@ from validate import validate_pb2
 
 from cpx.xds import pgv, semantic
 from cpx.xds.semantic import Scope, ScopeRule, SemanticRule
+from cpx.xds.types import message_class
 
 
 @attrs.frozen
@@ -604,3 +605,13 @@ def default_checker() -> Checker:
 def violations(message: Message) -> list[Violation]:
     """Everything Envoy would refuse in ``message`` (see :class:`Checker`)."""
     return default_checker().violations(message)
+
+
+def resource_violations(type_url: str, payload: bytes) -> list[Violation]:
+    """The violations of a serialised xDS resource of ``type_url`` (as the caches hold them)."""
+    message = message_class(type_url)()
+    try:
+        message.ParseFromString(payload)
+    except DecodeError:
+        return [Violation("", "protobuf.decode", f"cannot be decoded as {message.DESCRIPTOR.full_name}")]
+    return violations(message)
