@@ -503,6 +503,49 @@ def any_tests(rules: validate_pb2.AnyRules) -> list[Test]:
     return tests
 
 
+def count_tests(kind: str, rules: Any) -> list[Test]:
+    """min/max items (repeated) or pairs (map), as PGV words them."""
+    noun, low_name, high_name = (
+        ("item", "min_items", "max_items") if kind == "repeated" else ("pair", "min_pairs", "max_pairs")
+    )
+    low = getattr(rules, low_name)
+    high = getattr(rules, high_name) if rules.HasField(high_name) else None
+    tests: list[Test] = []
+    if low and low == high:
+        tests.append(
+            Test(
+                lambda n: n != low,
+                f"{kind}.{low_name}: {low}, {kind}.{high_name}: {high}",
+                f"value must contain exactly {low} {noun}(s)",
+            )
+        )
+    elif low and high is not None:
+        tests.append(
+            Test(
+                lambda n: not low <= n <= high,
+                f"{kind}.{low_name}: {low}, {kind}.{high_name}: {high}",
+                f"value must contain between {low} and {high} {noun}s, inclusive",
+            )
+        )
+    elif low:
+        tests.append(
+            Test(
+                lambda n: n < low, f"{kind}.{low_name}: {low}", f"value must contain at least {low} {noun}(s)"
+            )
+        )
+    elif high is not None:
+        tests.append(
+            Test(
+                lambda n: n > high,
+                f"{kind}.{high_name}: {high}",
+                f"value must contain no more than {high} {noun}(s)",
+            )
+        )
+    if rules.ignore_empty:
+        tests = ignore_empty(tests, 0)
+    return tests
+
+
 _SCALAR_KINDS = frozenset(
     ("float", "double", "int32", "int64", "uint32", "uint64", "sint32", "sint64")
 ) | frozenset(("fixed32", "fixed64", "sfixed32", "sfixed64"))

@@ -201,49 +201,6 @@ def _disallowed_field(field: FieldDescriptor) -> bool:
     return bool(options.deprecated and options.Extensions[deprecation_pb2.disallowed_by_default])
 
 
-def _count_tests(kind: str, rules: Any) -> list[pgv.Test]:
-    """min/max items (repeated) or pairs (map), as PGV words them."""
-    noun, low_name, high_name = (
-        ("item", "min_items", "max_items") if kind == "repeated" else ("pair", "min_pairs", "max_pairs")
-    )
-    low = getattr(rules, low_name)
-    high = getattr(rules, high_name) if rules.HasField(high_name) else None
-    tests: list[pgv.Test] = []
-    if low and low == high:
-        tests.append(
-            pgv.Test(
-                lambda n: n != low,
-                f"{kind}.{low_name}: {low}, {kind}.{high_name}: {high}",
-                f"value must contain exactly {low} {noun}(s)",
-            )
-        )
-    elif low and high is not None:
-        tests.append(
-            pgv.Test(
-                lambda n: not low <= n <= high,
-                f"{kind}.{low_name}: {low}, {kind}.{high_name}: {high}",
-                f"value must contain between {low} and {high} {noun}s, inclusive",
-            )
-        )
-    elif low:
-        tests.append(
-            pgv.Test(
-                lambda n: n < low, f"{kind}.{low_name}: {low}", f"value must contain at least {low} {noun}(s)"
-            )
-        )
-    elif high is not None:
-        tests.append(
-            pgv.Test(
-                lambda n: n > high,
-                f"{kind}.{high_name}: {high}",
-                f"value must contain no more than {high} {noun}(s)",
-            )
-        )
-    if rules.ignore_empty:
-        tests = pgv.ignore_empty(tests, 0)
-    return tests
-
-
 _TOP = Scope()
 _ANY_RESULTS_MAX = 4096
 
@@ -439,7 +396,7 @@ class Checker:
     ) -> Handler | None:
         name = field.name
         repeated = rules.repeated if rules is not None and rules.WhichOneof("type") == "repeated" else None
-        counts = _count_tests("repeated", repeated) if repeated is not None else []
+        counts = pgv.count_tests("repeated", repeated) if repeated is not None else []
         unique = repeated is not None and repeated.unique
         item_rules = repeated.items if repeated is not None and repeated.HasField("items") else None
         item = self._value_check(field, item_rules)
@@ -469,7 +426,7 @@ class Checker:
         name = field.name
         entry = field.message_type
         map_rules = rules.map if rules is not None and rules.WhichOneof("type") == "map" else None
-        counts = _count_tests("map", map_rules) if map_rules is not None else []
+        counts = pgv.count_tests("map", map_rules) if map_rules is not None else []
         key_rules = map_rules.keys if map_rules is not None and map_rules.HasField("keys") else None
         value_rules = map_rules.values if map_rules is not None and map_rules.HasField("values") else None
         key_check = self._value_check(entry.fields_by_name["key"], key_rules)
@@ -499,7 +456,7 @@ class Checker:
         kind = rules.WhichOneof("type") if rules is not None else None
         if field.is_repeated:
             kind_rules = getattr(rules, kind) if rules is not None and kind in ("repeated", "map") else None
-            tests = _count_tests(kind, kind_rules) if kind_rules is not None and kind else []
+            tests = pgv.count_tests(kind, kind_rules) if kind_rules is not None and kind else []
             return [(t.rule, t.message) for t in tests if t.fails(0)]
         if field.containing_oneof is not None:
             return []  # real oneof members and proto3 optional fields: checked only when set
