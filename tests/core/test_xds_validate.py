@@ -806,6 +806,16 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
         ("tls_certificate.certificate_chain", "envoy.tls: ECDSA curve P-256, P-384 or P-521"),
     ),
     ("TLS Secret, RSA 2048", "secret", lambda: _secret(*_keypair()), None),
+    (
+        "client CA bundle that is not PEM",
+        "tls-listener",
+        lambda: _tls_listener("served", client_ca_pem=b"not a certificate"),
+        (
+            "filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context.trusted_ca",
+            "envoy.tls: trusted CA parses",
+        ),
+    ),
+    ("client CA bundle", "tls-listener", lambda: _tls_listener("served", client_ca_pem=_keypair()[0]), None),
     ("TLS Secret, P-384", "secret", lambda: _secret(*_keypair(curve=_curve("SECP384R1"))), None),
 ]
 
@@ -921,14 +931,18 @@ def _sni_listener(*names: list[str]) -> Any:
     return listener
 
 
-def _tls_listener(secret_name: str) -> Any:
+def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
+    """cpx's HTTPS listener serving the static secret ``secret_name`` (checking client
+    certificates against ``client_ca_pem`` if given)."""
     from envoy.config.listener.v3 import listener_pb2
+    from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
     from cpx.dag.nodes import Secret, TLSParams
     from cpx.xds.envoy_listener import HTTPSettings, downstream_tls, listener_head
 
-    transport = downstream_tls(Secret(namespace="default", name="tls"), TLSParams(), HTTPSettings(), ["h2"])
-    from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
+    client_ca = Secret(namespace="default", name="ca", ca_pem=client_ca_pem) if client_ca_pem else None
+    secret = Secret(namespace="default", name="tls")
+    transport = downstream_tls(secret, TLSParams(), HTTPSettings(), ["h2"], client_ca=client_ca)
 
     context = tls_pb2.DownstreamTlsContext()
     transport.typed_config.Unpack(context)
@@ -958,6 +972,11 @@ def _bootstrap(kind: str, resource: Any) -> bytes:
         static.clusters.append(_static_cluster("c", "127.0.0.1"))
     elif kind == "cluster":
         static.clusters.append(resource)
+    elif kind == "tls-listener":
+        static.listeners.append(resource)
+        secret = _secret(*_keypair())
+        secret.name = "served"
+        static.secrets.append(secret)
     else:
         static.secrets.append(resource)
         static.listeners.append(_tls_listener(resource.name))
