@@ -10,7 +10,7 @@ from __future__ import annotations
 from cpx.dag.dag import Note
 from cpx.isolation import sanitize
 from cpx.xds.resource import Resource
-from cpx.xds.validate import Violation, violations
+from cpx.xds.validate import Violation, resource_violations
 
 # Enough to name the problem; a resource with hundreds of violations is one tenant's doing anyway.
 MAX_REPORTED = 3
@@ -18,7 +18,7 @@ MAX_REPORTED = 3
 
 def check_resource(res: Resource) -> list[Violation]:
     """The constraint violations of one resource."""
-    return violations(res.message())
+    return resource_violations(res.type_url, res.body)
 
 
 def type_name(type_url: str) -> str:
