@@ -235,7 +235,10 @@ class _Build:
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
         head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(fqdn, *policies)
-        problems = violations(head_message) + violations(tail_message)
+        whole = route_components.VirtualHost()  # head and tail together: the vhost without routes
+        whole.CopyFrom(head_message)
+        whole.MergeFrom(tail_message)
+        problems = violations(whole)
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
             origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
