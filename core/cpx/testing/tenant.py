@@ -146,15 +146,19 @@ class TenantStack:
         problem: str,
         namespace: str = "default",
         timeout: float = 5.0,
+        check: Callable[[], object] | None = None,
     ) -> str:
         """Apply a bad input and assert the tenant-safety contract (module docstring); returns
-        the bad object's status text.  The bad file is removed afterwards."""
+        the bad object's status text.  ``check`` runs once the status is there, before the bad
+        file is removed afterwards."""
         control = self.add_valid("control")
         before = rejected_updates(self.envoy)
         self.apply(file_name, docs)
         try:
             shown = self.wait_status(kind, namespace, name, problem, timeout)
             assert self.cpx.running, "cpx exited"
+            if check is not None:
+                check()  # the caller's own assertions, while the bad input is in place
             later = self.add_valid("after")
             assert self.get(control) == 200, f"{control} no longer served"
             assert self.get(later) == 200

@@ -34,6 +34,7 @@ from cpx.dag.nodes import (
     SlowStart,
     TimeoutPolicy,
 )
+from cpx.xds.semantic import MAX_ENVOY_DURATION_SECONDS
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import (
@@ -124,8 +125,8 @@ def retry_policy(policy: model.RetryPolicy | None) -> RetryPolicy | None:
 
 # -- Envoy's integer ranges ----------------------------------------------------------------------
 UINT32_MAX = 2**32 - 1
-# The largest google.protobuf.Duration, in seconds (10 000 years).
-MAX_DURATION_SECONDS = 315_576_000_000
+# The largest duration Envoy accepts, in seconds (it converts durations to int64 nanoseconds).
+MAX_DURATION_SECONDS = MAX_ENVOY_DURATION_SECONDS
 
 
 def uint32(value: int) -> int:

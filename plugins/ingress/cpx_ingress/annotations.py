@@ -15,6 +15,7 @@ import attrs
 
 from cpx.dag.dag import Note
 from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
+from cpx.xds.semantic import MAX_ENVOY_DURATION_SECONDS
 from cpx_ingress.kinds import annotations_of
 
 FORCE_SSL_REDIRECT = "ingress.kubernetes.io/force-ssl-redirect"
@@ -83,7 +84,8 @@ def parse_go_duration(text: str) -> float:
     if total > _GO_MAX_DURATION_SECONDS:
         # Go's time.ParseDuration refuses it too; Envoy would NACK the whole route table.
         raise ValueError(f"duration {text!r} is out of range (at most about 2562047h)")
-    return total
+    # Go accepts a few seconds more than Envoy does (Envoy converts to int64 nanoseconds).
+    return min(total, MAX_ENVOY_DURATION_SECONDS)
 
 
 def parse_timeout(text: str) -> Duration | None:
