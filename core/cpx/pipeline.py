@@ -65,12 +65,15 @@ class Pipeline:
     snapshot: Snapshot | None = None
     # Objects refused before reaching the source cache (schema violations), with the reasons.
     rejected: dict[ObjectKey, tuple[KubeObject, tuple[str, ...]]] = attrs.field(factory=dict)
+    # What the object source itself found wrong with objects (standalone mode: refused edits,
+    # objects defined twice), shown with their status; the source keeps it current.
+    source_notes: dict[ObjectKey, tuple[Note, ...]] = attrs.field(factory=dict)
     rebuilds: int = 0
     last_build_seconds: float = 0.0
     _type_snapshots: dict[str, tuple[Mapping[str, Resource], TypeSnapshot]] = attrs.field(factory=dict)
     # What changed_statuses() last saw: the source revision, the DAG's statuses and notes, rejections.
     _status_revision: int = -1
-    _status_inputs: tuple[dict[ObjectKey, Any], dict[ObjectKey, Any], dict[ObjectKey, Any]] | None = None
+    _status_inputs: tuple[dict[ObjectKey, Any], ...] | None = None
 
     @classmethod
     def create(cls, host: PluginHost, config: Config) -> Pipeline:
@@ -114,14 +117,17 @@ class Pipeline:
             problems = tuple(spec.validate(obj))
             if problems:
                 had = self.source.get(key) is not None
+                # A new or different rejection needs a rebuild too: its status is reported after one.
+                new_reason = self.rejected.get(key, (None, ()))[1] != problems
                 self.rejected[key] = (obj, problems)
-                return self.source.remove(obj) or had
-        self.rejected.pop(key, None)
-        return self.source.insert(obj, key)
+                return self.source.remove(obj) or had or new_reason
+        fixed = self.rejected.pop(key, None) is not None
+        return self.source.insert(obj, key) or fixed
 
     def delete(self, obj: Mapping[str, Any]) -> bool:
-        self.rejected.pop(ObjectKey.of(obj), None)
-        return self.source.remove(obj)
+        # A rejected object that goes away takes its status entry with it: that needs a rebuild.
+        was_rejected = self.rejected.pop(ObjectKey.of(obj), None) is not None
+        return self.source.remove(obj) or was_rejected
 
     # -- output ----------------------------------------------------------------------------------
     def rebuild(self) -> Snapshot:
@@ -186,8 +192,9 @@ class Pipeline:
             for obj in self.source.list(writer.gvk):
                 key = ObjectKey.of(obj)
                 out[key] = self._status(key)
-        # Objects the schema check refused, of any kind (core kinds included): never served.
-        for key in sorted(self.rejected):
+        # Objects the schema check refused, of any kind (core kinds included): never served; and
+        # objects the source has something to say about.
+        for key in sorted(self.rejected.keys() | self.source_notes.keys()):
             out[key] = self._status(key)
         return out
 
@@ -203,6 +210,7 @@ class Pipeline:
             dict(dag.statuses) if dag else {},
             dict(dag.notes) if dag else {},
             {key: problems for key, (_obj, problems) in self.rejected.items()},
+            dict(self.source_notes),
         )
         previous, self._status_inputs = self._status_inputs, inputs
         changes = self.source.changes_since(self._status_revision) if previous is not None else None
@@ -217,23 +225,27 @@ class Pipeline:
                 candidates.update(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
         out: dict[ObjectKey, ObjectStatus | None] = {}
         for key in sorted(candidates):
-            if key in self.rejected:
+            if key in self.rejected or key in self.source_notes:
                 out[key] = self._status(key)
             elif key.group_kind in self.status_writers:
                 out[key] = self._status(key) if self.source.get(key) is not None else None
-            elif key in previous[2]:
-                out[key] = None  # a rejected object of a kind without status that is gone or fixed
+            elif key in previous[2] or key in previous[3]:
+                out[key] = None  # an object of a kind without status that is gone or fixed
         return out
 
     def _status(self, key: ObjectKey) -> ObjectStatus:
         rejected = self.rejected.get(key)
+        from_source = self.source_notes.get(key, ())
         if rejected is not None:
             return ObjectStatus(
                 key=key,
                 status={},
-                notes=tuple(Note(type="SchemaError", reason="Invalid", message=p) for p in rejected[1]),
+                notes=(
+                    *(Note(type="SchemaError", reason="Invalid", message=p) for p in rejected[1]),
+                    *from_source,
+                ),
             )
         dag = self.dag
         status = dag.statuses.get(key, {}) if dag else {}
         notes = tuple(dag.notes.get(key, ())) if dag else ()
-        return ObjectStatus(key=key, status=status, notes=notes)
+        return ObjectStatus(key=key, status=status, notes=notes + from_source)

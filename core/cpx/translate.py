@@ -7,12 +7,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from cpx.admission import admit
 from cpx.config import Config
+from cpx.events import Event
 from cpx.manifests import expand, parse_file
-from cpx.objects import ObjectKey
-from cpx.pipeline import Pipeline, UnknownKindError
+from cpx.objects import KubeObject, ObjectKey
+from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
-from cpx.standalone import prepare
+from cpx.standalone import StandaloneSource
 
 log = logging.getLogger("cpx.translate")
 REDACTED = "[redacted]"
@@ -35,29 +39,40 @@ def redact_secrets(xds: dict[str, Any]) -> dict[str, Any]:
     return xds
 
 
+@attrs.define(eq=False)
+class _Apply:
+    """The event handler's part, at once: a loaded file's changes go straight to the pipeline."""
+
+    pipeline: Pipeline
+
+    def upsert(self, obj: KubeObject, source: str = "") -> None:
+        self.pipeline.upsert(obj, validate=True)
+
+    def delete(self, obj: KubeObject, source: str = "") -> None:
+        self.pipeline.delete(obj)
+
+    def submit(self, event: Event) -> None:
+        pass  # one build at the end anyway
+
+
 def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[str, Any]:
     """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
-    Raises ManifestError when an input cannot be read or parsed at all.
+    Files are loaded as ``cpx serve`` loads them (refused documents, objects defined twice);
+    raises ManifestError when an input cannot be read or parsed at all.
     """
     pipeline = Pipeline.create(host, config)
+    loader = StandaloneSource(paths, pipeline)
+    apply = _Apply(pipeline)
     read: list[dict[str, Any]] = []
-    errors: list[str] = []
     unknown: dict[ObjectKey, str] = {}
     for path in expand(paths):
-        objects, doc_errors = parse_file(path)  # ManifestError propagates: input unreadable
-        errors += [str(e) for e in doc_errors]
-        for obj in objects:
-            try:
-                pipeline.watch_for(obj)
-            except UnknownKindError as err:
-                unknown[ObjectKey.of(obj)] = str(err)
-        kept, _ = prepare(pipeline, path, objects)
+        positions: list[int] = []
+        objects, doc_errors = parse_file(path, positions)  # ManifestError propagates: input unreadable
+        admission = admit(pipeline, path, objects, positions)
+        unknown.update((e.key, e.message) for e in admission.unknown if e.key is not None)
+        loader.apply_file(path, admission, doc_errors, apply)
         read += objects
-        for obj in kept:
-            if not pipeline.accepts(obj):
-                continue
-            pipeline.upsert(obj, validate=True)
     pipeline.rebuild()
     statuses = pipeline.statuses()
     out_objects = []
@@ -83,4 +98,5 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
             entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
         out_objects.append(entry)
     assert pipeline.snapshot is not None
+    errors = [message for messages in loader.problems.values() for message in messages]
     return {"objects": out_objects, "errors": errors, "xds": redact_secrets(pipeline.snapshot.to_json())}

@@ -10,7 +10,8 @@ from cpx.config import Config
 from cpx.objects import KubeObject
 from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
-from cpx.standalone import StandaloneSource, prepare
+from cpx.admission import admit
+from cpx.standalone import StandaloneSource
 
 
 def _service(port: int) -> dict[str, Any]:
@@ -25,20 +26,21 @@ def _service(port: int) -> dict[str, Any]:
 def test_an_edit_that_keeps_the_resource_version_still_applies() -> None:
     """Manifests copied from `kubectl get -o yaml` carry a resourceVersion that never changes."""
     pipeline = Pipeline.create(PluginHost.load([]), Config())
-    first, errors = prepare(pipeline, Path("s.yaml"), [_service(80)])
-    assert errors == [] and first[0]["metadata"] == {"name": "s", "namespace": "default"}
-    pipeline.upsert(first[0])
+    first = admit(pipeline, Path("s.yaml"), [_service(80)])
+    assert first.unknown == first.refused == []
+    assert first.accepted[0]["metadata"] == {"name": "s", "namespace": "default"}
+    pipeline.upsert(first.accepted[0])
     pipeline.source.referenced_services.add(("default", "s"))  # as if a route used it
-    edited, _ = prepare(pipeline, Path("s.yaml"), [_service(81)])
-    assert pipeline.upsert(edited[0]) is True
+    edited = admit(pipeline, Path("s.yaml"), [_service(81)])
+    assert pipeline.upsert(edited.accepted[0]) is True
 
 
 def test_unknown_kinds_are_reported_with_file_and_document() -> None:
     pipeline = Pipeline.create(PluginHost.load([]), Config())
     odd = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
-    kept, errors = prepare(pipeline, Path("g.yaml"), [_service(80), odd])
-    assert len(kept) == 1
-    assert [str(e) for e in errors] == [
+    admission = admit(pipeline, Path("g.yaml"), [_service(80), odd])
+    assert len(admission.accepted) == 1
+    assert [str(e) for e in admission.unknown] == [
         "g.yaml (document 2): Gadget g: unknown kind example.com/v1/Gadget: no enabled plugin handles it "
         "(known kinds: EndpointSlice.discovery.k8s.io, Namespace, Secret, Service)"
     ]
@@ -124,5 +126,5 @@ def test_unknown_kind_errors_name_the_document_in_the_file(tmp_path: Path) -> No
     pipeline = Pipeline.create(PluginHost.load([]), Config())
     positions: list[int] = []
     objects, _ = parse_file(f, positions)
-    _, errors = prepare(pipeline, f, objects, positions)
+    errors = admit(pipeline, f, objects, positions).unknown
     assert [e.index for e in errors] == [1] and "(document 2)" in str(errors[0])  # not object 1

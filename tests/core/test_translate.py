@@ -150,8 +150,12 @@ def test_invalid_objects_are_reported_with_exit_code_0(tmp_path: Path) -> None:
     [unknown] = problems(by_kind(doc, "Gadget")["gizmo"])
     assert unknown["type"] == "UnknownKind"
     assert "example.com/v1/Gadget" in unknown["message"]
-    [error] = doc["errors"]
+    # Every problem also in the errors, named by file and document, as `cpx serve` logs them.
+    refused, unknown_kind, error = doc["errors"]
+    assert "invalid.yaml (document 1): Ingress default/bad-path: " in refused
+    assert refused.endswith("(refused; not served)")
     assert "invalid.yaml" in error and "document 3" in error and "apiVersion" in error
+    assert "invalid.yaml (document 2): Gadget gizmo: unknown kind" in unknown_kind
     # The invalid Ingress produced nothing: no route for bad.test.
     domains = [d for rc in doc["xds"]["routes"] for vh in rc.get("virtualHosts", []) for d in vh["domains"]]
     assert not any("bad.test" in d for d in domains)

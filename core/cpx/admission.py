@@ -1,0 +1,85 @@
+"""What the API server would refuse, checked for standalone mode's manifest files.
+
+In Kubernetes mode the API server refuses a bad write and the object's previous version stays in
+force; a manifest file has no such gatekeeper, so standalone mode plays its part: a document that
+breaks its kind's schema or Kubernetes' naming rules is refused here, before it reaches the
+pipeline, and the file's previous version of it is kept (see docs/design/0006).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import attrs
+
+from cpx.dag.dag import Note
+from cpx.manifests import DocumentError, default_namespace
+from cpx.objects import KubeObject, ObjectKey, metadata_problems
+from cpx.pipeline import Pipeline, UnknownKindError
+
+log = logging.getLogger("cpx.manifests")
+
+
+@attrs.frozen
+class Admission:
+    """One file's objects sorted out: those to serve, those refused, those of unknown kinds."""
+
+    accepted: list[KubeObject]
+    refused: list[DocumentError]  # each with the key of the object it names
+    unknown: list[DocumentError]  # kinds no enabled plugin handles: reported, otherwise ignored
+
+
+def admit(
+    pipeline: Pipeline, path: Path, objects: Sequence[KubeObject], positions: Sequence[int] | None = None
+) -> Admission:
+    """Default namespaces, then check every object as the API server would.
+
+    ``positions`` are the objects' document indexes (from :func:`cpx.manifests.parse_file`).
+    """
+    out = Admission([], [], [])
+    for i, obj in enumerate(objects):
+        index = positions[i] if positions is not None else i
+        try:
+            spec = pipeline.watch_for(obj)
+        except UnknownKindError as err:
+            key = ObjectKey.of(obj)
+            out.unknown.append(DocumentError(path, index, f"{obj['kind']} {key.name}: {err}", key))
+            continue
+        # A file's resourceVersion (e.g. from `kubectl get -o yaml`) means nothing here: an edit that
+        # keeps it must still apply, so objects are compared by content.
+        obj["metadata"].pop("resourceVersion", None)
+        default_namespace(obj, spec.gvk.namespaced)
+        problems = metadata_problems(obj)
+        if spec.validate is not None:
+            try:
+                problems += spec.validate(obj)
+            except Exception as err:  # a plugin's check must not take the source down
+                log.exception("%s: the schema check of %s failed", path, ObjectKey.of(obj))
+                problems.append(f"cannot be checked ({type(err).__name__})")
+        if problems:
+            key = ObjectKey.of(obj)
+            out.refused.extend(DocumentError(path, index, f"{key}: {p}", key) for p in problems)
+        else:
+            out.accepted.append(obj)
+    return out
+
+
+def refusal_note(errors: Sequence[DocumentError], kept: bool) -> Note:
+    outcome = "the previous version is kept" if kept else "not served"
+    return Note(
+        type="SchemaError",
+        reason="Invalid",
+        message=f"refused ({outcome}): " + "; ".join(str(e) for e in errors),
+    )
+
+
+def conflict_note(key: ObjectKey, holders: Sequence[Path]) -> Note:
+    files = ", ".join(str(p) for p in holders)
+    return Note(
+        type="ManifestError",
+        reason="DuplicateObject",
+        message=f"{key} is defined in {len(holders)} files ({files}): the one in {holders[0]} is served "
+        "(the file that sorts first by path)",
+    )
