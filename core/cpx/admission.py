@@ -83,3 +83,11 @@ def conflict_note(key: ObjectKey, holders: Sequence[Path]) -> Note:
         message=f"{key} is defined in {len(holders)} files ({files}): the one in {holders[0]} is served "
         "(the file that sorts first by path)",
     )
+
+
+def malformed_note(error: str) -> Note:
+    return Note(
+        type="ManifestError",
+        reason="Malformed",
+        message=f"{error}; the last version read from the file is kept",
+    )

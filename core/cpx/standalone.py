@@ -13,7 +13,7 @@ from typing import Protocol
 import attrs
 import watchfiles
 
-from cpx.admission import Admission, admit, conflict_note, refusal_note
+from cpx.admission import Admission, admit, conflict_note, malformed_note, refusal_note
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
 from cpx.events import Event, EventHandler, Op
@@ -49,6 +49,8 @@ class StandaloneSource:
     problems: dict[Path, list[str]] = attrs.field(factory=dict)
     # The documents each file has refused, by the object they name.
     refused: dict[Path, dict[ObjectKey, list[DocumentError]]] = attrs.field(factory=dict)
+    # Files that no longer parse, with the error: their last good objects are kept, and say so.
+    malformed: dict[Path, str] = attrs.field(factory=dict)
     settle: float = SETTLE_SECONDS
     # Files whose problems wait for them to settle, by the (mtime, size) they had.
     _unsettled: dict[Path, tuple[int, int]] = attrs.field(factory=dict)
@@ -65,6 +67,8 @@ class StandaloneSource:
             if not self._wait_to_settle(path, handler):
                 # Keep the file's last good objects: a half-written edit must not drop routes.
                 self._report(path, [str(err)], kept_last_good=path in self.manifests.by_file)
+                self.malformed[path] = str(err)
+                self._update_notes(self.manifests.by_file.get(path, {}), handler)
             return
         admission = admit(self.pipeline, path, objects, positions)
         if (doc_errors or admission.refused or admission.unknown) and self._wait_to_settle(path, handler):
@@ -90,6 +94,7 @@ class StandaloneSource:
             assert error.key is not None
             refused.setdefault(error.key, []).append(error)
         touched = {*old, *new, *self.refused.get(path, {}), *refused}
+        self.malformed.pop(path, None)
         if refused:
             self.refused[path] = refused
         else:
@@ -105,6 +110,7 @@ class StandaloneSource:
     def remove_file(self, path: Path, handler: ObjectSink) -> None:
         self.problems.pop(path, None)
         self._unsettled.pop(path, None)
+        self.malformed.pop(path, None)
         touched = {*self.manifests.by_file.get(path, {}), *self.refused.pop(path, {})}
         upserts, deletes = self.manifests.remove_file(path)
         for obj in upserts:
@@ -153,6 +159,7 @@ class StandaloneSource:
         holders = self.manifests.holders(key)
         if len(holders) > 1:
             out.append(conflict_note(key, holders))
+        out += (malformed_note(self.malformed[p]) for p in holders if p in self.malformed)
         return tuple(out)
 
     def _wait_to_settle(self, path: Path, handler: ObjectSink) -> bool:

@@ -269,3 +269,20 @@ async def test_a_malformed_file_is_reported_once_it_settled(tmp_path: Path, capl
     assert f not in source.problems  # too fresh to tell
     await _eventually(lambda: f in source.problems)
     assert "malformed YAML" in source.problems[f][0] and "malformed YAML" in caplog.text
+
+
+def test_a_malformed_file_keeps_its_objects_and_their_status_says_so(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(SERVICE_PORT % ("web", 80))
+    source, sink = _loaded(tmp_path)
+    source.load_file(f, sink)
+    bomb = "x: &a [" + ", ".join(["1"] * 1000) + "]\ny: [" + ", ".join(["*a"] * 1000) + "]\n"
+    f.write_text(SERVICE_PORT % ("web", 81) + bomb)
+    source.load_file(f, sink)
+    assert _port(sink.served["web"]) == 80 and sink.resyncs == 1
+    [note] = _notes(source, "web")
+    assert note.startswith(f"ManifestError/Malformed: {f}: malformed YAML: document 1: aliases expand")
+    assert note.endswith("; the last version read from the file is kept")
+    f.write_text(SERVICE_PORT % ("web", 81))
+    source.load_file(f, sink)
+    assert _port(sink.served["web"]) == 81 and _notes(source, "web") == []
