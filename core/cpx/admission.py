@@ -51,19 +51,26 @@ def admit(
         # keeps it must still apply, so objects are compared by content.
         obj["metadata"].pop("resourceVersion", None)
         default_namespace(obj, spec.gvk.namespaced)
-        problems = metadata_problems(obj)
+        checked: list[str] = []
         if spec.validate is not None:
             try:
-                problems += spec.validate(obj)
+                checked = list(spec.validate(obj))
             except Exception as err:  # a plugin's check must not take the source down
                 log.exception("%s: the schema check of %s failed", path, ObjectKey.of(obj))
-                problems.append(f"cannot be checked ({type(err).__name__})")
+                checked = [f"cannot be checked ({type(err).__name__})"]
+        # Unless the kind's own check already judged the name (the Ingress plugin's does).
+        problems = [p for p in metadata_problems(obj) if not _same_field(p, checked)] + checked
         if problems:
             key = ObjectKey.of(obj)
             out.refused.extend(DocumentError(path, index, f"{key}: {p}", key) for p in problems)
         else:
             out.accepted.append(obj)
     return out
+
+
+def _same_field(problem: str, others: Sequence[str]) -> bool:
+    field = problem.partition(": ")[0] + ": "
+    return any(other.startswith(field) for other in others)
 
 
 def refusal_note(errors: Sequence[DocumentError], kept: bool) -> Note:

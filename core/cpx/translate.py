@@ -99,4 +99,10 @@ def translate(paths: Sequence[Path], host: PluginHost, config: Config) -> dict[s
         out_objects.append(entry)
     assert pipeline.snapshot is not None
     errors = [message for messages in loader.problems.values() for message in messages]
+    errors += (  # `cpx serve` logs these too
+        note.message
+        for notes in pipeline.source_notes.values()
+        for note in notes
+        if note.reason == "DuplicateObject"
+    )
     return {"objects": out_objects, "errors": errors, "xds": redact_secrets(pipeline.snapshot.to_json())}
