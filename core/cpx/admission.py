@@ -98,3 +98,13 @@ def malformed_note(error: str) -> Note:
         reason="Malformed",
         message=f"{error}; the last version read from the file is kept",
     )
+
+
+def kept_note(path: Path) -> Note:
+    return Note(
+        type="ManifestError",
+        reason="KeptWhileRefused",
+        message=f"no longer in {path}, but kept: the file has refused documents and one of them may be "
+        "this object edited; it goes once the file loads cleanly",
+        severity="warning",
+    )

@@ -8,12 +8,12 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import attrs
 import watchfiles
 
-from cpx.admission import Admission, admit, conflict_note, malformed_note, refusal_note
+from cpx.admission import Admission, admit, conflict_note, kept_note, malformed_note, refusal_note
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
 from cpx.events import Event, EventHandler, Op
@@ -49,6 +49,8 @@ class StandaloneSource:
     problems: dict[Path, list[str]] = attrs.field(factory=dict)
     # The documents each file has refused, by the object they name.
     refused: dict[Path, dict[ObjectKey, list[DocumentError]]] = attrs.field(factory=dict)
+    # Objects kept in force although their file no longer defines them: it has refused documents.
+    kept: dict[Path, set[ObjectKey]] = attrs.field(factory=dict)
     # Files that no longer parse, with the error: their last good objects are kept, and say so.
     malformed: dict[Path, str] = attrs.field(factory=dict)
     settle: float = SETTLE_SECONDS
@@ -86,19 +88,19 @@ class StandaloneSource:
         """
         new = {ObjectKey.of(obj): obj for obj in admission.accepted}
         old = self.manifests.by_file.get(path, {})
-        if doc_errors or admission.refused:
-            for key, obj in old.items():
-                new.setdefault(key, obj)
         refused: dict[ObjectKey, list[DocumentError]] = {}
         for error in admission.refused:
             assert error.key is not None
             refused.setdefault(error.key, []).append(error)
+        kept = {key for key in old if key not in new and key not in refused}
+        if doc_errors or admission.refused:
+            new.update((key, obj) for key, obj in old.items() if key not in new)
+        else:
+            kept.clear()
         touched = {*old, *new, *self.refused.get(path, {}), *refused}
         self.malformed.pop(path, None)
-        if refused:
-            self.refused[path] = refused
-        else:
-            self.refused.pop(path, None)
+        _set_or_drop(self.refused, path, refused)
+        _set_or_drop(self.kept, path, kept)
         upserts, deletes = self.manifests.replace_file(path, new.values())
         self._report(path, self._messages(doc_errors, admission), kept_last_good=False)
         for obj in deletes:
@@ -111,6 +113,7 @@ class StandaloneSource:
         self.problems.pop(path, None)
         self._unsettled.pop(path, None)
         self.malformed.pop(path, None)
+        self.kept.pop(path, None)
         touched = {*self.manifests.by_file.get(path, {}), *self.refused.pop(path, {})}
         upserts, deletes = self.manifests.remove_file(path)
         for obj in upserts:
@@ -160,6 +163,7 @@ class StandaloneSource:
         if len(holders) > 1:
             out.append(conflict_note(key, holders))
         out += (malformed_note(self.malformed[p]) for p in holders if p in self.malformed)
+        out += (kept_note(p) for p in holders if key in self.kept.get(p, ()))
         return tuple(out)
 
     def _wait_to_settle(self, path: Path, handler: ObjectSink) -> bool:
@@ -241,6 +245,13 @@ class StandaloneSource:
             elif path == root:
                 return True
         return False
+
+
+def _set_or_drop(table: dict[Path, Any], path: Path, value: Any) -> None:
+    if value:
+        table[path] = value
+    else:
+        table.pop(path, None)
 
 
 async def wait_forever() -> None:

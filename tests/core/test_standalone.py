@@ -202,9 +202,13 @@ def test_an_edit_to_a_bad_name_keeps_the_object_until_the_file_loads_cleanly(tmp
     assert (
         "refused (not served)" in note and 'metadata.name: Invalid value: "Web_1": a DNS-1035 label' in note
     )
+    assert _notes(source, "web") == [
+        f"ManifestError/KeptWhileRefused: no longer in {f}, but kept: the file has refused documents and "
+        "one of them may be this object edited; it goes once the file loads cleanly"
+    ]
     f.write_text(SERVICE_PORT % ("web-1", 80))  # a rename, now valid: the old name goes
     source.load_file(f, sink)
-    assert set(sink.served) == {"web-1"} and _notes(source, "Web_1") == []
+    assert set(sink.served) == {"web-1"} and _notes(source, "Web_1") == _notes(source, "web") == []
 
 
 def test_names_and_namespaces_follow_kubernetes_rules(tmp_path: Path) -> None:

@@ -56,6 +56,8 @@ def _check_refused_edit(
     tenant.wait_status("HTTPProxy", "default", kind_name, problem)
     assert tenant.get(host) == 200, "the previous version is no longer served"
     assert detail in _problems(tenant.status("HTTPProxy", "default", kind_name))
+    if kind_name != name:  # the edit renamed it: the old one stays, and says why
+        assert "ManifestError/KeptWhileRefused" in _problems(tenant.status("HTTPProxy", "default", name))
     # The whole contract, with the bad edit still in the file (rewritten: the same refusal again).
     tenant.check_bad_input(f"{name}.yaml", [bad], kind="HTTPProxy", name=kind_name, problem=problem)
     wait_until(lambda: tenant.get(host) == 404, what="the object gone with its file")
