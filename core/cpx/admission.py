@@ -18,6 +18,7 @@ from cpx.dag.dag import Note
 from cpx.manifests import DocumentError, default_namespace
 from cpx.objects import KubeObject, ObjectKey, metadata_problems
 from cpx.pipeline import Pipeline, UnknownKindError
+from cpx.records import WatchSpec
 
 log = logging.getLogger("cpx.manifests")
 
@@ -39,33 +40,40 @@ def admit(
     ``positions`` are the objects' document indexes (from :func:`cpx.manifests.parse_file`).
     """
     out = Admission([], [], [])
+    first_index: dict[ObjectKey, int] = {}
     for i, obj in enumerate(objects):
         index = positions[i] if positions is not None else i
+        key = ObjectKey.of(obj)
         try:
-            spec = pipeline.watch_for(obj)
+            spec = pipeline.watch_for(obj, key)
         except UnknownKindError as err:
-            key = ObjectKey.of(obj)
             out.unknown.append(DocumentError(path, index, f"{obj['kind']} {key.name}: {err}", key))
             continue
         # A file's resourceVersion (e.g. from `kubectl get -o yaml`) means nothing here: an edit that
         # keeps it must still apply, so objects are compared by content.
         obj["metadata"].pop("resourceVersion", None)
-        default_namespace(obj, spec.gvk.namespaced)
-        checked: list[str] = []
-        if spec.validate is not None:
-            try:
-                checked = list(spec.validate(obj))
-            except Exception as err:  # a plugin's check must not take the source down
-                log.exception("%s: the schema check of %s failed", path, ObjectKey.of(obj))
-                checked = [f"cannot be checked ({type(err).__name__})"]
-        # Unless the kind's own check already judged the name (the Ingress plugin's does).
-        problems = [p for p in metadata_problems(obj) if not _same_field(p, checked)] + checked
+        key = ObjectKey.of(default_namespace(obj, spec.gvk.namespaced))
+        problems = _problems(spec, obj, path)
+        if key in first_index:  # as with two files: the first definition is served, others refused
+            problems.append(f"defined again: document {first_index[key] + 1} of this file defines it")
+        first_index.setdefault(key, index)
         if problems:
-            key = ObjectKey.of(obj)
             out.refused.extend(DocumentError(path, index, f"{key}: {p}", key) for p in problems)
         else:
             out.accepted.append(obj)
     return out
+
+
+def _problems(spec: WatchSpec, obj: KubeObject, path: Path) -> list[str]:
+    checked: list[str] = []
+    if spec.validate is not None:
+        try:
+            checked = list(spec.validate(obj))
+        except Exception as err:  # a plugin's check must not take the source down
+            log.exception("%s: the schema check of %s failed", path, ObjectKey.of(obj))
+            checked = [f"cannot be checked ({type(err).__name__})"]
+    # Unless the kind's own check already judged the name (the Ingress plugin's does).
+    return [p for p in metadata_problems(obj) if not _same_field(p, checked)] + checked
 
 
 def _same_field(problem: str, others: Sequence[str]) -> bool:

@@ -290,3 +290,15 @@ def test_a_malformed_file_keeps_its_objects_and_their_status_says_so(tmp_path: P
     f.write_text(SERVICE_PORT % ("web", 81))
     source.load_file(f, sink)
     assert _port(sink.served["web"]) == 81 and _notes(source, "web") == []
+
+
+def test_an_object_defined_twice_in_one_file_is_served_from_the_first_document(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(SERVICE_PORT % ("web", 80) + "---\n" + SERVICE_PORT % ("web", 81))
+    source, sink = _loaded(tmp_path)
+    source.load_file(f, sink)
+    assert _port(sink.served["web"]) == 80
+    [note] = _notes(source, "web")
+    assert note.endswith(
+        f"{f} (document 2): Service default/web: defined again: document 1 of this file defines it"
+    )
