@@ -146,11 +146,12 @@ class StandaloneSource:
                 notes[key] = now
             else:
                 notes.pop(key, None)
-            holders = self.manifests.holders(key)
-            if len(holders) > 1:
-                log.error("%s", conflict_note(key, holders).message)
-            elif any(n.reason == "DuplicateObject" for n in before):
-                log.info("%s: no longer defined in more than one file", key)
+            conflict = [n for n in now if n.reason == "DuplicateObject"]
+            if conflict != [n for n in before if n.reason == "DuplicateObject"]:
+                if conflict:
+                    log.error("%s", conflict[0].message)
+                else:
+                    log.info("%s: no longer defined in more than one file", key)
         if changed:
             handler.submit(Event(Op.RESYNC, None, SOURCE_NAME))
 
