@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -231,6 +232,7 @@ def test_names_and_namespaces_follow_kubernetes_rules(tmp_path: Path) -> None:
 
 
 def test_an_object_in_two_files_is_a_conflict_on_it_with_a_stable_winner(tmp_path: Path, caplog: Any) -> None:
+    caplog.set_level(logging.INFO, "cpx.manifests")
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     b.write_text(SERVICE_PORT % ("web", 82))
     a.write_text(SERVICE_PORT % ("web", 81))
