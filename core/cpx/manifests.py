@@ -8,8 +8,9 @@ and index and the rest of the file still loads.
 
 from __future__ import annotations
 
+import bisect
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class DocumentError:
     path: Path
     index: int  # 0-based document index in the file; -1 for the whole file
     message: str
+    key: ObjectKey | None = None  # the object the document defines, when it names one
 
     def __str__(self) -> str:
         where = f"{self.path}" if self.index < 0 else f"{self.path} (document {self.index + 1})"
@@ -82,6 +84,68 @@ def _check_document(doc: Any) -> str | None:
     return None
 
 
+# How many nodes a document may hold once its aliases are expanded, beyond twice those written out.
+# Kubernetes manifests seldom alias at all; a "billion laughs" file of a few KB would otherwise
+# become millions of values for every later step (translation, comparisons, status) to walk.
+ALIAS_EXPANSION_ALLOWANCE = 100_000
+
+
+class AliasError(yaml.YAMLError):
+    """A document whose aliases expand too far, or into itself."""
+
+
+def load_documents(text: str) -> list[Any]:
+    """Every YAML document of ``text``, refusing excessive or recursive alias expansion."""
+    if "&" not in text:  # no anchor, so no alias: the fast path, all in libyaml
+        return list(yaml.load_all(text, Loader=_Loader))
+    loader = _Loader(text)
+    try:
+        docs: list[Any] = []
+        while loader.check_node():
+            node = loader.get_node()
+            _check_expansion(node, len(docs))
+            docs.append(loader.construct_document(node))
+        return docs
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, index: int) -> None:
+    """Count the nodes ``root`` expands to (an alias counts its anchor's whole subtree again)
+    without expanding anything: one pass over the composed graph, sizes memoised per node."""
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        if id(node) in sizes:
+            continue
+        children = _children(node)
+        if done:
+            open_nodes.discard(id(node))
+            sizes[id(node)] = 1 + sum(sizes[id(c)] for c in children)
+            continue
+        if id(node) in open_nodes:
+            raise AliasError(f"document {index + 1}: an alias refers to a node that contains it")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    limit = ALIAS_EXPANSION_ALLOWANCE + 2 * len(sizes)
+    if sizes[id(root)] > limit:
+        raise AliasError(
+            f"document {index + 1}: aliases expand {len(sizes)} YAML nodes to {sizes[id(root)]} "
+            f"(more than {limit} allowed)"
+        )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
 def parse_file(
     path: Path, positions: list[int] | None = None
 ) -> tuple[list[KubeObject], list[DocumentError]]:
@@ -95,8 +159,8 @@ def parse_file(
     except (OSError, UnicodeDecodeError) as err:
         raise ManifestError(f"{path}: cannot read: {err}") from err
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
-    except yaml.YAMLError as err:
+        docs = load_documents(text)
+    except (yaml.YAMLError, RecursionError) as err:
         raise ManifestError(f"{path}: malformed YAML: {err}") from err
     objects: list[KubeObject] = []
     errors: list[DocumentError] = []
@@ -126,45 +190,61 @@ def default_namespace(obj: KubeObject, namespaced: bool) -> KubeObject:
 
 @attrs.define(eq=False)
 class ManifestSet:
-    """The objects of every file, so a changed file can be diffed against what it held before."""
+    """The objects of every file, so a changed file can be diffed against what it held before.
+
+    An object several files define is served from the file that sorts first by path: a rule that
+    depends neither on the order of edits nor on restarts.  :meth:`holders` names them all.
+    """
 
     by_file: dict[Path, dict[ObjectKey, KubeObject]] = attrs.field(factory=dict)
+    # The files defining each object, sorted: the first one's version is served.
+    _holders: dict[ObjectKey, list[Path]] = attrs.field(factory=dict)
 
     def replace_file(
         self, path: Path, objects: Iterable[KubeObject]
     ) -> tuple[list[KubeObject], list[KubeObject]]:
-        """Install a file's new objects; returns (upserts, deletes) relative to its old ones."""
-        new = {ObjectKey.of(obj): obj for obj in objects}
-        old = self.by_file.get(path, {})
-        self.by_file[path] = new
-        upserts = [obj for key, obj in new.items() if old.get(key) != obj]
-        dropped_upserts, deletes = self._dropped(path, [key for key in old if key not in new], old)
-        return upserts + dropped_upserts, deletes
+        """Install a file's new objects; returns (upserts, deletes) of the objects served."""
+        return self._install(path, {ObjectKey.of(obj): obj for obj in objects})
 
     def remove_file(self, path: Path) -> tuple[list[KubeObject], list[KubeObject]]:
         """Forget a file; returns (upserts, deletes): an object another file also holds is
         re-applied from there rather than deleted."""
-        old = self.by_file.pop(path, {})
-        return self._dropped(path, list(old), old)
-
-    def _dropped(
-        self, path: Path, keys: list[ObjectKey], old: dict[ObjectKey, KubeObject]
-    ) -> tuple[list[KubeObject], list[KubeObject]]:
-        upserts: list[KubeObject] = []
-        deletes: list[KubeObject] = []
-        for key in keys:
-            other = self._held_elsewhere(key, path)
-            if other is None:
-                deletes.append(old[key])
-            elif other != old[key]:
-                upserts.append(other)  # the other file's version is served from now on
+        upserts, deletes = self._install(path, {})
+        self.by_file.pop(path, None)
         return upserts, deletes
 
-    def _held_elsewhere(self, key: ObjectKey, path: Path) -> KubeObject | None:
-        for p in sorted(self.by_file):
-            if p != path and key in self.by_file[p]:
-                return self.by_file[p][key]
-        return None
+    def _install(
+        self, path: Path, new: dict[ObjectKey, KubeObject]
+    ) -> tuple[list[KubeObject], list[KubeObject]]:
+        old = self.by_file.get(path, {})
+        touched = [key for key in old if key not in new] + list(new)
+        before = {key: self.served(key) for key in touched}
+        self.by_file[path] = new
+        for key in old.keys() - new.keys():
+            self._holders[key].remove(path)
+            if not self._holders[key]:
+                del self._holders[key]
+        for key in new.keys() - old.keys():
+            bisect.insort(self._holders.setdefault(key, []), path)
+        upserts: list[KubeObject] = []
+        deletes: list[KubeObject] = []
+        for key in touched:
+            was, now = before[key], self.served(key)
+            if now is None:
+                if was is not None:
+                    deletes.append(was)
+            elif was is None or (now is not was and now != was):
+                upserts.append(now)
+        return upserts, deletes
+
+    def served(self, key: ObjectKey) -> KubeObject | None:
+        """The version of the object in force: the one of the first file (by path) defining it."""
+        holders = self._holders.get(key)
+        return self.by_file[holders[0]][key] if holders else None
+
+    def holders(self, key: ObjectKey) -> Sequence[Path]:
+        """The files defining the object, the one served from first."""
+        return self._holders.get(key, ())
 
     def objects(self) -> Iterator[KubeObject]:
         for path in sorted(self.by_file):

@@ -6,6 +6,8 @@ plugins bring their own :class:`~cpx.records.GroupVersionKind` records.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -82,3 +84,55 @@ def namespace_of(obj: Mapping[str, Any]) -> str:
 
 def name_of(obj: Mapping[str, Any]) -> str:
     return str(meta(obj).get("name") or "")
+
+
+# -- names, checked as the API server does (apimachinery's IsDNS1123Subdomain and friends) ----------
+@attrs.frozen
+class NameRule:
+    pattern: re.Pattern[str]
+    max_length: int
+    description: str  # the API server's wording
+
+    def problem(self, field: str, value: str) -> str | None:
+        """None when ``value`` follows the rule, else the API server's message for ``field``."""
+        if len(value) > self.max_length:
+            shown = json.dumps(value[:40])
+            return f"{field}: Invalid value: {shown}...: must be no more than {self.max_length} characters"
+        if self.pattern.fullmatch(value):
+            return None
+        return (
+            f"{field}: Invalid value: {json.dumps(value)}: {self.description} "
+            f"(regex used for validation is {self.pattern.pattern!r})"
+        )
+
+
+DNS1123_LABEL = NameRule(
+    re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"),
+    63,
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
+    "and must start and end with an alphanumeric character",
+)
+DNS1123_SUBDOMAIN = NameRule(
+    re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"),
+    253,
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character",
+)
+DNS1035_LABEL = NameRule(
+    re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?"),
+    63,
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character",
+)
+# Most kinds' names are subdomains (custom resources' always); these core kinds are stricter.
+_NAME_RULES = {SERVICE.group_kind: DNS1035_LABEL, NAMESPACE.group_kind: DNS1123_LABEL}
+
+
+def metadata_problems(obj: Mapping[str, Any]) -> list[str]:
+    """What the API server would say about the object's ``metadata.name`` and ``namespace``."""
+    key = ObjectKey.of(obj)
+    rule = _NAME_RULES.get(key.group_kind, DNS1123_SUBDOMAIN)
+    found = [rule.problem("metadata.name", key.name)]
+    if key.namespace:
+        found.append(DNS1123_LABEL.problem("metadata.namespace", key.namespace))
+    return [p for p in found if p]

@@ -86,6 +86,9 @@ class Pipeline:
     # Objects left out of builds because translating them broke something (see rebuild()).
     quarantined: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
     checkers: list[SnapshotCheck] = attrs.field(factory=list)
+    # What the object source itself found wrong with objects (standalone mode: refused edits,
+    # objects defined twice), shown with their status; the source keeps it current.
+    source_notes: dict[ObjectKey, tuple[Note, ...]] = attrs.field(factory=dict)
     rebuilds: int = 0
     last_build_seconds: float = 0.0
     last_build_error: str | None = None  # why the latest build failed; None once one succeeds
@@ -149,15 +152,19 @@ class Pipeline:
             problems = tuple(spec.validate(obj))
             if problems:
                 had = self.source.get(key) is not None
+                # A new or different rejection needs a rebuild too: its status is reported after one.
+                new_reason = self.rejected.get(key, (None, ()))[1] != problems
                 self.rejected[key] = (obj, problems)
-                return self.source.remove(obj) or had
-        self.rejected.pop(key, None)
-        return self.source.insert(obj, key)
+                return self.source.remove(obj) or had or new_reason
+        fixed = self.rejected.pop(key, None) is not None
+        return self.source.insert(obj, key) or fixed
 
     def delete(self, obj: Mapping[str, Any]) -> bool:
+        # A refused or left-out object that goes away takes its status entry with it: a rebuild.
         key = ObjectKey.of(obj)
-        self.rejected.pop(key, None)
-        return self.source.remove(obj) or self.quarantined.pop(key, None) is not None
+        was_refused = self.rejected.pop(key, None) is not None
+        was_refused = self.quarantined.pop(key, None) is not None or was_refused
+        return self.source.remove(obj) or was_refused
 
     # -- output ----------------------------------------------------------------------------------
     def rebuild(self) -> Snapshot:
@@ -385,8 +392,9 @@ class Pipeline:
             for obj in self.source.list(writer.gvk):
                 key = ObjectKey.of(obj)
                 out[key] = self._status(key)
-        # Objects the schema check refused or a build left out, of any kind (core kinds included).
-        for key in sorted(self.rejected.keys() | self.quarantined.keys()):
+        # Objects the schema check refused or a build left out, of any kind (core kinds included),
+        # and objects the source has something to say about.
+        for key in sorted(self.rejected.keys() | self.quarantined.keys() | self.source_notes.keys()):
             out[key] = self._status(key)
         return out
 
@@ -403,6 +411,7 @@ class Pipeline:
             dict(dag.notes) if dag else {},
             {key: problems for key, (_obj, problems) in self.rejected.items()},
             {key: notes for key, (_obj, notes) in self.quarantined.items()},
+            dict(self.source_notes),
         )
         previous, self._status_inputs = self._status_inputs, inputs
         changes = self.source.changes_since(self._status_revision) if previous is not None else None
@@ -417,28 +426,33 @@ class Pipeline:
                 candidates.update(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
         out: dict[ObjectKey, ObjectStatus | None] = {}
         for key in sorted(candidates):
-            if key in self.rejected or key in self.quarantined:
+            if key in self.rejected or key in self.quarantined or key in self.source_notes:
                 out[key] = self._status(key)
             elif key.group_kind in self.status_writers:
                 out[key] = self._status(key) if self.source.get(key) is not None else None
-            elif key in previous[2] or key in previous[3]:
-                out[key] = None  # a refused object of a kind without status that is gone or fixed
+            elif key in previous[2] or key in previous[3] or key in previous[4]:
+                out[key] = None  # an object of a kind without status that is gone or fixed
         return out
 
     def _status(self, key: ObjectKey) -> ObjectStatus:
         rejected = self.rejected.get(key)
+        from_source = self.source_notes.get(key, ())
         if rejected is not None:
             return ObjectStatus(
                 key=key,
                 status={},
-                notes=tuple(Note(type="SchemaError", reason="Invalid", message=p) for p in rejected[1]),
+                notes=(
+                    *(Note(type="SchemaError", reason="Invalid", message=p) for p in rejected[1]),
+                    *from_source,
+                ),
             )
         held = self.quarantined.get(key)
         if held is not None:
             writer = self.status_writers.get(key.group_kind)
             refused = writer.refused if writer is not None else None
-            return ObjectStatus(key=key, status=refused(held[0], held[1]) if refused else {}, notes=held[1])
+            status = refused(held[0], held[1]) if refused else {}
+            return ObjectStatus(key=key, status=status, notes=held[1] + from_source)
         dag = self.dag
         status = dag.statuses.get(key, {}) if dag else {}
         notes = tuple(dag.notes.get(key, ())) if dag else ()
-        return ObjectStatus(key=key, status=status, notes=notes)
+        return ObjectStatus(key=key, status=status, notes=notes + from_source)

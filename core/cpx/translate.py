@@ -7,12 +7,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from cpx.admission import admit
 from cpx.config import Config
+from cpx.events import Event
 from cpx.manifests import expand, parse_file
-from cpx.objects import ObjectKey
-from cpx.pipeline import BuildError, Pipeline, UnknownKindError
+from cpx.objects import KubeObject, ObjectKey
+from cpx.pipeline import BuildError, Pipeline
 from cpx.plugins import PluginHost
-from cpx.standalone import prepare
+from cpx.standalone import StandaloneSource
 from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.translate")
@@ -36,6 +40,22 @@ def redact_secrets(xds: dict[str, Any]) -> dict[str, Any]:
     return xds
 
 
+@attrs.define(eq=False)
+class _Apply:
+    """The event handler's part, at once: a loaded file's changes go straight to the pipeline."""
+
+    pipeline: Pipeline
+
+    def upsert(self, obj: KubeObject, source: str = "") -> None:
+        self.pipeline.upsert(obj, validate=True)
+
+    def delete(self, obj: KubeObject, source: str = "") -> None:
+        self.pipeline.delete(obj)
+
+    def submit(self, event: Event) -> None:
+        pass  # one build at the end anyway
+
+
 def translate(
     paths: Sequence[Path],
     host: PluginHost,
@@ -45,34 +65,30 @@ def translate(
 ) -> dict[str, Any]:
     """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
-    With a ``validator`` (``--envoy-validate``) every build is checked by it (objects it refuses are
-    left out, as in ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
-    Raises ManifestError when an input cannot be read or parsed at all.
+    Files are loaded as ``cpx serve`` loads them (refused documents, objects defined twice);
+    raises ManifestError when an input cannot be read or parsed at all.  With a ``validator``
+    (``--envoy-validate``) every build is checked by it (objects it refuses are left out, as in
+    ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
     """
     pipeline = Pipeline.create(host, config)
     if validator is not None:
         pipeline.checkers.append(validator)
+    loader = StandaloneSource(paths, pipeline)
+    apply = _Apply(pipeline)
     read: list[dict[str, Any]] = []
-    errors: list[str] = []
     unknown: dict[ObjectKey, str] = {}
     for path in expand(paths):
-        objects, doc_errors = parse_file(path)  # ManifestError propagates: input unreadable
-        errors += [str(e) for e in doc_errors]
-        for obj in objects:
-            try:
-                pipeline.watch_for(obj)
-            except UnknownKindError as err:
-                unknown[ObjectKey.of(obj)] = str(err)
-        kept, _ = prepare(pipeline, path, objects)
+        positions: list[int] = []
+        objects, doc_errors = parse_file(path, positions)  # ManifestError propagates: input unreadable
+        admission = admit(pipeline, path, objects, positions)
+        unknown.update((e.key, e.message) for e in admission.unknown if e.key is not None)
+        loader.apply_file(path, admission, doc_errors, apply)
         read += objects
-        for obj in kept:
-            if not pipeline.accepts(obj):
-                continue
-            pipeline.upsert(obj, validate=True)
+    build_errors = []
     try:
         pipeline.rebuild()
     except BuildError as err:
-        errors.append(f"the build failed and nothing was published: {err}")
+        build_errors.append(f"the build failed and nothing was published: {err}")
     statuses = pipeline.statuses()
     out_objects = []
     for obj in read:
@@ -96,6 +112,14 @@ def translate(
         elif key.group_kind in pipeline.status_writers and not pipeline.accepts(obj):
             entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
         out_objects.append(entry)
+    errors = [message for messages in loader.problems.values() for message in messages]
+    errors += (  # `cpx serve` logs these too
+        note.message
+        for notes in pipeline.source_notes.values()
+        for note in notes
+        if note.reason == "DuplicateObject"
+    )
+    errors += build_errors
     xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
     doc: dict[str, Any] = {"objects": out_objects, "errors": errors, "xds": xds}
     if validator is not None:

@@ -53,6 +53,8 @@ def test_secret_schema() -> None:
 def test_refused_core_objects_are_reported_and_not_served() -> None:
     pipeline = Pipeline.create(PluginHost.load([]), Config())
     bad = _service(ports=[{"port": 0}])
+    # A new refusal asks for a rebuild, after which its status is reported; the same one again does not.
+    assert pipeline.upsert(bad, validate=True) is True
     assert pipeline.upsert(bad, validate=True) is False
     assert pipeline.source.get(ObjectKey.of(bad)) is None
     pipeline.rebuild()
@@ -60,7 +62,10 @@ def test_refused_core_objects_are_reported_and_not_served() -> None:
     assert [n.message for n in status.notes] == [
         "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535"
     ]
-    # Fixing it replaces the refusal.
-    pipeline.upsert(_service(ports=[{"port": 80}]), validate=True)
+    # Fixing it replaces the refusal (and asks for a rebuild even though no route uses the Service).
+    assert pipeline.upsert(_service(ports=[{"port": 80}]), validate=True) is True
     pipeline.rebuild()
     assert ObjectKey.of(bad) not in pipeline.statuses()
+    # So does deleting a refused object: its status entry must go.
+    pipeline.upsert(bad, validate=True)
+    assert pipeline.delete(bad) is True

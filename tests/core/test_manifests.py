@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,47 @@ def test_manifest_set_diffs_a_file() -> None:
     s.replace_file(Path("c"), [other])
     assert s.remove_file(Path("b")) == ([other], [])
     assert [ObjectKey.of(o).name for o in s.objects()] == ["two"]
+
+
+def test_alias_expansion_is_bounded(tmp_path: Path) -> None:
+    """An 11 KB file must not become a million values for every later step to walk."""
+    inner = "[" + ", ".join(["x"] * 1000) + "]"
+    outer = "[" + ", ".join(["*a"] * 1000) + "]"
+    f = tmp_path / "laughs.yaml"
+    f.write_text(f"{SERVICE % 'one'}---\nkind: Service\na: &a {inner}\nb: {outer}\n")
+    started = time.perf_counter()
+    with pytest.raises(ManifestError, match=r"laughs\.yaml: malformed YAML: document 2: aliases expand"):
+        parse_file(f)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_recursive_aliases_are_refused(tmp_path: Path) -> None:
+    f = tmp_path / "loop.yaml"
+    f.write_text("apiVersion: v1\nkind: Service\nmetadata: {name: x}\nspec: &s {self: *s}\n")
+    with pytest.raises(ManifestError, match="an alias refers to a node that contains it"):
+        parse_file(f)
+
+
+def test_modest_aliases_and_ampersands_still_load(tmp_path: Path) -> None:
+    f = tmp_path / "a.yaml"
+    f.write_text(
+        "apiVersion: v1\nkind: Service\nmetadata: {name: x, annotations: {q: 'a&b'}}\n"
+        "spec: {ports: [&p {port: 80}, *p]}\n"
+    )
+    [obj], errors = parse_file(f)
+    assert errors == [] and obj["spec"]["ports"] == [{"port": 80}, {"port": 80}]
+
+
+def test_an_object_in_two_files_is_served_from_the_first_whatever_the_order() -> None:
+    first = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"x": 1}}
+    second = {**first, "spec": {"x": 2}}
+    key = ObjectKey.of(first)
+    for order in ([("a", first), ("b", second)], [("b", second), ("a", first)]):
+        s = ManifestSet()
+        applied = [s.replace_file(Path(name), [obj]) for name, obj in order]
+        assert s.served(key) == first and list(s.holders(key)) == [Path("a"), Path("b")]
+        # The last change applied is what the pipeline holds: a's version either way.
+        assert [upserts for upserts, _deletes in applied if upserts][-1] == [first]
+    assert s.remove_file(Path("a")) == ([second], [])
+    assert s.remove_file(Path("b")) == ([], [second])
+    assert s.holders(key) == ()

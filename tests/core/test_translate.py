@@ -141,8 +141,12 @@ def test_invalid_objects_are_reported_with_exit_code_0(tmp_path: Path) -> None:
     [unknown] = problems(by_kind(doc, "Gadget")["gizmo"])
     assert unknown["type"] == "UnknownKind"
     assert "example.com/v1/Gadget" in unknown["message"]
-    [error] = doc["errors"]
+    # Every problem also in the errors, named by file and document, as `cpx serve` logs them.
+    refused, unknown_kind, error = doc["errors"]
+    assert "invalid.yaml (document 1): Ingress default/bad-path: " in refused
+    assert refused.endswith("(refused; not served)")
     assert "invalid.yaml" in error and "document 3" in error and "apiVersion" in error
+    assert "invalid.yaml (document 2): Gadget gizmo: unknown kind" in unknown_kind
     # The invalid Ingress produced nothing: no route for bad.test.
     domains = [d for rc in doc["xds"]["routes"] for vh in rc.get("virtualHosts", []) for d in vh["domains"]]
     assert not any("bad.test" in d for d in domains)
@@ -167,3 +171,25 @@ def test_missing_path_fails(tmp_path: Path) -> None:
 def test_paths_are_required() -> None:
     result = CliRunner().invoke(cli, ["translate"])
     assert result.exit_code == 2  # click usage error
+
+
+def test_refusals_and_objects_defined_twice_are_reported_as_serve_does(tmp_path: Path) -> None:
+    write_manifest(tmp_path, "web.yaml", backend("web", 8081))
+    write_manifest(tmp_path, "b.yaml", [ingress("site", [("b.test", "/", "web")])])
+    write_manifest(tmp_path, "a.yaml", [ingress("site", [("a.test", "/", "web")])])
+    bad_name = ingress("Bad_Name", [("bad.test", "/", "web")])
+    write_manifest(tmp_path, "c.yaml", [bad_name])
+    doc = translate_json(tmp_path)
+    [first, second] = [o for o in doc["objects"] if o["metadata"]["name"] == "site"]
+    assert problems(first) == problems(second)  # one object, reported wherever it is defined
+    [conflict] = problems(first)
+    assert conflict["reason"] == "DuplicateObject"
+    assert f"defined in 2 files ({tmp_path / 'a.yaml'}, {tmp_path / 'b.yaml'})" in conflict["message"]
+    [refused] = problems(by_kind(doc, "Ingress")["Bad_Name"])
+    assert (
+        refused["type"] == "SchemaError" and 'metadata.name: Invalid value: "Bad_Name"' in refused["message"]
+    )
+    assert len(doc["errors"]) == 2 and "(refused; not served)" in doc["errors"][0]
+    assert doc["errors"][1] == conflict["message"]
+    domains = [d for rc in doc["xds"]["routes"] for vh in rc.get("virtualHosts", []) for d in vh["domains"]]
+    assert "a.test" in domains and "b.test" not in domains and "bad.test" not in domains

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, ingress, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
 from cpx.testing.harness import EchoServer, EnvoyProcess, envoy_binary, http_get
 
 pytestmark = pytest.mark.e2e
@@ -96,9 +96,15 @@ def test_delta_ads_routes_edits_and_moves_endpoints(
     assert cpx.metric("cpx_xds_responses_total", type_url=ROUTE) > routes_before
     assert cpx.metric("cpx_xds_responses_total", type_url=CLUSTER) == clusters_before
 
-    # An EndpointSlice move: traffic follows without a DAG rebuild.
+    # An EndpointSlice move: traffic follows without a DAG rebuild.  (Edited where it is defined:
+    # the same slice in a second file would be a conflict, reported after a rebuild.)
     rebuilds = cpx.metric("contour_dagrebuild_total")
-    write_manifest(manifests, "base-slice.yaml", [endpoint_slice("alpha", beta_port)])
+    moved = [
+        *backend("alpha", beta_port),
+        *backend("beta", beta_port),
+        ingress("a", [("a.test", "/", "alpha")]),
+    ]
+    write_manifest(manifests, "base.yaml", moved)
     _wait(lambda: _answer(port, "a.test") == (200, "beta"), "a.test -> beta's endpoint")
     assert cpx.metric("contour_dagrebuild_total") == rebuilds
 
