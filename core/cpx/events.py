@@ -143,7 +143,7 @@ class EventHandler:
             assert event.rejected is not None
             # Applied here, between builds, like any change to the source cache.
             if self.pipeline.envoy_rejected(*event.rejected):
-                self._dirty = True
+                self.on_statuses(self.pipeline)
             return
         assert event.obj is not None
         try:

@@ -33,7 +33,7 @@ log = logging.getLogger("cpx.pipeline")
 
 # Each round quarantines at least one object; more rounds than this means something is wrong.
 MAX_QUARANTINE_ROUNDS = 64
-# A NACK with more suspects than this is logged, not blamed on all of them.
+# A NACK with more suspects than this is only logged, not noted on all of them.
 MAX_NACK_SUSPECTS = 16
 
 # A whole-snapshot check (``--envoy-validate``): None when the snapshot is fine, else why not.
@@ -86,6 +86,8 @@ class Pipeline:
     # Objects left out of builds because translating them broke something (see rebuild()).
     quarantined: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
     checkers: list[SnapshotCheck] = attrs.field(factory=list)
+    # Objects an Envoy NACK was traced to, at the version it was (see envoy_rejected()).
+    envoy_notes: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
     # What the object source itself found wrong with objects (standalone mode: refused edits,
     # objects defined twice), shown with their status; the source keeps it current.
     source_notes: dict[ObjectKey, tuple[Note, ...]] = attrs.field(factory=dict)
@@ -301,12 +303,13 @@ class Pipeline:
         return culprit
 
     def envoy_rejected(self, type_url: str, names: Iterable[str], message: str) -> list[ObjectKey]:
-        """Envoy NACKed resources cpx published: leave out the objects that changed in the last
-        build and fed them (their status says Envoy's message); returns them.  The caller
-        rebuilds, so Envoy gets a configuration without them.
+        """Envoy NACKed resources cpx published: the objects that changed in the last build and
+        fed them get Envoy's message in their status (until they change); returns them.
 
-        Suspects are narrowed to the last build's changes because everything else was accepted
-        before; too many suspects (a first build) are only logged, not all left out.
+        Nothing is left out on a NACK alone: any xDS client can send one, and it must not take a
+        tenant's routes down (what cpx publishes already passed Envoy's rules, and with
+        ``--envoy-validate`` Envoy itself).  Suspects are narrowed to the last build's changes,
+        since everything else was accepted before; too many (a first build) are only logged.
         """
         dag = self.dag
         if dag is None:
@@ -319,18 +322,26 @@ class Pipeline:
         changed = {ObjectKey(*c) for c in changes} if changes is not None else set()
         suspects = sorted(fed & changed)
         note = Note(type=f"{type_name(type_url)}Error", reason="EnvoyRejected", message=sanitize(message))
-        if not suspects or len(suspects) > MAX_NACK_SUSPECTS:
-            log.error(
-                "Envoy rejected %s %s; %d changed object(s) fed it, none left out: %s",
-                type_name(type_url),
-                sanitize(", ".join(sorted(names)), 200),
-                len(suspects),
-                note.message,
-            )
+        log.error(
+            "Envoy rejected %s %s (%d changed object(s) fed it): %s",
+            type_name(type_url),
+            sanitize(", ".join(sorted(names)), 200),
+            len(suspects),
+            note.message,
+        )
+        if len(suspects) > MAX_NACK_SUSPECTS:
             return []
         for key in suspects:
-            self.quarantine(key, note)
+            obj = self.source.get(key)
+            if obj is not None:
+                self.envoy_notes[key] = (obj, (note,))
         return suspects
+
+    def _envoy_notes(self) -> dict[ObjectKey, tuple[Note, ...]]:
+        """The NACK notes of objects still at the version Envoy rejected (others are dropped)."""
+        for key in [k for k, (obj, _) in self.envoy_notes.items() if self.source.get(k) is not obj]:
+            del self.envoy_notes[key]
+        return {key: notes for key, (_, notes) in self.envoy_notes.items()}
 
     def quarantine(self, key: ObjectKey, note: Note) -> None:
         """Leave an object out of every build until it changes; its status carries ``note``."""
@@ -394,7 +405,8 @@ class Pipeline:
                 out[key] = self._status(key)
         # Objects the schema check refused or a build left out, of any kind (core kinds included),
         # and objects the source has something to say about.
-        for key in sorted(self.rejected.keys() | self.quarantined.keys() | self.source_notes.keys()):
+        refused = self.rejected.keys() | self.quarantined.keys() | self.source_notes.keys()
+        for key in sorted(refused | self._envoy_notes().keys()):
             out[key] = self._status(key)
         return out
 
@@ -412,6 +424,7 @@ class Pipeline:
             {key: problems for key, (_obj, problems) in self.rejected.items()},
             {key: notes for key, (_obj, notes) in self.quarantined.items()},
             dict(self.source_notes),
+            self._envoy_notes(),
         )
         previous, self._status_inputs = self._status_inputs, inputs
         changes = self.source.changes_since(self._status_revision) if previous is not None else None
@@ -426,11 +439,16 @@ class Pipeline:
                 candidates.update(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
         out: dict[ObjectKey, ObjectStatus | None] = {}
         for key in sorted(candidates):
-            if key in self.rejected or key in self.quarantined or key in self.source_notes:
+            if (
+                key in self.rejected
+                or key in self.quarantined
+                or key in self.source_notes
+                or key in self.envoy_notes
+            ):
                 out[key] = self._status(key)
             elif key.group_kind in self.status_writers:
                 out[key] = self._status(key) if self.source.get(key) is not None else None
-            elif key in previous[2] or key in previous[3] or key in previous[4]:
+            elif any(key in previous[i] for i in range(2, len(previous))):
                 out[key] = None  # an object of a kind without status that is gone or fixed
         return out
 
@@ -455,4 +473,7 @@ class Pipeline:
         dag = self.dag
         status = dag.statuses.get(key, {}) if dag else {}
         notes = tuple(dag.notes.get(key, ())) if dag else ()
+        rejected_by_envoy = self.envoy_notes.get(key)
+        if rejected_by_envoy is not None and self.source.get(key) is rejected_by_envoy[0]:
+            notes += rejected_by_envoy[1]
         return ObjectStatus(key=key, status=status, notes=notes + from_source)
