@@ -33,6 +33,7 @@ from google.protobuf import descriptor_pool, json_format
 from google.protobuf.message import Message
 
 from cpx.envoyadmin import ADMIN_CLUSTER, DEFAULT_ADMIN_SOCKET, admin_cluster, admin_listeners, pipe_address
+from cpx.xds.semantic import DEFAULT_MAX_REGEX_PROGRAM_SIZE
 
 XDS_CLUSTER = "contour"
 # The xDS server certificate must carry this DNS SAN (see cpx.certgen).
@@ -46,7 +47,10 @@ SDS_VALIDATION_CONTEXT_NAME = "contour_xds_tls_validation_context"
 
 # Contour's RE2 limits (RTDS layer in Contour): reject regexes whose program exceeds 1 MiB,
 # but only warn above 1000 so that large-but-legal regexes keep working.
-RE2_RUNTIME = {"re2.max_program_size.error_level": 1048576, "re2.max_program_size.warn_level": 1000}
+RE2_RUNTIME = {
+    "re2.max_program_size.error_level": DEFAULT_MAX_REGEX_PROGRAM_SIZE,  # what cpx's checks assume
+    "re2.max_program_size.warn_level": 1000,
+}
 
 _DNS_LOOKUP_FAMILY = {"auto": "AUTO", "v4": "V4_ONLY", "v6": "V6_ONLY", "all": "ALL"}
 _HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"

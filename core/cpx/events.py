@@ -41,8 +41,8 @@ class Event:
     op: Op
     obj: KubeObject | None = None
     source: str = ""
-    # REJECTED: (type URL, resource names, Envoy's message)
-    rejected: tuple[str, tuple[str, ...], str] | None = None
+    # REJECTED: (type URL, resource names, Envoy's message, whether to leave out the objects)
+    rejected: tuple[str, tuple[str, ...], str, bool] | None = None
 
 
 @attrs.define(eq=False)
@@ -78,9 +78,9 @@ class EventHandler:
     def synced(self, source: str) -> None:
         self.submit(Event(Op.SYNCED, None, source))
 
-    def envoy_rejected(self, type_url: str, names: tuple[str, ...], message: str) -> None:
-        """Thread-safe only from the event loop's thread (the xDS server's callbacks are)."""
-        self.submit(Event(Op.REJECTED, rejected=(type_url, names, message)))
+    def envoy_rejected(self, type_url: str, names: tuple[str, ...], message: str, *, leave_out: bool) -> None:
+        """From the event loop's thread (the xDS server's callbacks run there)."""
+        self.submit(Event(Op.REJECTED, rejected=(type_url, names, message, leave_out)))
 
     @property
     def ready(self) -> bool:
@@ -142,8 +142,12 @@ class EventHandler:
         if event.op is Op.REJECTED:
             assert event.rejected is not None
             # Applied here, between builds, like any change to the source cache.
-            if self.pipeline.envoy_rejected(*event.rejected):
-                self.on_statuses(self.pipeline)
+            type_url, names, message, leave_out = event.rejected
+            if self.pipeline.envoy_rejected(type_url, names, message, leave_out=leave_out):
+                if leave_out:
+                    self._dirty = True  # rebuild without them (statuses are reported then)
+                else:
+                    self.on_statuses(self.pipeline)
             return
         assert event.obj is not None
         try:

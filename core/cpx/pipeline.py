@@ -302,14 +302,17 @@ class Pipeline:
             culprit = find_culprit(sorted(present), fails_without)
         return culprit
 
-    def envoy_rejected(self, type_url: str, names: Iterable[str], message: str) -> list[ObjectKey]:
+    def envoy_rejected(
+        self, type_url: str, names: Iterable[str], message: str, *, leave_out: bool = False
+    ) -> list[ObjectKey]:
         """Envoy NACKed resources cpx published: the objects that changed in the last build and
         fed them get Envoy's message in their status (until they change); returns them.
 
-        Nothing is left out on a NACK alone: any xDS client can send one, and it must not take a
-        tenant's routes down (what cpx publishes already passed Envoy's rules, and with
-        ``--envoy-validate`` Envoy itself).  Suspects are narrowed to the last build's changes,
-        since everything else was accepted before; too many (a first build) are only logged.
+        With ``leave_out`` (the NACK came from an authenticated Envoy: xDS over mTLS) they are
+        also quarantined, so the next build gives Envoy what it accepts and later changes flow
+        again.  Otherwise nothing is left out on a NACK: any client of a plaintext xDS port can
+        send one, and it must not take a tenant's routes down.  Suspects are narrowed to the last
+        build's changes, since everything else was accepted before; too many are only logged.
         """
         dag = self.dag
         if dag is None:
@@ -333,7 +336,11 @@ class Pipeline:
             return []
         for key in suspects:
             obj = self.source.get(key)
-            if obj is not None:
+            if obj is None:
+                continue
+            if leave_out:
+                self.quarantine(key, note)
+            else:
                 self.envoy_notes[key] = (obj, (note,))
         return suspects
 

@@ -227,8 +227,11 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         )
 
     def on_reject(report: RejectReport) -> None:
-        # Envoy NACKed: leave out the objects behind it (applied between builds, see events).
-        handler.envoy_rejected(report.type_url, report.resource_names, report.message)
+        # Envoy NACKed: note it on the objects behind it, and leave them out when the peer is
+        # an authenticated Envoy (mTLS); applied between builds, see events.
+        handler.envoy_rejected(
+            report.type_url, report.resource_names, report.message, leave_out=tls is not None
+        )
 
     server = XdsServer(
         address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics, on_reject=on_reject

@@ -225,3 +225,15 @@ def test_a_nack_of_what_did_not_change_blames_nobody() -> None:
     p.rebuild()
     assert p.envoy_rejected(resource.CLUSTER, ["no-such-cluster"], "bad") == []
     assert not p.quarantined
+
+
+def test_a_nack_from_an_authenticated_envoy_leaves_out_what_it_was_traced_to() -> None:
+    p = make_pipeline(ingress("a"))
+    p.rebuild()
+    p.upsert(ingress("new"))
+    p.rebuild()
+    assert p.envoy_rejected(resource.ROUTE, ["ingress_http"], "no", leave_out=True) == [key("new")]
+    assert list(p.quarantined) == [key("new")]
+    snapshot = p.rebuild()
+    assert "new.example.com" not in hosts(snapshot) and "a.example.com" in hosts(snapshot)
+    assert p.statuses()[key("new")].notes[0].reason == "EnvoyRejected"

@@ -284,40 +284,30 @@ def test_cpx_restart_keeps_envoy_serving_and_unconfigured(e2e: Stack) -> None:
     assert e2e.get("base.test") == (200, "alpha")
 
 
-def test_nacked_update_does_not_loop_and_old_config_keeps_serving(e2e: Stack) -> None:
+def test_a_secret_envoy_would_refuse_is_never_sent_and_a_fix_is(e2e: Stack) -> None:
     cpx, envoy = e2e.cpx, e2e.envoy
     nacks_before = cpx.metric("cpx_xds_nacks_total")
     rejected_before = rejected(envoy)
     secrets_sent_before = cpx.metric("cpx_xds_responses_total", type_url=SECRET_TYPE)
     log_mark = len(cpx.log_text())
 
-    # cpx accepts the Secret (a valid certificate and a matching key); Envoy refuses RSA < 2048.
+    # A valid certificate and matching key, but RSA < 2048: Envoy would NACK it (it used to, and
+    # then held no secret for the host); cpx leaves the Secret out before publishing.
     site = ingress("weak", [("weak.test", "/", "alpha")], tls={"weak": ["weak.test"]})
     e2e.write("weak.yaml", [weak_tls_secret("default", "weak", "weak.test"), site])
-    wait_until(lambda: cpx.metric("cpx_xds_nacks_total") > nacks_before, what="a NACK")
-    line = cpx.wait_log("rejected", start=log_mark)
+    line = cpx.wait_log("Secret default/weak: left out", start=log_mark)
     assert "2048" in line, line
-
     time.sleep(0.3)
-    nacks, envoy_rejected = cpx.metric("cpx_xds_nacks_total"), rejected(envoy)
-    responses = cpx.metric("cpx_xds_responses_total")
-    # No NACK/resend loop: nothing more is sent or rejected while nothing changes, and the old
-    # configuration keeps serving meanwhile.
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 1.0
     while time.monotonic() < deadline:
         assert e2e.get("base.test") == (200, "alpha")
         time.sleep(0.1)
-    assert cpx.metric("cpx_xds_nacks_total") == nacks
-    assert cpx.metric("cpx_xds_responses_total") == responses
-    assert rejected(envoy) == envoy_rejected
-    assert 1 <= nacks - nacks_before <= 2
-    assert envoy_rejected > rejected_before
-    # The rejected Secret was sent once and never again (Envoy 1.40 ignores an identical resend
-    # of a Secret, so a resend would not show up as another NACK).
-    assert cpx.metric("cpx_xds_responses_total", type_url=SECRET_TYPE) == secrets_sent_before + 1
+    assert cpx.metric("cpx_xds_nacks_total") == nacks_before
+    assert rejected(envoy) == rejected_before
+    assert cpx.metric("cpx_xds_responses_total", type_url=SECRET_TYPE) == secrets_sent_before
     assert envoy.stats()["control_plane.connected_state"] == 1
 
-    # A real change is still delivered after the NACK: a proper certificate makes HTTPS work.
+    # The fix is delivered: a proper certificate makes HTTPS work.
     good, ca_pem = make_tls_secret("default", "weak", ["weak.test"])
     e2e.write("weak.yaml", [good, site])
     url = f"https://127.0.0.1:{e2e.cpx.https_port}/"
@@ -328,7 +318,8 @@ def test_nacked_update_does_not_loop_and_old_config_keeps_serving(e2e: Stack) ->
         return False
 
     wait_until(https_ok, what="HTTPS with the replaced certificate")
-    assert cpx.metric("cpx_xds_nacks_total") == nacks
+    assert cpx.metric("cpx_xds_nacks_total") == nacks_before
+    assert rejected(envoy) == rejected_before
 
 
 def test_malformed_yaml_is_reported_and_keeps_the_last_good_routes(e2e: Stack) -> None:

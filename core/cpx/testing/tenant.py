@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 import yaml
 
+from cpx import certgen
 from cpx.testing.backends import EchoServer
 from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
 from cpx.testing.envoy import EnvoyProcess
@@ -178,19 +179,41 @@ def tenant_stack(
     plugins: Sequence[str] | None = None,
     extra_args: Sequence[str] = (),
     envoy_bootstrap: Mapping[str, Any] | None = None,
+    envoy_runtime: Mapping[str, Any] | None = None,
+    mtls: bool = False,
 ) -> Iterator[TenantStack]:
     """A started :class:`TenantStack` in ``workdir``, its backend already served.
 
     ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to :func:`cpx.bootstrap.bootstrap_config`
-    (e.g. ``admin_port`` for the read-only admin listener)."""
+    (e.g. ``admin_port`` for the read-only admin listener), ``envoy_runtime`` into Envoy's static
+    runtime layer; ``mtls`` serves xDS over mutual TLS (certificates from ``cpx certgen``)."""
     manifests = workdir / "manifests"
     status_file = workdir / "status.yaml"
+    bootstrap = dict(envoy_bootstrap or {})
+    tls: dict[str, Any] = {}
+    if mtls:
+        certs = workdir / "certs"
+        certgen.generate(certs)
+        ca = str(certs / certgen.CA_CERT_FILE)
+        bootstrap.update(
+            xds_cafile=ca,
+            xds_cert_file=str(certs / certgen.ENVOY_CERT_FILE),
+            xds_key_file=str(certs / certgen.ENVOY_KEY_FILE),
+        )
+        tls = {
+            "xds_cafile": ca,
+            "xds_cert_file": certs / certgen.CPX_CERT_FILE,
+            "xds_key_file": certs / certgen.CPX_KEY_FILE,
+        }
     with EchoServer("tenant") as echo:
         write_manifest(manifests, "backend.yaml", backend(BACKEND, echo.port))
         cpx = CpxProcess(
-            manifests, workdir=workdir, status_file=status_file, plugins=plugins, extra_args=extra_args
+            manifests, workdir=workdir, status_file=status_file, plugins=plugins, extra_args=extra_args, **tls
         )
-        envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy", **(envoy_bootstrap or {}))
+        envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy", **bootstrap)
+        if envoy_runtime:
+            layer = envoy.config["layered_runtime"]["layers"][0]["static_layer"]
+            layer.update(envoy_runtime)
         try:
             cpx.start()
             envoy.start()

@@ -27,8 +27,9 @@ from cpx.xds import pgv
 
 # RouteConfiguration.max_direct_response_body_size_bytes when unset.
 DEFAULT_MAX_DIRECT_RESPONSE_BODY = 4096
-# Envoy's runtime default for re2.max_program_size.error_level.
-DEFAULT_MAX_REGEX_PROGRAM_SIZE = 100
+# re2.max_program_size.error_level as cpx's bootstrap sets it (as Contour's does; Envoy's own
+# default is 100): an Envoy bootstrapped otherwise may refuse what this allows, and says so (NACK).
+DEFAULT_MAX_REGEX_PROGRAM_SIZE = 1_048_576
 # Envoy converts every Duration to integer nanoseconds or milliseconds; beyond this it refuses it
 # ("Duration out-of-range"), well inside protobuf's own limit (found by bisection on Envoy 1.40).
 MAX_ENVOY_DURATION_SECONDS = 9_223_372_035
