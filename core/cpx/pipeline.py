@@ -98,6 +98,7 @@ class Pipeline:
     _published_from: int = -1  # ... and of the one before: what changed in between is "new"
     # Per type URL, the resources already checked against Envoy's constraints (by identity).
     _checked: dict[str, dict[str, Resource]] = attrs.field(factory=dict)
+    _checked_contents: dict[str, Mapping[str, Resource]] = attrs.field(factory=dict)
     _type_snapshots: dict[str, tuple[Mapping[str, Resource], TypeSnapshot]] = attrs.field(factory=dict)
     # What changed_statuses() last saw: the source revision, the DAG's statuses and notes, rejections.
     _status_revision: int = -1
@@ -253,8 +254,10 @@ class Pipeline:
                 faults += own()
             if getattr(cache, "checks_own_resources", False):
                 continue
-            checked = self._checked.setdefault(cache.type_url, {})
             contents = cache.contents()
+            if self._checked_contents.get(cache.type_url) is contents:
+                continue  # caches hand out the same mapping while nothing changed
+            checked = self._checked.setdefault(cache.type_url, {})
             origins: dict[str, set[ObjectKey]] | None = None
             for name, res in contents.items():
                 if checked.get(name) is res:
@@ -269,6 +272,8 @@ class Pipeline:
                 faults.append(Fault(note=note, origins=frozenset(origins.get(name, ()))))
             for name in [n for n in checked if n not in contents]:
                 del checked[name]
+            if len(checked) == len(contents):
+                self._checked_contents[cache.type_url] = contents  # all checked and clean
         return faults
 
     def _find_culprit(self, fault: Fault) -> ObjectKey | None:
