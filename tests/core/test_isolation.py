@@ -237,3 +237,20 @@ def test_a_nack_from_an_authenticated_envoy_leaves_out_what_it_was_traced_to() -
     snapshot = p.rebuild()
     assert "new.example.com" not in hosts(snapshot) and "a.example.com" in hosts(snapshot)
     assert p.statuses()[key("new")].notes[0].reason == "EnvoyRejected"
+
+
+def test_a_domain_two_virtual_hosts_share_is_traced_to_what_changed() -> None:
+    # The schema check refuses upper-case hosts; without it, two hosts differing in case would
+    # make Envoy refuse the whole route table ("duplicate domain").
+    upper = ingress("upper")
+    upper["spec"]["rules"][0]["host"] = "SAME.example.com"
+    lower = ingress("lower")
+    lower["spec"]["rules"][0]["host"] = "same.example.com"
+    p = make_pipeline(ingress("a"), lower)
+    p.rebuild()
+    p.upsert(upper)
+    snapshot = p.rebuild()
+    assert list(p.quarantined) == [key("upper")]
+    (note,) = p.statuses()[key("upper")].notes
+    assert note.reason == "EnvoyConstraintViolated" and "ingress_http" in note.message, note
+    assert "same.example.com" in hosts(snapshot) and "a.example.com" in hosts(snapshot)

@@ -17,6 +17,7 @@ object.  Only what the latest DAG uses stays memoised.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from operator import attrgetter, itemgetter
 
@@ -100,6 +101,8 @@ class RouteCache:
         self._resources: dict[str, Resource] = {}
         self._vhosts: dict[VHostKey, _Translated] = {}
         self._faults: list[Fault] = []
+        # Per RouteConfiguration, the virtual host names last checked together (_check_skeletons).
+        self._skeletons: dict[str, tuple[str, ...]] = {}
         # Per RouteConfiguration, the entries its body was joined from (to skip re-joining).
         self._entries: dict[str, list[bytes]] = {}
         self._tail = _route_config_tail()
@@ -119,8 +122,10 @@ class RouteCache:
         # waits for a route table that does not exist.
         if not any(listener.route_config_prefix for listener in dag.listeners.values()):
             configs[HTTP_ROUTE_CONFIG] = []
+        members: dict[str, list[VirtualHost]] = {}
         for name in sorted(dag.listeners):
-            self._add_listener(dag.listeners[name], builder, configs)
+            self._add_listener(dag.listeners[name], builder, configs, members)
+        self._check_skeletons(members)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
         self._vhosts = builder.current
         resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
@@ -129,18 +134,51 @@ class RouteCache:
         if resources != self._resources:
             self._resources = resources
 
-    def _add_listener(self, listener: Listener, builder: _Build, configs: dict[str, list[bytes]]) -> None:
+    def _add_listener(
+        self,
+        listener: Listener,
+        builder: _Build,
+        configs: dict[str, list[bytes]],
+        members: dict[str, list[VirtualHost]],
+    ) -> None:
         if listener.virtual_hosts:
-            entries = configs.setdefault(listener.http_route_config_name(), [])
-            entries += builder.plain_vhosts(listener)
-        for name in sorted(listener.secure_virtual_hosts):
-            vhost = listener.secure_virtual_hosts[name]
+            name = listener.http_route_config_name()
+            configs.setdefault(name, []).extend(builder.plain_vhosts(listener))
+            members.setdefault(name, []).extend(_by_name(listener.virtual_hosts.values()))
+        for fqdn in sorted(listener.secure_virtual_hosts):
+            vhost = listener.secure_virtual_hosts[fqdn]
             if vhost.tcp_proxy is not None or not vhost.routes:
                 continue
             entry = builder.vhost(listener, vhost, secure=True)
             configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
             if vhost.fallback_certificate is not None:
                 configs.setdefault(fallback_route_config_name(listener), []).append(entry)
+                members.setdefault(fallback_route_config_name(listener), []).append(vhost)
+
+    def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
+        """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
+        checked on a skeleton of names and domains whenever the set of virtual hosts changes."""
+        skeletons: dict[str, tuple[str, ...]] = {}
+        for name, vhosts in members.items():
+            fqdns = tuple(v.name for v in vhosts)
+            skeletons[name] = fqdns
+            if self._skeletons.get(name) == fqdns:
+                continue
+            skeleton = route_v3.RouteConfiguration(
+                name=name, virtual_hosts=[virtual_host_head(f) for f in fqdns]
+            )
+            problems = violations(skeleton)
+            if problems:
+                # Suspects: everything in the virtual hosts named (narrowed to what changed later).
+                named = {int(i) for v in problems for i in _VHOST_INDEX.findall(v.path)[:1]}
+                origins = frozenset(
+                    r.origin for i in named for r in vhosts[i].routes.values() if r.origin is not None
+                )
+                self._faults.append(
+                    Fault(note=violation_note(f"RouteConfiguration {name!r}", problems), origins=origins)
+                )
+                skeletons.pop(name)  # checked again next time
+        self._skeletons = skeletons
 
     def _resource(self, name: str, vhosts: list[bytes]) -> Resource:
         previous = self._resources.get(name)
@@ -159,6 +197,7 @@ def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
 
 
 _NAME = attrgetter("name")
+_VHOST_INDEX = re.compile(r"^virtual_hosts\[(\d+)\]")
 # Stands in for the routes of a virtual host translated with faults: equal to no Route.
 _NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
 
