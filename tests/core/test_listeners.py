@@ -51,6 +51,7 @@ from cpx.dag.nodes import (
     TCPProxy,
     TLSParams,
 )
+from cpx.testing.tls import default_ca
 from cpx.xds import resource
 from cpx.xds.listeners import ListenerCache
 from cpx.xds.naming import cluster_name, secret_name
@@ -68,7 +69,7 @@ POLICY_FILTERS = [
     "router",
 ]
 FALLBACK = Secret(namespace="projectcontour", name="fallback", cert_pem=b"fb-cert", key_pem=b"fb-key")
-CA = Secret(namespace="default", name="client-ca", ca_pem=b"ca")
+CA = Secret(namespace="default", name="client-ca", ca_pem=default_ca().cert_pem)  # Envoy parses it
 
 
 def backend(name: str = "svc", weight: int = 1) -> Cluster:
@@ -300,7 +301,7 @@ def test_client_validation() -> None:
     add_secure(dag, "example.com", client_validation=CA)
     context = unpack_tls(translate(dag)[HTTPS].filter_chains[0])
     assert context.require_client_certificate.value
-    assert context.common_tls_context.validation_context.trusted_ca.inline_bytes == b"ca"
+    assert context.common_tls_context.validation_context.trusted_ca.inline_bytes == CA.ca_pem
 
 
 def test_passthrough_and_tcp_proxy_vhosts() -> None:

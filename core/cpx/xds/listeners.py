@@ -15,6 +15,7 @@ assembled from cached serialised chains, so 10k secure virtual hosts are not reb
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import attrs
@@ -24,7 +25,10 @@ from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from cpx.config import Config
 from cpx.dag.dag import DAG, Listener, SecureVirtualHost
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.isolation import Fault
+from cpx.objects import ObjectKey
 from cpx.xds import resource
+from cpx.xds.checks import violation_note
 from cpx.xds.envoy_common import embedded
 from cpx.xds.envoy_listener import (
     FALLBACK_CHAIN,
@@ -39,6 +43,7 @@ from cpx.xds.envoy_listener import (
 )
 from cpx.xds.resource import Resource, content_version
 from cpx.xds.routes import fallback_route_config_name
+from cpx.xds.validate import resource_violations, violations
 
 _FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
 
@@ -135,50 +140,137 @@ _Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
 
 class ListenerCache:
     type_url = resource.LISTENER
+    # Each new filter chain is checked against Envoy's rules as it is built, and the rules across
+    # chains (overlapping matches, ...) on a skeleton of their matches: never whole listeners.
+    checks_own_resources = True
 
     def __init__(self, config: Config) -> None:
         self.config = config
         self.settings = HTTPSettings.from_config(config)
         self._resources: dict[str, Resource] = {}
-        self._chains: dict[_Chain, bytes] = {}
+        # Per chain: its Listener.filter_chains entry, and the entry of its name and match only.
+        self._chains: dict[_Chain, tuple[bytes, bytes]] = {}
+        self._skeletons: dict[str, tuple[_Chain, ...]] = {}
+        self._faults: list[Fault] = []
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
+    def faults(self) -> list[Fault]:
+        """Filter chains of the last DAG that Envoy would reject (left out of their listener)."""
+        return self._faults
+
     def on_change(self, dag: DAG) -> None:
-        previous, self._chains = self._chains, {}
-        resources = {}
+        previous, self._chains, self._faults = self._chains, {}, []
+        resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
             listener = dag.listeners[name]
             chains = _chains(listener)
             if not chains:
                 continue  # Envoy refuses a listener without filter chains
-            body = self._assemble(listener, chains, previous)
+            body, kept = self._assemble(listener, chains, previous)
+            skeletons[name] = kept
+            before = self._skeletons.get(name)
+            if before != kept and not self._check_skeleton(listener, kept, before):
+                skeletons.pop(name)  # checked again next time
             old = self._resources.get(name)
             resources[name] = old if old is not None and old.body == body else self._resource(name, body)
-        self._resources = resources
+        self._resources, self._skeletons = resources, skeletons
 
     def _resource(self, name: str, body: bytes) -> Resource:
         return Resource(name, self.type_url, body, content_version(body))
 
-    def _assemble(self, listener: Listener, chains: list[_Chain], previous: dict[_Chain, bytes]) -> bytes:
-        """Listener bytes in field order: name and address, the chains, then the listener filters."""
-        head = listener_head(listener.name, listener.address, listener.port).SerializeToString(
-            deterministic=True
-        )
-        parts = [head]
+    def _assemble(
+        self, listener: Listener, chains: list[_Chain], previous: dict[_Chain, tuple[bytes, bytes]]
+    ) -> tuple[bytes, tuple[_Chain, ...]]:
+        """Listener bytes in field order: name and address, the chains, then the listener
+        filters; and the chains kept (a new chain Envoy would reject is left out, as a fault)."""
+        parts = [self._head(listener)]
+        kept: list[_Chain] = []
         for chain in chains:
             # Cached as a complete Listener.filter_chains field, ready to concatenate.
-            entry = self._chains.get(chain) or previous.get(chain)
-            if entry is None:
-                body = chain.build(self.settings).SerializeToString(deterministic=True)
-                entry = embedded(_FILTER_CHAINS_FIELD, body)
-            self._chains[chain] = entry
-            parts.append(entry)
+            entries = self._chains.get(chain) or previous.get(chain)
+            if entries is None:
+                message = chain.build(self.settings)
+                problems = violations(message)
+                if problems:
+                    note = violation_note(
+                        f"filter chain {_chain_name(chain)!r} of listener {listener.name!r}",
+                        problems,
+                        "Listener",
+                    )
+                    self._faults.append(Fault(note=note, origins=_chain_origins(listener, chain)))
+                    continue
+                match = listener_components.FilterChain(
+                    name=message.name, filter_chain_match=message.filter_chain_match
+                )
+                entries = (
+                    embedded(_FILTER_CHAINS_FIELD, message.SerializeToString(deterministic=True)),
+                    embedded(_FILTER_CHAINS_FIELD, match.SerializeToString(deterministic=True)),
+                )
+            self._chains[chain] = entries
+            parts.append(entries[0])
+            kept.append(chain)
+        parts.append(self._tail(listener))
+        return b"".join(parts), tuple(kept)
+
+    @staticmethod
+    def _head(listener: Listener) -> bytes:
+        head = listener_head(listener.name, listener.address, listener.port)
+        data: bytes = head.SerializeToString(deterministic=True)
+        return data
+
+    @staticmethod
+    def _tail(listener: Listener) -> bytes:
         tls = bool(listener.secure_virtual_hosts)
         tail = listener_v3.Listener(listener_filters=listener_filters(tls, listener.use_proxy_protocol))
-        parts.append(tail.SerializeToString(deterministic=True))
-        return b"".join(parts)
+        data: bytes = tail.SerializeToString(deterministic=True)
+        return data
+
+    def _check_skeleton(
+        self, listener: Listener, kept: tuple[_Chain, ...], before: tuple[_Chain, ...] | None
+    ) -> bool:
+        """The listener's own fields and the rules across its chains, on their matches only.
+
+        After the first time, only new chains and those they could clash with (the same server
+        name in any case, chains without one) go into the skeleton: a new TLS host costs the same
+        among 10 or 10k.
+        """
+        if before is not None:
+            new = {_chain_name(c).lower() for c in set(kept) - set(before)}
+            kept = tuple(c for c in kept if not isinstance(c, _SecureChain) or c.fqdn.lower() in new | {"*"})
+        body = b"".join((self._head(listener), *(self._chains[c][1] for c in kept), self._tail(listener)))
+        problems = resource_violations(self.type_url, body)
+        if not problems:
+            return True
+        named = {int(i) for v in problems for i in _CHAIN_INDEX.findall(v.path)[:1]}
+        origins: frozenset[ObjectKey] = frozenset()
+        for i in named:
+            origins |= _chain_origins(listener, kept[i])
+        note = violation_note(f"listener {listener.name!r}", problems, "Listener")
+        self._faults.append(Fault(note=note, origins=origins))
+        return False
+
+
+_CHAIN_INDEX = re.compile(r"^filter_chains\[(\d+)\]")
+
+
+def _chain_name(chain: _Chain) -> str:
+    return chain.fqdn if isinstance(chain, _SecureChain) else chain.stat_prefix
+
+
+def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
+    """The objects a chain came from: its virtual host's routes and TLS Secrets."""
+    if not isinstance(chain, _SecureChain):
+        return frozenset()
+    vhost = listener.secure_virtual_hosts.get(chain.fqdn)
+    if vhost is None:
+        return frozenset()
+    found = {r.origin for r in vhost.routes.values() if r.origin is not None}
+    for secret in (vhost.secret, vhost.fallback_certificate, vhost.client_validation):
+        if secret is not None:
+            found.add(ObjectKey("", "Secret", secret.namespace, secret.name))
+    return frozenset(found)
 
 
 def _chains(listener: Listener) -> list[_Chain]:

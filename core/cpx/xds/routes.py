@@ -157,26 +157,35 @@ class RouteCache:
 
     def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
-        checked on a skeleton of names and domains whenever the set of virtual hosts changes."""
+        checked on a skeleton of names and domains whenever the set of virtual hosts changes.
+
+        Only the new virtual hosts and those they could clash with (same name in any case,
+        ``*``) go into the skeleton, so a new host costs the same among 10 or 10k.
+        """
         skeletons: dict[str, tuple[str, ...]] = {}
         for name, vhosts in members.items():
             fqdns = tuple(v.name for v in vhosts)
             skeletons[name] = fqdns
-            if self._skeletons.get(name) == fqdns:
+            before = self._skeletons.get(name)
+            if before == fqdns:
                 continue
+            if before is None:
+                chosen = list(vhosts)
+            else:
+                new = {f.lower() for f in set(fqdns) - set(before)} | {"*"}
+                chosen = [v for v in vhosts if v.name.lower() in new]
             skeleton = route_v3.RouteConfiguration(
-                name=name, virtual_hosts=[virtual_host_head(f) for f in fqdns]
+                name=name, virtual_hosts=[virtual_host_head(v.name) for v in chosen]
             )
             problems = violations(skeleton)
             if problems:
                 # Suspects: everything in the virtual hosts named (narrowed to what changed later).
                 named = {int(i) for v in problems for i in _VHOST_INDEX.findall(v.path)[:1]}
                 origins = frozenset(
-                    r.origin for i in named for r in vhosts[i].routes.values() if r.origin is not None
+                    r.origin for i in named for r in chosen[i].routes.values() if r.origin is not None
                 )
-                self._faults.append(
-                    Fault(note=violation_note(f"RouteConfiguration {name!r}", problems), origins=origins)
-                )
+                note = violation_note(f"RouteConfiguration {name!r}", problems)
+                self._faults.append(Fault(note=note, origins=origins))
                 skeletons.pop(name)  # checked again next time
         self._skeletons = skeletons
 
