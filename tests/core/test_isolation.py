@@ -254,3 +254,22 @@ def test_a_domain_two_virtual_hosts_share_is_traced_to_what_changed() -> None:
     (note,) = p.statuses()[key("upper")].notes
     assert note.reason == "EnvoyConstraintViolated" and "ingress_http" in note.message, note
     assert "same.example.com" in hosts(snapshot) and "a.example.com" in hosts(snapshot)
+
+
+def test_tls_hosts_differing_in_case_are_traced_to_what_changed() -> None:
+    from cpx.testing.tls import make_tls_secret
+
+    secret, _ = make_tls_secret("default", "tls", ["*.example.com", "same.example.com"])
+    lower, upper = ingress("lower"), ingress("upper")
+    for obj, host in ((lower, "same.example.com"), (upper, "SAME.example.com")):
+        obj["spec"]["rules"][0]["host"] = host
+        obj["spec"]["tls"] = [{"hosts": [host], "secretName": "tls"}]
+    p = make_pipeline(secret, lower)
+    p.rebuild()
+    p.upsert(upper)
+    snapshot = p.rebuild()
+    assert list(p.quarantined) == [key("upper")]
+    notes = p.statuses()[key("upper")].notes
+    assert any("ingress_https" in n.message or "https/" in n.message for n in notes), notes
+    listener = snapshot.get(resource.LISTENER).resources["ingress_https"].body
+    assert b"same.example.com" in listener and b"SAME.example.com" not in listener
