@@ -12,7 +12,7 @@ from typing import Any
 
 from cpx import ingressclass, lbstatus
 from cpx import objects as k8s
-from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
+from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.errors import ConfigError
@@ -54,7 +54,7 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=k8s.SERVICE, validate=validate_service)
     yield WatchSpec(gvk=k8s.ENDPOINT_SLICE, validate=validate_endpoint_slice)
     yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR, validate=validate_secret)
-    yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers)
+    yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers, validate=validate_namespace)
 
 
 @hookimpl
