@@ -43,6 +43,8 @@ OBJECT_META: Schema = {
 }
 
 _SHOWN_CHARS = 80
+# No manifest needs more; comparing or copying much deeper values hits Python's recursion limit.
+MAX_DEPTH = 64
 _PLAIN_KEY = re.compile(r"[-._/a-zA-Z0-9]{1,253}")
 _EXPECTED = {
     "string": "a string",
@@ -117,7 +119,9 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
         for key, item in value.items():
             if item is None:
                 continue
-            if additional is not None:
+            if additional is not None and not isinstance(key, str):
+                problems.append(f"{path}: Invalid value: {shown(key)}: keys must be strings")
+            elif additional is not None:
                 check(item, additional, f"{path}[{key_shown(key)}]", problems)
             elif key in properties:
                 check(item, properties[key], f"{path}.{key}" if path else str(key), problems)
@@ -131,17 +135,37 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
                     check(item, items, f"{path}[{i}]", problems)
 
 
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
+    # Paths are linked (parent, element) pairs, joined only for the answer.
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        item, depth, link = stack.pop()
+        if depth > limit:
+            parts: list[str] = []
+            while link is not None:
+                link, element = link
+                parts.append(element)
+            return "".join(reversed(parts)).lstrip(".")
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1, (link, f".{key_shown(k)}")) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1, (link, f"[{i}]")) for i, v in enumerate(item))
+    return None
+
+
 def object_problems(obj: Any, schema: Schema) -> list[str]:
     """Type problems of a whole object (metadata included) against its kind's schema."""
     if not isinstance(obj, Mapping):
         return [must_be("<object>", obj, "object")]
     problems: list[str] = []
-    check(
-        obj,
-        {"type": "object", "properties": {"metadata": OBJECT_META, **schema.get("properties", {})}},
-        "",
-        problems,
-    )
+    properties = {"metadata": OBJECT_META, **schema.get("properties", {})}
+    check(obj, {"type": "object", "properties": properties}, "", problems)
+    deep = None if problems else too_deep(obj)
+    if deep is not None:
+        # Fields cpx does not read are not type-checked, but comparing, copying or printing
+        # such a value later would exhaust Python's recursion limit.
+        problems.append(f'{deep}: Invalid value: "object": nested more than {MAX_DEPTH} levels deep')
     return problems
 
 
