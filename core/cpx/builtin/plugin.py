@@ -91,6 +91,13 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
     yield ResourceCacheSpec(name="secrets", type_url=resource.SECRET, factory=SecretCache)
 
 
+@hookimpl
+def cpx_fuzz_strategies() -> Iterator[Any]:
+    from cpx.testing.strategies import CORE_STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
+
+    yield from CORE_STRATEGIES
+
+
 @hookimpl(trylast=True)
 def cpx_secret_access_permitted(
     secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache

@@ -23,6 +23,7 @@ from cpx.builtin.typecheck import (
     STRING_LIST,
     STRING_MAP,
     Schema,
+    capped,
     key_shown,
     object_problems,
     shown,
@@ -143,7 +144,7 @@ def validate_service(obj: Mapping[str, Any]) -> list[str]:
     names = [p.get("name") for p in ports or () if p.get("name")]
     if len(set(names)) != len(names):
         problems.append("spec.ports: Duplicate value: port names must be unique")
-    return problems
+    return capped(problems)
 
 
 def validate_endpoint_slice(obj: Mapping[str, Any]) -> list[str]:
@@ -169,7 +170,7 @@ def validate_endpoint_slice(obj: Mapping[str, Any]) -> list[str]:
     for i, endpoint in enumerate(endpoints or ()):
         if not endpoint.get("addresses"):
             problems.append(f"endpoints[{i}].addresses: Required value: must contain at least 1 address")
-    return problems
+    return capped(problems)
 
 
 def validate_secret(obj: Mapping[str, Any]) -> list[str]:
@@ -187,7 +188,7 @@ def validate_secret(obj: Mapping[str, Any]) -> list[str]:
             base64.b64decode(value or "", validate=True)
         except (binascii.Error, ValueError):
             problems.append(f"data[{key}]: Invalid value: illegal base64 data")
-    return problems
+    return capped(problems)
 
 
 def validate_namespace(obj: Mapping[str, Any]) -> list[str]:

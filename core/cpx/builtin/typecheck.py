@@ -45,6 +45,10 @@ OBJECT_META: Schema = {
 _SHOWN_CHARS = 80
 # No manifest needs more; comparing or copying much deeper values hits Python's recursion limit.
 MAX_DEPTH = 64
+# Problems reported per object: a list of 100k wrong items must not make a 100k-line status.
+MAX_PROBLEMS = 20
+# The API server's limit on the total size of an object's annotations (keys and values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
 _PLAIN_KEY = re.compile(r"[-._/a-zA-Z0-9]{1,253}")
 _EXPECTED = {
     "string": "a string",
@@ -161,12 +165,27 @@ def object_problems(obj: Any, schema: Schema) -> list[str]:
     problems: list[str] = []
     properties = {"metadata": OBJECT_META, **schema.get("properties", {})}
     check(obj, {"type": "object", "properties": properties}, "", problems)
-    deep = None if problems else too_deep(obj)
+    if problems:
+        return capped(problems)
+    deep = too_deep(obj)
     if deep is not None:
         # Fields cpx does not read are not type-checked, but comparing, copying or printing
         # such a value later would exhaust Python's recursion limit.
         problems.append(f'{deep}: Invalid value: "object": nested more than {MAX_DEPTH} levels deep')
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    size = sum(
+        len(k.encode(errors="replace")) + len(v.encode(errors="replace")) for k, v in annotations.items() if v
+    )
+    if size > MAX_ANNOTATIONS_BYTES:
+        problems.append(f"metadata.annotations: Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes")
     return problems
+
+
+def capped(problems: list[str], limit: int = MAX_PROBLEMS) -> list[str]:
+    """At most ``limit`` problems, the last one saying how many more there were."""
+    if len(problems) <= limit:
+        return problems
+    return [*problems[: limit - 1], f"... and {len(problems) - limit + 1} more problems"]
 
 
 def metadata_problems(obj: Any) -> list[str]:

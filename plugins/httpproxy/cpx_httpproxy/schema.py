@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import re2
-from cpx.builtin.typecheck import metadata_problems, shown
+from cpx.builtin.typecheck import capped, metadata_problems, shown
 
 from cpx_httpproxy import crd
 
@@ -219,4 +219,4 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
         problems += metadata_problems(obj)  # labels and annotations: maps of strings
         if not meta.get("name"):
             problems.append("metadata.name: Required value: name or generateName is required")
-    return problems
+    return capped(problems)

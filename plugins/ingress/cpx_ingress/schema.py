@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cpx.builtin.typecheck import json_type, metadata_problems, must_be, shown
+from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
@@ -238,4 +238,4 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
                     "can not be set when the class field is also set",
                 )
             )
-    return problems
+    return capped(problems)
