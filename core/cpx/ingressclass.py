@@ -43,8 +43,8 @@ def object_class(obj: Mapping[str, Any]) -> str:
     annotations = k8s.annotations_of(obj)
     for name in CLASS_ANNOTATIONS:
         if annotations.get(name):
-            value = annotations[name]
-            return value if isinstance(value, str) else ""
+            annotated = annotations[name]
+            return annotated if isinstance(annotated, str) else ""
     spec = obj.get("spec")
     value = spec.get("ingressClassName") if isinstance(spec, Mapping) else None
     return value if isinstance(value, str) else ""
