@@ -111,7 +111,7 @@ def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     )
 
 
-def _service_of_slice(obj: Mapping[str, Any]) -> str | None:
+def service_of_slice(obj: Mapping[str, Any]) -> str | None:
     """The Service an EndpointSlice belongs to; None for a slice without one (or a malformed label,
     which only an unchecked source can deliver: indexing must not fail on it)."""
     labels = k8s.meta(obj).get("labels")
@@ -197,14 +197,14 @@ class SourceCache:
         self._log.append(self.revision, key4)
 
     def _index_slice(self, obj: Mapping[str, Any]) -> None:
-        service = _service_of_slice(obj)
+        service = service_of_slice(obj)
         if service:
             bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
             bucket[k8s.name_of(obj)] = dict(obj)
             self._slices_changed((k8s.namespace_of(obj), service))
 
     def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
-        service = _service_of_slice(obj)
+        service = service_of_slice(obj)
         bucket = self._slices.get((k8s.namespace_of(obj), service or ""))
         if bucket is not None:
             bucket.pop(k8s.name_of(obj), None)

@@ -20,6 +20,7 @@ class RecordingPipeline:
     last_build_seconds: float = 0.0
     rebuilds: int = 0
     endpoint_calls: list[set[tuple[str, str]]] = attrs.field(factory=list)
+    rejected: dict[object, object] = attrs.field(factory=dict)
 
     def upsert(self, obj: dict[str, Any], validate: bool = False) -> bool:
         return obj["kind"] != "EndpointSlice"
