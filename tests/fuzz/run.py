@@ -119,11 +119,24 @@ def _copyable(objects: list[Any]) -> bool:
     return True
 
 
+def printable(value: Any, depth: int = 0) -> Any:
+    """A JSON-writable stand-in: huge ints, deep nesting and long lists abbreviated."""
+    if depth > 40:
+        return "<nested deeper>"
+    if isinstance(value, dict):
+        return {str(k): printable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [printable(v, depth + 1) for v in value[:20]]
+        return [*items, f"<{len(value) - 20} more items>"] if len(value) > 20 else items
+    if isinstance(value, int) and not -(10**18) < value < 10**18:
+        return f"<{value.bit_length()}-bit integer>"
+    if isinstance(value, str) and len(value) > 200:
+        return value[:200] + f"<{len(value) - 200} more characters>"
+    return value
+
+
 def shown(objects: list[Any]) -> str:
-    try:
-        text = json.dumps(objects, default=repr, ensure_ascii=True, indent=1)
-    except (ValueError, RecursionError):
-        text = repr(objects)
+    text = json.dumps(printable(objects), default=repr, ensure_ascii=True, indent=1)
     return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + f"... ({len(text)} chars)"
 
 
