@@ -21,6 +21,7 @@ from cpx import objects as k8s
 from cpx.isolation import sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.pipeline import Pipeline, UnknownKindError
+from cpx.source import service_of_slice
 from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.events")
@@ -158,12 +159,13 @@ class EventHandler:
         except UnknownKindError as err:
             log.error("%s: %s", ObjectKey.of(event.obj), err)
             return
-        if ObjectKey.of(event.obj).group_kind == k8s.ENDPOINT_SLICE.group_kind:
-            labels = k8s.meta(event.obj).get("labels") or {}
-            service = labels.get("kubernetes.io/service-name")
+        key = ObjectKey.of(event.obj)
+        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+            service = service_of_slice(event.obj)  # tolerates a malformed label (schema-refused)
             if service:
                 self._endpoint_services.add((k8s.namespace_of(event.obj), service))
-        self._dirty = self._dirty or relevant
+        # A refused object is reported at once: the build after it writes its status.
+        self._dirty = self._dirty or relevant or key in self.pipeline.rejected
 
     async def _publish_rebuild(self) -> None:
         self._dirty = False

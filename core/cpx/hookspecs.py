@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cpx.objects import ObjectKey
     from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
     from cpx.source import SourceCache
+    from cpx.testing.strategies import KindStrategy
 
 PROJECT = "cpx"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -233,4 +234,30 @@ def cpx_secret_access_permitted(
         @hookimpl
         def cpx_secret_access_permitted(secret_namespace, secret_name, referrer, source):
             return delegated(source, secret_namespace, secret_name, referrer.namespace) or None
+    """
+
+
+# --- Testing ---------------------------------------------------------------------------------
+
+
+@hookspec
+def cpx_fuzz_strategies() -> Iterable[KindStrategy]:
+    """Contribute Hypothesis strategies that generate objects of the kinds this plugin declares.
+
+    **When it is called**: only by fuzzing tools (``tests/fuzz``, :mod:`cpx.testing.strategies`),
+    never by ``cpx serve``; import hypothesis inside the implementation, so that the plugin loads
+    without it.
+
+    **Returns**: an iterable of :class:`cpx.testing.strategies.KindStrategy` (a kind and a
+    function from the shared :class:`~cpx.testing.strategies.World` to a strategy of
+    schema-plausible objects); the fuzzer adds type-confused mutations itself.
+
+    **Ordering and conflicts**: every record is used; two for one kind both generate objects.
+
+    **Example**::
+
+        @hookimpl
+        def cpx_fuzz_strategies():
+            from my_plugin.strategies import STRATEGIES
+            yield from STRATEGIES
     """

@@ -38,12 +38,16 @@ def class_names(value: str | Iterable[str] | None) -> tuple[str, ...]:
 
 def object_class(obj: Mapping[str, Any]) -> str:
     """The class an object asks for ("" for none)."""
+    # Runs before the schema check: a value of the wrong type counts as no class, so that the
+    # object is not silently dropped but refused with the schema's reason.
     annotations = k8s.annotations_of(obj)
     for name in CLASS_ANNOTATIONS:
         if annotations.get(name):
-            return str(annotations[name])
+            annotated = annotations[name]
+            return annotated if isinstance(annotated, str) else ""
     spec = obj.get("spec")
-    return str(spec.get("ingressClassName") or "") if isinstance(spec, Mapping) else ""
+    value = spec.get("ingressClassName") if isinstance(spec, Mapping) else None
+    return value if isinstance(value, str) else ""
 
 
 def matches(obj: Mapping[str, Any], names: tuple[str, ...]) -> bool:

@@ -162,6 +162,10 @@ def parse_file(
         docs = load_documents(text)
     except (yaml.YAMLError, RecursionError) as err:
         raise ManifestError(f"{path}: malformed YAML: {err}") from err
+    except ValueError as err:
+        # A scalar PyYAML cannot construct: an integer past Python's 4300 digits, a date like
+        # 2024-02-30.  The message names neither the place nor the value (kept short).
+        raise ManifestError(f"{path}: malformed YAML: {str(err)[:200]}") from err
     objects: list[KubeObject] = []
     errors: list[DocumentError] = []
     for index, doc in enumerate(docs):

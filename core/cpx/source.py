@@ -112,6 +112,14 @@ def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     )
 
 
+def service_of_slice(obj: Mapping[str, Any]) -> str | None:
+    """The Service an EndpointSlice belongs to; None for a slice without one (or a malformed label,
+    which only an unchecked source can deliver: indexing must not fail on it)."""
+    labels = k8s.meta(obj).get("labels")
+    service = labels.get(SERVICE_NAME_LABEL) if isinstance(labels, Mapping) else None
+    return service if isinstance(service, str) else None
+
+
 @attrs.define(eq=False)
 class SourceCache:
     watches: Mapping[tuple[str, str], WatchSpec] = attrs.field(factory=dict)
@@ -192,14 +200,14 @@ class SourceCache:
         self._log.append(self.revision, key4)
 
     def _index_slice(self, obj: Mapping[str, Any]) -> None:
-        service = (k8s.meta(obj).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        service = service_of_slice(obj)
         if service:
             bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
             bucket[k8s.name_of(obj)] = dict(obj)
             self._slices_changed((k8s.namespace_of(obj), service))
 
     def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
-        service = (k8s.meta(obj).get("labels") or {}).get(SERVICE_NAME_LABEL)
+        service = service_of_slice(obj)
         bucket = self._slices.get((k8s.namespace_of(obj), service or ""))
         if bucket is not None:
             bucket.pop(k8s.name_of(obj), None)

@@ -18,11 +18,11 @@ def test_service_schema() -> None:
     assert validate_service(_service(ports=[{"port": 0}, {"port": 80, "name": "Bad_Name"}])) == [
         "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535",
         "spec.ports[0].name: Required value: when more than one port is defined",
-        "spec.ports[1].name: Invalid value: 'Bad_Name': must be a DNS-1123 label",
+        'spec.ports[1].name: Invalid value: "Bad_Name": must be a DNS-1123 label',
     ]
     assert validate_service(_service(type="ExternalName")) == ["spec.externalName: Required value"]
     assert validate_service(_service(type="Nope", ports=[])) == [
-        "spec.type: Unsupported value: 'Nope': "
+        'spec.type: Unsupported value: "Nope": '
         "supported values: ClusterIP, NodePort, LoadBalancer, ExternalName"
     ]
     assert validate_service({"kind": "Service"}) == ["spec: Required value"]
@@ -37,7 +37,7 @@ def test_endpoint_slice_schema() -> None:
     assert validate_endpoint_slice(good) == []
     bad = {"addressType": "IP", "ports": [{"port": 70000}], "endpoints": [{"addresses": []}]}
     assert validate_endpoint_slice(bad) == [
-        "addressType: Unsupported value: 'IP': supported values: IPv4, IPv6, FQDN",
+        'addressType: Unsupported value: "IP": supported values: IPv4, IPv6, FQDN',
         "ports[0].port: Invalid value: 70000: must be between 1 and 65535",
         "endpoints[0].addresses: Required value: must contain at least 1 address",
     ]

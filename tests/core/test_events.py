@@ -23,6 +23,7 @@ class RecordingPipeline:
     last_build_error: str | None = None
     quarantined: dict[object, object] = attrs.field(factory=dict)
     failing: int = 0  # how many of the next builds fail
+    rejected: dict[object, object] = attrs.field(factory=dict)
 
     def upsert(self, obj: dict[str, Any], validate: bool = False) -> bool:
         return obj["kind"] != "EndpointSlice"

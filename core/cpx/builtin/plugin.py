@@ -12,7 +12,7 @@ from typing import Any
 
 from cpx import externalname, ingressclass, lbstatus
 from cpx import objects as k8s
-from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
+from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.errors import ConfigError
@@ -54,7 +54,7 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=k8s.SERVICE, validate=validate_service)
     yield WatchSpec(gvk=k8s.ENDPOINT_SLICE, validate=validate_endpoint_slice)
     yield WatchSpec(gvk=k8s.SECRET, field_selector=SECRET_FIELD_SELECTOR, validate=validate_secret)
-    yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers)
+    yield WatchSpec(gvk=k8s.NAMESPACE, triggers_rebuild=_namespace_triggers, validate=validate_namespace)
 
 
 @hookimpl
@@ -95,6 +95,13 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
     yield ResourceCacheSpec(name="clusters", type_url=resource.CLUSTER, factory=ClusterCache)
     yield ResourceCacheSpec(name="endpoints", type_url=resource.ENDPOINT, factory=EndpointCache)
     yield ResourceCacheSpec(name="secrets", type_url=resource.SECRET, factory=SecretCache)
+
+
+@hookimpl
+def cpx_fuzz_strategies() -> Iterator[Any]:
+    from cpx.testing.strategies import CORE_STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
+
+    yield from CORE_STRATEGIES
 
 
 @hookimpl(trylast=True)

@@ -8,6 +8,7 @@ route with the same match replaces an Ingress one) and owns their status.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from cpx import (
     OptionSpec,
@@ -81,3 +82,10 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
         load_balancer=lbstatus.service_load_balancer,
         refused=status.refused,
     )
+
+
+@hookimpl
+def cpx_fuzz_strategies() -> Iterator[Any]:
+    from cpx_httpproxy.strategies import STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
+
+    yield from STRATEGIES

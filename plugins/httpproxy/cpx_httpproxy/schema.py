@@ -17,11 +17,11 @@ as the status subresource makes it be on create.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import re2
+from cpx.builtin.typecheck import capped, metadata_problems, shown
 
 from cpx_httpproxy import crd
 
@@ -55,14 +55,10 @@ def _is_type(value: Any, expected: str) -> bool:
 
 
 def _shown(value: Any) -> str:
-    """A value as Go's field errors print it: strings quoted, numbers and booleans bare."""
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float) and value.is_integer():
+    """A value as Go's field errors print it: strings quoted, numbers and booleans bare (bounded)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
         return str(int(value))
-    return str(value)
+    return shown(value)
 
 
 # -- the CEL rules of crd.py, in Python --------------------------------------------------------
@@ -219,6 +215,8 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
     meta = present.get("metadata")
     if meta is not None and not isinstance(meta, Mapping):
         problems.append(_wrong_type("metadata", _json_type(meta), "object"))
-    elif isinstance(meta, Mapping) and not meta.get("name"):
-        problems.append("metadata.name: Required value: name or generateName is required")
-    return problems
+    elif isinstance(meta, Mapping):
+        problems += metadata_problems(obj)  # labels and annotations: maps of strings
+        if not meta.get("name"):
+            problems.append("metadata.name: Required value: name or generateName is required")
+    return capped(problems)

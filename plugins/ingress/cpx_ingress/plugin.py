@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, ingressclass, lbstatus
 from cpx_ingress import schema, status
@@ -36,3 +37,10 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(
         name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=lbstatus.ingress_load_balancer
     )
+
+
+@hookimpl
+def cpx_fuzz_strategies() -> Iterator[Any]:
+    from cpx_ingress.strategies import STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
+
+    yield from STRATEGIES

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
+
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")
 _INVALID_PATH_SUFFIXES = ("/..", "/.")
@@ -28,8 +30,15 @@ def _required(field: str, detail: str = "") -> str:
 
 
 def _invalid(field: str, value: Any, detail: str) -> str:
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
-    return f"{field}: Invalid value: {shown}: {detail}"
+    return f"{field}: Invalid value: {shown(value)}: {detail}"
+
+
+def _string(value: Any, field: str, problems: list[str]) -> str | None:
+    """The value when it is a string; otherwise a type problem (None counts as absent)."""
+    if value is None or isinstance(value, str):
+        return value
+    problems.append(must_be(field, value, "string"))
+    return None
 
 
 def _subdomain_problems(value: str) -> list[str]:
@@ -71,7 +80,7 @@ def _mapping(value: Any, field: str, problems: list[str]) -> Mapping[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        problems.append(_invalid(field, value, "must be an object"))
+        problems.append(must_be(field, value, "object"))
         return {}
     return value
 
@@ -80,7 +89,7 @@ def _list(value: Any, field: str, problems: list[str]) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        problems.append(_invalid(field, value, "must be a list"))
+        problems.append(must_be(field, value, "array"))
         return []
     return value
 
@@ -110,12 +119,15 @@ def _backend(backend: Any, field: str, problems: list[str]) -> None:
                 )
             )
         port = _mapping(service.get("port"), f"{field}.service.port", problems)
-        port_name, port_number = port.get("name"), port.get("number")
+        port_name = _string(port.get("name"), f"{field}.service.port.name", problems)
+        port_number = port.get("number")
         if port_name and port_number:
             problems.append(_invalid(field, "", "cannot set both port name & port number"))
         elif port_name:
-            for msg in _port_name_problems(str(port_name)):
+            for msg in _port_name_problems(port_name):
                 problems.append(_invalid(f"{field}.service.port.name", port_name, msg))
+        elif port_number is not None and json_type(port_number) != "integer":
+            problems.append(must_be(f"{field}.service.port.number", port_number, "integer"))
         elif port_number:
             is_int = isinstance(port_number, int) and not isinstance(port_number, bool)
             if not is_int or not 0 < port_number < 65536:
@@ -129,13 +141,11 @@ def _backend(backend: Any, field: str, problems: list[str]) -> None:
 
 def _path(path: Any, field: str, problems: list[str]) -> None:
     path = _mapping(path, field, problems)
-    path_type = path.get("pathType")
-    value = path.get("path") or ""
-    if not isinstance(value, str):
-        problems.append(_invalid(f"{field}.path", value, "must be a string"))
-        value = ""
+    path_type = _string(path.get("pathType"), f"{field}.pathType", problems)
+    value = _string(path.get("path"), f"{field}.path", problems) or ""
     if path_type is None:
-        problems.append(_required(f"{field}.pathType", "pathType must be specified"))
+        if path.get("pathType") is None:
+            problems.append(_required(f"{field}.pathType", "pathType must be specified"))
         return
     if path_type in ("Exact", "Prefix"):
         if not value.startswith("/"):
@@ -151,16 +161,15 @@ def _path(path: Any, field: str, problems: list[str]) -> None:
             problems.append(_invalid(f"{field}.path", value, "must be an absolute path"))
     else:
         supported = ", ".join(f'"{t}"' for t in PATH_TYPES)
-        problems.append(f'{field}.pathType: Unsupported value: "{path_type}": supported values: {supported}')
+        problems.append(
+            f"{field}.pathType: Unsupported value: {shown(path_type)}: supported values: {supported}"
+        )
     _backend(path.get("backend"), f"{field}.backend", problems)
 
 
 def _rule(rule: Any, field: str, problems: list[str]) -> None:
     rule = _mapping(rule, field, problems)
-    host = rule.get("host") or ""
-    if not isinstance(host, str):
-        problems.append(_invalid(f"{field}.host", host, "must be a string"))
-        host = ""
+    host = _string(rule.get("host"), f"{field}.host", problems) or ""
     if host:
         try:
             ipaddress.ip_address(host)
@@ -184,25 +193,27 @@ def _tls(tls: Any, field: str, problems: list[str]) -> None:
     tls = _mapping(tls, field, problems)
     for i, host in enumerate(_list(tls.get("hosts"), f"{field}.hosts", problems)):
         if not isinstance(host, str):
-            problems.append(_invalid(f"{field}.hosts[{i}]", host, "must be a string"))
+            problems.append(must_be(f"{field}.hosts[{i}]", host, "string"))
             continue
         for msg in _host_problems(host):
             problems.append(_invalid(f"{field}.hosts[{i}]", host, msg))
-    secret = tls.get("secretName")
+    secret = _string(tls.get("secretName"), f"{field}.secretName", problems)
     if secret:
-        for msg in _subdomain_problems(str(secret)):
+        for msg in _subdomain_problems(secret):
             problems.append(_invalid(f"{field}.secretName", secret, msg))
 
 
 def validate(obj: Mapping[str, Any]) -> list[str]:
     """WatchSpec.validate: the problems the API server would refuse this Ingress for."""
-    problems: list[str] = []
+    problems = metadata_problems(obj)
+    if problems:
+        return problems  # nothing below can trust metadata, nor the object itself
     meta = _mapping(obj.get("metadata"), "metadata", problems)
     name = meta.get("name")
     if not name:
         problems.append(_required("metadata.name"))
     else:
-        for msg in _subdomain_problems(str(name)):
+        for msg in _subdomain_problems(name):
             problems.append(_invalid("metadata.name", name, msg))
     spec = _mapping(obj.get("spec"), "spec", problems)
     rules = _list(spec.get("rules"), "spec.rules", problems)
@@ -214,9 +225,9 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
         _rule(rule, f"spec.rules[{i}]", problems)
     for i, tls in enumerate(_list(spec.get("tls"), "spec.tls", problems)):
         _tls(tls, f"spec.tls[{i}]", problems)
-    class_name = spec.get("ingressClassName")
+    class_name = _string(spec.get("ingressClassName"), "spec.ingressClassName", problems)
     if class_name is not None:
-        for msg in _subdomain_problems(str(class_name)):
+        for msg in _subdomain_problems(class_name):
             problems.append(_invalid("spec.ingressClassName", class_name, msg))
         annotations = meta.get("annotations")
         if isinstance(annotations, Mapping) and _ANNOTATION_CLASS in annotations:
@@ -227,4 +238,4 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
                     "can not be set when the class field is also set",
                 )
             )
-    return problems
+    return capped(problems)

@@ -49,6 +49,7 @@ def host() -> PluginHost:
 def test_hooks(host: PluginHost) -> None:
     assert host.hook_names("ingress") == [
         "cpx_dag_processors",
+        "cpx_fuzz_strategies",
         "cpx_status_writers",
         "cpx_watches",
     ]

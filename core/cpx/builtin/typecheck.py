@@ -1,0 +1,193 @@
+"""JSON type checks in the API server's words, for any value at all (type confusion never raises).
+
+A schema here is a small OpenAPI subset: ``type`` (string, integer, boolean, object, array),
+``properties`` (unknown fields are ignored: cpx never reads them), ``additionalProperties`` (maps),
+``items`` (lists), and ``int-or-string``.  ``null`` counts as absent, as the API server decodes it
+for optional fields.  The walk only follows the schema, so its depth is the schema's, not the
+input's: a value nested 990 levels deep is one "must be a string".
+
+Values are shown bounded and escaped (a tenant's CR/LF must not forge log lines or status text).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+Schema = Mapping[str, Any]
+
+STRING: Schema = {"type": "string"}
+INTEGER: Schema = {"type": "integer"}
+BOOLEAN: Schema = {"type": "boolean"}
+INT_OR_STRING: Schema = {"type": "int-or-string"}
+STRING_MAP: Schema = {"type": "object", "additionalProperties": STRING}
+STRING_LIST: Schema = {"type": "array", "items": STRING}
+ANY_OBJECT: Schema = {"type": "object"}
+
+OBJECT_META: Schema = {
+    "type": "object",
+    "properties": {
+        "name": STRING,
+        "generateName": STRING,
+        "namespace": STRING,
+        "uid": STRING,
+        "resourceVersion": STRING,
+        "generation": INTEGER,
+        "labels": STRING_MAP,
+        "annotations": STRING_MAP,
+        "finalizers": STRING_LIST,
+        "ownerReferences": {"type": "array", "items": ANY_OBJECT},
+    },
+}
+
+_SHOWN_CHARS = 80
+# No manifest needs more; comparing or copying much deeper values hits Python's recursion limit.
+MAX_DEPTH = 64
+# Problems reported per object: a list of 100k wrong items must not make a 100k-line status.
+MAX_PROBLEMS = 20
+# The API server's limit on the total size of an object's annotations (keys and values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+_PLAIN_KEY = re.compile(r"[-._/a-zA-Z0-9]{1,253}")
+_EXPECTED = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "a list",
+    "int-or-string": "an integer or a string",
+}
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of a decoded value (bool before int: a bool is an int in Python)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return "null" if value is None else type(value).__name__
+
+
+def shown(value: Any) -> str:
+    """A value as a field error shows it: JSON-quoted and escaped, bounded; containers by type."""
+    if isinstance(value, str):
+        text = value if len(value) <= _SHOWN_CHARS else value[:_SHOWN_CHARS] + "..."
+        return json.dumps(text)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        # str() of a huge int raises past 4300 digits; past 18 it says nothing useful anyway.
+        return str(value) if -(10**18) < value < 10**18 else f'"{"-" if value < 0 else ""}huge integer"'
+    if isinstance(value, float):
+        return repr(value) if abs(value) < 1e18 else '"huge number"'
+    if isinstance(value, list | Mapping) and not value:
+        return "[]" if isinstance(value, list) else "{}"
+    return f'"{json_type(value)}"'
+
+
+def key_shown(key: Any) -> str:
+    """A map key as a path element: bare when it is plain (``annotations[a.b/c]``), else quoted."""
+    return key if isinstance(key, str) and _PLAIN_KEY.fullmatch(key) else shown(key)
+
+
+def must_be(path: str, value: Any, expected: str) -> str:
+    return f"{path}: Invalid value: {shown(value)}: must be {_EXPECTED.get(expected, expected)}"
+
+
+def _is(value: Any, expected: str) -> bool:
+    actual = json_type(value)
+    if expected == "int-or-string":
+        return actual in ("integer", "string")
+    return actual == expected
+
+
+def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
+    """Append a problem for every value of the wrong JSON type along ``schema``."""
+    expected = schema.get("type")
+    if expected is not None and not _is(value, expected):
+        problems.append(must_be(path, value, expected))
+        return
+    if expected == "object":
+        properties: Mapping[str, Schema] = schema.get("properties", {})
+        additional: Schema | None = schema.get("additionalProperties")
+        for key, item in value.items():
+            if item is None:
+                continue
+            if additional is not None and not isinstance(key, str):
+                problems.append(f"{path}: Invalid value: {shown(key)}: keys must be strings")
+            elif additional is not None:
+                check(item, additional, f"{path}[{key_shown(key)}]", problems)
+            elif key in properties:
+                check(item, properties[key], f"{path}.{key}" if path else str(key), problems)
+    elif expected == "array":
+        items: Schema | None = schema.get("items")
+        if items is not None:
+            for i, item in enumerate(value):
+                if item is None:
+                    problems.append(must_be(f"{path}[{i}]", item, items.get("type", "object")))
+                else:
+                    check(item, items, f"{path}[{i}]", problems)
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
+    """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
+    # Paths are linked (parent, element) pairs, joined only for the answer.
+    stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
+    while stack:
+        item, depth, link = stack.pop()
+        if depth > limit:
+            parts: list[str] = []
+            while link is not None:
+                link, element = link
+                parts.append(element)
+            return "".join(reversed(parts)).lstrip(".")
+        if isinstance(item, Mapping):
+            stack.extend((v, depth + 1, (link, f".{key_shown(k)}")) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1, (link, f"[{i}]")) for i, v in enumerate(item))
+    return None
+
+
+def object_problems(obj: Any, schema: Schema) -> list[str]:
+    """Type problems of a whole object (metadata included) against its kind's schema."""
+    if not isinstance(obj, Mapping):
+        return [must_be("<object>", obj, "object")]
+    problems: list[str] = []
+    properties = {"metadata": OBJECT_META, **schema.get("properties", {})}
+    check(obj, {"type": "object", "properties": properties}, "", problems)
+    if problems:
+        return capped(problems)
+    deep = too_deep(obj)
+    if deep is not None:
+        # Fields cpx does not read are not type-checked, but comparing, copying or printing
+        # such a value later would exhaust Python's recursion limit.
+        problems.append(f'{deep}: Invalid value: "object": nested more than {MAX_DEPTH} levels deep')
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    size = sum(
+        len(k.encode(errors="replace")) + len(v.encode(errors="replace")) for k, v in annotations.items() if v
+    )
+    if size > MAX_ANNOTATIONS_BYTES:
+        problems.append(f"metadata.annotations: Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes")
+    return problems
+
+
+def capped(problems: list[str], limit: int = MAX_PROBLEMS) -> list[str]:
+    """At most ``limit`` problems, the last one saying how many more there were."""
+    if len(problems) <= limit:
+        return problems
+    return [*problems[: limit - 1], f"... and {len(problems) - limit + 1} more problems"]
+
+
+def metadata_problems(obj: Any) -> list[str]:
+    """Type problems in ``metadata`` only (labels and annotations are maps of strings), for plugins."""
+    return object_problems(obj, {})
