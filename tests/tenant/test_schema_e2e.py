@@ -94,7 +94,11 @@ def test_type_confused_object_is_refused_while_serving(tenant: TenantStack, row:
     field = problem.split(": ")[0]  # the status file's YAML may wrap the rest of the line
     shown = tenant.check_bad_input(f"{row}.json", _text(obj), kind=kind, name=name, problem=field)
     problems = yaml.safe_load(shown)["cpx"]["problems"]
-    assert {"type": "SchemaError", "reason": "Invalid", "message": problem, "severity": "error"} in problems
+    assert any(
+        (p["type"], p["reason"], p["severity"]) == ("SchemaError", "Invalid", "error")
+        and problem in p["message"]
+        for p in problems
+    ), problems
 
 
 @pytest.fixture
@@ -119,4 +123,4 @@ def test_translate_reports_the_same_problem(tmp_path: Path, row: str) -> None:
     assert "Traceback" not in result.output
     (entry,) = [o for o in json.loads(result.stdout)["objects"] if o["kind"] == kind]
     assert entry["metadata"]["name"] == name
-    assert problem in [p["message"] for p in entry["status"]["cpx"]["problems"]]
+    assert any(problem in p["message"] for p in entry["status"]["cpx"]["problems"])
