@@ -32,7 +32,7 @@ from cpx.testing.fuzz import run_case
 from cpx.xds.resource import Snapshot
 
 BatchChecker = Callable[[list[Snapshot]], list[str | None]]
-DEFAULT_CHECKER = "cpx.envoycheck:check_batch"
+DEFAULT_CHECKER = "cpx.envoycheck"
 SHOWN_CHARS = 3000
 
 
@@ -149,7 +149,12 @@ def load_checker(spec: str) -> BatchChecker:
             f"--envoy-validate is unavailable: cannot import {module_name} ({err}); "
             "pass --checker module:function naming a check_batch(list[Snapshot]) -> list[str | None]"
         ) from None
-    checker: BatchChecker = getattr(module, function or "check_batch")
+    if not function:
+        # The default: cpx's own validator, one Envoy run per batch of snapshots.
+        validator = module.EnvoyValidator.tested(None)
+        default: BatchChecker = validator.check_batch
+        return default
+    checker: BatchChecker = getattr(module, function)
     return checker
 
 
