@@ -80,6 +80,11 @@ ROWS = {
         _slice_conditions(), "EndpointSlice", "bad-slice",
         'endpoints[0].conditions: Invalid value: "7": must be an object',
     ),
+    # Not a type confusion, but the same schema check: the API server refuses it, Envoy would NACK EDS.
+    "endpointslice-address-999": (
+        _slice(endpoints=[{"addresses": ["999.1.1.1"]}]), "EndpointSlice", "bad-slice",
+        'endpoints[0].addresses[0]: Invalid value: "999.1.1.1": must be a valid IPv4 address',
+    ),
     "ingress-annotation-nested-990": (
         _deep_annotation(), "Ingress", "deep-annotation",
         'metadata.annotations[projectcontour.io/response-timeout]: Invalid value: "object": must be a string',
