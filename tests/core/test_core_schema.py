@@ -69,3 +69,58 @@ def test_refused_core_objects_are_reported_and_not_served() -> None:
     # So does deleting a refused object: its status entry must go.
     pipeline.upsert(bad, validate=True)
     assert pipeline.delete(bad) is True
+
+
+def _slice(**fields: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "s-1"},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["10.0.0.1"]}],
+        **fields,
+    }
+
+
+def test_type_confusion_is_answered_not_raised() -> None:
+    assert validate_endpoint_slice(_slice(endpoints=7)) == ["endpoints: Invalid value: 7: must be a list"]
+    assert validate_endpoint_slice(_slice(endpoints=[{"addresses": ["10.0.0.1"], "conditions": "7"}])) == [
+        'endpoints[0].conditions: Invalid value: "7": must be an object'
+    ]
+    assert validate_service(_service(ports=[{"name": {"a": 1}, "port": 80}])) == [
+        'spec.ports[0].name: Invalid value: "object": must be a string'
+    ]
+    labelled = {**_service(ports=[{"port": 80}]), "metadata": {"name": "s", "labels": "x"}}
+    assert validate_service(labelled) == ['metadata.labels: Invalid value: "x": must be an object']
+    assert validate_secret({"metadata": {"name": "s"}, "data": {"a": 10**5000}}) == [
+        'data[a]: Invalid value: "huge integer": must be a string'
+    ]
+    assert validate_secret({"metadata": {"annotations": {1: "x"}}}) == [
+        "metadata.annotations: Invalid value: 1: keys must be strings"
+    ]
+    for odd in (None, 7, "x", [], {"spec": []}, {"metadata": "x"}):
+        assert validate_service(odd)  # type: ignore[arg-type]
+
+
+def test_values_in_messages_are_escaped_and_bounded() -> None:
+    (problem,) = validate_service(_service(type="a\r\nb" + "x" * 1000, ports=[]))
+    assert "\n" not in problem and len(problem) < 200
+
+
+def test_deep_nesting_and_problem_floods_are_bounded() -> None:
+    deep: Any = "x"
+    for _ in range(100):
+        deep = {"a": deep}
+    (problem,) = validate_service(_service(ports=[{"port": 80}], unknown=deep))
+    assert problem.startswith("spec.unknown.a.a.") and problem.endswith("nested more than 64 levels deep")
+    problems = validate_endpoint_slice(_slice(endpoints=list(range(100_000))))
+    assert len(problems) == 20 and problems[-1] == "... and 99981 more problems"
+
+
+def test_endpoint_addresses_match_the_address_type() -> None:
+    bad = _slice(endpoints=[{"addresses": ["999.1.1.1", "", "::1", "10.0.0.1"]}])
+    assert validate_endpoint_slice(bad) == [
+        'endpoints[0].addresses[0]: Invalid value: "999.1.1.1": must be a valid IPv4 address',
+        'endpoints[0].addresses[1]: Invalid value: "": must be a valid IPv4 address',
+        'endpoints[0].addresses[2]: Invalid value: "::1": must be a valid IPv4 address',
+    ]
+    assert validate_endpoint_slice(_slice(addressType="IPv6", endpoints=[{"addresses": ["::1"]}])) == []
+    assert validate_endpoint_slice(_slice(addressType="FQDN", endpoints=[{"addresses": ["a.example"]}])) == []

@@ -193,7 +193,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.monotonic()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        fuzz()
+        try:
+            fuzz()
+        except Exception as err:  # a strategy failed: the run ends, with what it found so far
+            run.findings.append(Finding("generator error", _short_traceback(err), []))
     run.flush()
     elapsed = time.monotonic() - started
     crashes = [f for f in run.findings if f.what == "crash"]

@@ -18,8 +18,9 @@ import yaml
 from click.testing import CliRunner
 
 from cpx.cli import cli
-from cpx.testing.cpxproc import endpoint_slice, ingress, service
-from cpx.testing.tenant import BACKEND, TenantStack
+from cpx.testing.cpxproc import endpoint_slice, ingress, service, write_manifest
+from cpx.testing.envoy import envoy_binary
+from cpx.testing.tenant import BACKEND, TenantStack, rejected_updates, tenant_stack
 
 DEEP = "(990 levels)"  # stands for the nested value until written out: json cannot write it either
 
@@ -80,6 +81,11 @@ ROWS = {
         _slice_conditions(), "EndpointSlice", "bad-slice",
         'endpoints[0].conditions: Invalid value: "7": must be an object',
     ),
+    # Not a type confusion, but the same schema check: the API server refuses it, Envoy would NACK EDS.
+    "endpointslice-address-999": (
+        _slice(endpoints=[{"addresses": ["999.1.1.1"]}]), "EndpointSlice", "bad-slice",
+        'endpoints[0].addresses[0]: Invalid value: "999.1.1.1": must be a valid IPv4 address',
+    ),
     "ingress-annotation-nested-990": (
         _deep_annotation(), "Ingress", "deep-annotation",
         'metadata.annotations[projectcontour.io/response-timeout]: Invalid value: "object": must be a string',
@@ -124,3 +130,21 @@ def test_translate_reports_the_same_problem(tmp_path: Path, row: str) -> None:
     (entry,) = [o for o in json.loads(result.stdout)["objects"] if o["kind"] == kind]
     assert entry["metadata"]["name"] == name
     assert any(problem in p["message"] for p in entry["status"]["cpx"]["problems"])
+
+
+@pytest.mark.e2e
+def test_cpx_starts_with_every_bad_file_present(tmp_path: Path) -> None:
+    """Today's failure mode was worse at start-up: cpx exited, and again at every restart."""
+    try:
+        envoy_binary()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    for row, (obj, _kind, _name, _problem) in ROWS.items():
+        renamed = {**obj, "metadata": {**obj["metadata"], "name": row}}  # one object per file
+        write_manifest(tmp_path / "manifests", f"{row}.json", _text(renamed))
+    with tenant_stack(tmp_path) as stack:
+        stack.add_valid("first")
+        for row, (_obj, kind, _name, problem) in ROWS.items():
+            stack.wait_status(kind, "default", row, problem.split(": ")[0])
+        assert stack.cpx.running
+        assert rejected_updates(stack.envoy) == 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -33,6 +34,10 @@ _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _SERVICE_TYPES = ("ClusterIP", "NodePort", "LoadBalancer", "ExternalName")
 _PROTOCOLS = ("TCP", "UDP", "SCTP")
 _ADDRESS_TYPES = ("IPv4", "IPv6", "FQDN")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# ValidateEndpointSlice's limits.
+_MAX_ENDPOINTS = 1000
+_MAX_ADDRESSES = 100
 _CONFIG_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 
 SERVICE_SCHEMA: Schema = {
@@ -167,10 +172,36 @@ def validate_endpoint_slice(obj: Mapping[str, Any]) -> list[str]:
     endpoints = obj.get("endpoints")
     if endpoints is None:
         problems.append("endpoints: Required value")
+    if len(endpoints or ()) > _MAX_ENDPOINTS:
+        problems.append(
+            f"endpoints: Too many: {len(endpoints or ())}: must have at most {_MAX_ENDPOINTS} items"
+        )
     for i, endpoint in enumerate(endpoints or ()):
-        if not endpoint.get("addresses"):
+        addresses = endpoint.get("addresses") or []
+        if not addresses:
             problems.append(f"endpoints[{i}].addresses: Required value: must contain at least 1 address")
+        elif len(addresses) > _MAX_ADDRESSES:
+            where = f"endpoints[{i}].addresses"
+            problems.append(f"{where}: Too many: {len(addresses)}: must have at most {_MAX_ADDRESSES} items")
+        for j, address in enumerate(addresses[:_MAX_ADDRESSES]):
+            detail = _address_problem(address_type, address)
+            if detail:
+                problems.append(f"endpoints[{i}].addresses[{j}]: Invalid value: {shown(address)}: {detail}")
     return capped(problems)
+
+
+def _address_problem(address_type: Any, address: str) -> str | None:
+    """ValidateEndpointSlice's rule: each address is of the slice's addressType."""
+    if address_type == "FQDN":
+        if len(address) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(address):
+            return "must be a valid DNS-1123 subdomain"
+        return None
+    kind = ipaddress.IPv4Address if address_type == "IPv4" else ipaddress.IPv6Address
+    try:
+        kind(address)
+    except ValueError:
+        return f"must be a valid {address_type} address"
+    return None
 
 
 def validate_secret(obj: Mapping[str, Any]) -> list[str]:

@@ -169,7 +169,9 @@ _IDENTITY = {("apiVersion",), ("kind",), ("metadata",), ("metadata", "name"), ("
 
 
 def _nodes(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
-    """(path, container, key) of every node under ``value``."""
+    """(path, container, key) of every node under ``value``, not deep inside earlier mutations."""
+    if len(path) > 12 or (isinstance(value, list) and len(value) > 50):
+        return
     items: Any = (
         value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     )
