@@ -35,6 +35,8 @@ log = logging.getLogger("cpx.pipeline")
 MAX_QUARANTINE_ROUNDS = 64
 # A NACK with more suspects than this is only logged, not noted on all of them.
 MAX_NACK_SUSPECTS = 16
+# NACKs of one type are traced back to objects at most once per this many seconds.
+NACK_INTERVAL = 1.0
 
 # A whole-snapshot check (``--envoy-validate``): None when the snapshot is fine, else why not.
 SnapshotCheck = Callable[[Snapshot], "str | None"]
@@ -96,6 +98,7 @@ class Pipeline:
     last_build_error: str | None = None  # why the latest build failed; None once one succeeds
     _good_revision: int = -1  # the source revision of the last published build
     _published_from: int = -1  # ... and of the one before: what changed in between is "new"
+    _nack_handled: dict[str, float] = attrs.field(factory=dict)  # type URL -> when last traced
     # Per type URL, the resources already checked against Envoy's constraints (by identity).
     _checked: dict[str, dict[str, Resource]] = attrs.field(factory=dict)
     _checked_contents: dict[str, Mapping[str, Resource]] = attrs.field(factory=dict)
@@ -205,13 +208,14 @@ class Pipeline:
             outcome = self._attempt()
             if isinstance(outcome, tuple):
                 return outcome
-            precise = [f for f in outcome if f.precise]
-            if precise:
-                for fault in precise:
+            left_out = False
+            for fault in outcome:
+                if fault.precise:
                     for key in sorted(fault.origins):
-                        self.quarantine(key, fault.note)
+                        left_out = self.quarantine(key, fault.note) or left_out
+            if left_out:
                 continue
-            fault = outcome[0]
+            fault = outcome[0]  # nothing precise (or nothing left to leave out): find the culprit
             culprit = self._find_culprit(fault)
             if culprit is None:
                 raise BuildError(f"{fault.note.type} ({fault.note.reason}): {fault.note.message}")
@@ -320,8 +324,11 @@ class Pipeline:
         build's changes, since everything else was accepted before; too many are only logged.
         """
         dag = self.dag
-        if dag is None:
-            return []
+        now = time.monotonic()
+        if dag is None or now - self._nack_handled.get(type_url, -NACK_INTERVAL) < NACK_INTERVAL:
+            return []  # a fleet NACKs one push many times (and a hostile client more): once is enough
+        self._nack_handled[type_url] = now
+        names = list(names)
         origins = resource_origins(dag, self.source, type_url)
         fed: set[ObjectKey] = set()
         for name in names:
@@ -355,14 +362,16 @@ class Pipeline:
             del self.envoy_notes[key]
         return {key: notes for key, (_, notes) in self.envoy_notes.items()}
 
-    def quarantine(self, key: ObjectKey, note: Note) -> None:
-        """Leave an object out of every build until it changes; its status carries ``note``."""
+    def quarantine(self, key: ObjectKey, note: Note) -> bool:
+        """Leave an object out of every build until it changes; its status carries ``note``.
+        False when there is no such object to leave out."""
         obj = self.source.get(key)
         if obj is None:
-            return
+            return False
         log.error("%s: left out of the configuration: %s (%s): %s", key, note.type, note.reason, note.message)
         self.source.remove(obj)
         self.quarantined[key] = (obj, (note,))
+        return True
 
     def endpoints_changed(self, services: Iterable[tuple[str, str]]) -> Snapshot | None:
         """The EDS fast path: recompute only those Services' endpoints, without a DAG rebuild."""

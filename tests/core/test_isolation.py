@@ -60,6 +60,9 @@ class Bomb:
                     raise ValueError("bad value")
             if how == "always":
                 raise RuntimeError("always")
+            if how == "ghost":  # blames an object that does not exist
+                with blame(ObjectKey("", "Ghost", "default", "nobody")):
+                    raise RuntimeError("haunted")
 
 
 def make_pipeline(*objects: dict[str, Any]) -> Pipeline:
@@ -273,3 +276,21 @@ def test_tls_hosts_differing_in_case_are_traced_to_what_changed() -> None:
     assert any("ingress_https" in n.message or "https/" in n.message for n in notes), notes
     listener = snapshot.get(resource.LISTENER).resources["ingress_https"].body
     assert b"same.example.com" in listener and b"SAME.example.com" not in listener
+
+
+def test_a_fault_blamed_on_no_existing_object_is_bisected_instead() -> None:
+    p = make_pipeline(*(ingress(f"ok{i}") for i in range(4)), ingress("haunted", boom="ghost"))
+    Bomb.runs = 0
+    snapshot = p.rebuild()
+    assert list(p.quarantined) == [key("haunted")]
+    assert Bomb.runs < 10 and "ok3.example.com" in hosts(snapshot)
+
+
+def test_nacks_of_one_type_are_traced_once_a_second() -> None:
+    p = make_pipeline(ingress("a"))
+    p.rebuild()
+    p.upsert(ingress("new"))
+    p.rebuild()
+    assert p.envoy_rejected(resource.ROUTE, iter(["ingress_http"]), "no") == [key("new")]
+    assert p.envoy_rejected(resource.ROUTE, ["ingress_http"], "no") == []  # a flood: not again
+    assert p.envoy_rejected(resource.CLUSTER, [], "no") == []  # another type is traced (nothing fed it)
