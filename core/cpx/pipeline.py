@@ -249,10 +249,10 @@ class Pipeline:
             return [Fault(note=exception_note(err))]
         return dag, snapshot
 
-    def _resource_faults(self, dag: DAG) -> list[Fault]:
+    def _resource_faults(self, dag: DAG, caches: Iterable[ResourceCache] | None = None) -> list[Fault]:
         """What the caches found, and the constraint violations of resources not checked yet."""
         faults: list[Fault] = []
-        for cache in self.caches:
+        for cache in self.caches if caches is None else caches:
             own = getattr(cache, "faults", None)
             if own is not None:
                 faults += own()
@@ -379,12 +379,12 @@ class Pipeline:
             return None
         wanted = set(services)
         changed = False
+        fast_caches = [c for c in self.caches if getattr(c, "on_endpoints_change", None) is not None]
         for _ in range(MAX_QUARANTINE_ROUNDS):
-            for cache in self.caches:
-                fast = getattr(cache, "on_endpoints_change", None)
-                if fast is not None and fast(self.source, wanted):
+            for cache in fast_caches:
+                if cache.on_endpoints_change(self.source, wanted):  # type: ignore[attr-defined]
                     changed = True
-            faults = self._resource_faults(self.dag)
+            faults = self._resource_faults(self.dag, fast_caches)
             if not faults:
                 break
             # Endpoints come from EndpointSlices (and their Service): blame the changed ones.

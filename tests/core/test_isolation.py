@@ -294,3 +294,32 @@ def test_nacks_of_one_type_are_traced_once_a_second() -> None:
     assert p.envoy_rejected(resource.ROUTE, iter(["ingress_http"]), "no") == [key("new")]
     assert p.envoy_rejected(resource.ROUTE, ["ingress_http"], "no") == []  # a flood: not again
     assert p.envoy_rejected(resource.CLUSTER, [], "no") == []  # another type is traced (nothing fed it)
+
+
+def test_an_endpointslice_envoy_would_refuse_is_left_out_on_the_fast_path() -> None:
+    def slice_(address: str, version: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "namespace": "default",
+                "name": "web-1",
+                "resourceVersion": version,
+                "labels": {"kubernetes.io/service-name": "web"},
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080}],
+            "endpoints": [{"addresses": [address]}],
+        }
+
+    p = make_pipeline(ingress("a"), slice_("10.0.0.1", "1"))
+    p.rebuild()
+    bad = slice_("999.1.1.1", "2")  # the schema check refuses it; here it gets past (validate=False)
+    p.upsert(bad)
+    snapshot = p.endpoints_changed([("default", "web")])
+    assert snapshot is not None and p.rebuilds == 1  # no DAG rebuild
+    slice_key = ObjectKey("discovery.k8s.io", "EndpointSlice", "default", "web-1")
+    assert list(p.quarantined) == [slice_key]
+    (note,) = p.statuses()[slice_key].notes
+    assert note.reason == "EnvoyConstraintViolated" and "999.1.1.1" in note.message
+    assert b"999.1.1.1" not in b"".join(r.body for r in snapshot.get(resource.ENDPOINT).resources.values())
