@@ -165,7 +165,11 @@ class EventHandler:
             if service:
                 self._endpoint_services.add((k8s.namespace_of(event.obj), service))
         # A refused object is reported at once: the build after it writes its status.
-        self._dirty = self._dirty or relevant or key in self.pipeline.rejected
+        relevant = relevant or key in self.pipeline.rejected
+        if relevant and self.failures:
+            # While builds fail, a new change may be the fix: try it soon, not after the backoff.
+            self._retry_at = min(self._retry_at, time.monotonic() + self.holdoff_delay)
+        self._dirty = self._dirty or relevant
 
     async def _publish_rebuild(self) -> None:
         self._dirty = False

@@ -151,3 +151,22 @@ async def test_a_failed_build_keeps_its_changes_pending_and_is_retried_with_back
     gaps = [b - a for a, b in zip(pipeline.rebuild_times[1:], pipeline.rebuild_times[2:], strict=False)]
     assert gaps[0] >= 0.09 and gaps[1] >= 0.19  # 0.05 * 2**n: backing off
     task.cancel()
+
+
+async def test_a_change_while_builds_fail_is_tried_soon_not_after_the_backoff() -> None:
+    pipeline = RecordingPipeline()
+    handler, task, published = await _start(pipeline, holdoff_delay=0.01, holdoff_max_delay=0.05)
+    handler.upsert(_svc(1))
+    await asyncio.sleep(0.2)
+    pipeline.failing = 5  # 0.1, 0.2, 0.4, 0.8 s of backoff after each failure
+    handler.upsert(_svc(2))
+    await asyncio.sleep(0.5)
+    failed = len(pipeline.rebuild_times)
+    pipeline.failing = 0  # "the fix"
+    handler.upsert(_svc(3))
+    for _ in range(15):  # the backoff alone would retry ~0.25 s from now
+        if len(published) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert len(published) == 2 and len(pipeline.rebuild_times) == failed + 1
+    task.cancel()
