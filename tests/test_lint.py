@@ -24,6 +24,18 @@ def test_ruff(command: list[str]) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_mypy_strict_on_core() -> None:
+def test_mypy_strict_on_the_core_and_every_plugin() -> None:
     result = _run("mypy", "--no-error-summary")
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_covers_every_plugin_package() -> None:
+    import tomllib
+
+    files = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["mypy"]["files"])
+    packages = {
+        str(init.parent.relative_to(ROOT))
+        for pattern in ("plugins/*/cpx_*/__init__.py", "examples/plugins/*/cpx_*/__init__.py")
+        for init in ROOT.glob(pattern)
+    }
+    assert packages and packages <= files, f"add to [tool.mypy] files: {sorted(packages - files)}"

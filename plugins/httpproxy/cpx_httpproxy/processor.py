@@ -38,6 +38,7 @@ from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
+from cpx_httpproxy.model import HTTPProxySpec
 from cpx_httpproxy.status import ProxyStatus
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
@@ -168,7 +169,7 @@ class _Proxy:
         return f"{self.key.namespace}/{self.key.name}"
 
     @property
-    def spec(self) -> model.HTTPProxySpec:
+    def spec(self) -> HTTPProxySpec:
         return self.model.spec
 
 
@@ -207,9 +208,9 @@ class _Run:
             # A crash in one proxy's translation leaves out that proxy (or the included one it
             # happened in), not the build: see cpx.isolation.
             with blame(key):
-                proxy = model.HTTPProxy.from_dict(obj)
-            name = (proxy.namespace, proxy.name)
-            self.proxies[name] = _Proxy(obj, key, proxy)
+                parsed = model.HTTPProxy.from_dict(obj)
+            name = (parsed.namespace, parsed.name)
+            self.proxies[name] = _Proxy(obj, key, parsed)
             self.statuses[name] = ProxyStatus.for_object(obj)
         for root in self._unique_roots():
             with blame(root.key):
@@ -583,7 +584,7 @@ class _Run:
             if problem is not None:
                 status.add_error(st.ROUTE_ERROR, "QueryParameterMatchConditionsNotValid", problem)
                 return []
-            path = cond.merge_path(chain)
+            matched = cond.merge_path(chain)
             parts = routebuild.build_route(
                 route,
                 namespace=proxy.key.namespace,
@@ -591,16 +592,16 @@ class _Run:
                 config=self.processor.config,
                 status=status,
                 referrer=proxy.key,
-                path_is_prefix=path.kind is PathKind.PREFIX,
+                path_is_prefix=matched.kind is PathKind.PREFIX,
             )
             if parts is None:
                 return []
             prefix_rewrite = parts.prefix_rewrite
             if parts.replace_prefix:
-                prefix_rewrite = routebuild.resolve_prefix_rewrite(parts.replace_prefix, path.value)
+                prefix_rewrite = routebuild.resolve_prefix_rewrite(parts.replace_prefix, matched.value)
             routes.append(
                 Route(
-                    path=path,
+                    path=matched,
                     headers=cond.merge_headers(chain),
                     query=cond.merge_query(chain),
                     clusters=parts.clusters,

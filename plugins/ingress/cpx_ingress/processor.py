@@ -269,6 +269,10 @@ class _Host:
     tls: TLSParams | None = None
 
 
+_SERVICE: tuple[str, str] = ("", "Service")
+_SECRET: tuple[str, str] = ("", "Secret")
+
+
 @attrs.define(eq=False)
 class IngressProcessor:
     """Adds the routes of every accepted Ingress to the static listeners.
@@ -504,12 +508,11 @@ class IngressProcessor:
             if merged.http:
                 vhost = dag.ensure_virtual_host(HTTP_LISTENER, host)
                 vhost.routes.update(merged.http)
-            svhost = dag.get_secure_virtual_host(HTTPS_LISTENER, host)
-            if svhost is not None and host != "*":
-                svhost.routes.update(merged.https)
+            secure = dag.get_secure_virtual_host(HTTPS_LISTENER, host)
+            if secure is not None and host != "*":
+                secure.routes.update(merged.https)
 
 
-_SERVICE, _SECRET = ("", "Service"), ("", "Secret")
 # Ingress order (namespace, name) as a C-comparable tuple: ObjectKey's own ordering is Python code.
 _ORDER = attrgetter("namespace", "name")
 _TLS_PARAMS: dict[tuple[str, str], TLSParams] = {}
