@@ -8,7 +8,6 @@ resources is put to ``envoy --mode validate`` to show the checker flags exactly 
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import itertools
 import subprocess
@@ -477,36 +476,20 @@ def _static_cluster(name: str, *addresses: str, dns: bool = False) -> Any:
 def _keypair(
     bits: int = 2048, *, curve: Any = None, other_key_bits: int | None = None
 ) -> tuple[bytes, bytes]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import ec, rsa
-    from cryptography.x509.oid import NameOID
 
-    def new_key() -> Any:
-        if curve is not None:
-            return ec.generate_private_key(curve)
-        return rsa.generate_private_key(public_exponent=65537, key_size=bits)
+    from cpx.testing.tls import self_signed
 
-    key = new_key()
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "example.com")])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .sign(key, hashes.SHA256())
-    )
-    served = (
-        rsa.generate_private_key(public_exponent=65537, key_size=other_key_bits) if other_key_bits else key
-    )
-    pem_key = served.private_bytes(
+    key = ec.generate_private_key(curve) if curve is not None else rsa.generate_private_key(65537, bits)
+    pair = self_signed(key, ["example.com"])
+    if not other_key_bits:
+        return pair.cert_pem, pair.key_pem
+    other = rsa.generate_private_key(public_exponent=65537, key_size=other_key_bits)
+    pem = other.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return cert.public_bytes(serialization.Encoding.PEM), pem_key
+    return pair.cert_pem, pem
 
 
 def _secret(cert_pem: bytes, key_pem: bytes) -> Any:

@@ -392,37 +392,15 @@ def _tls_data(bits: int) -> dict[str, str]:
     """``data`` of a TLS Secret for the world's hosts: the test CA's 2048-bit certificate, or a
     self-signed one with a ``bits``-bit key (1024: a key Envoy refuses)."""
     # cryptography only when a Secret is drawn.
-    from cryptography import x509  # noqa: PLC0415
-    from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
     from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
 
     from cpx import certgen  # noqa: PLC0415
-    from cpx.testing.tls import issue_cert  # noqa: PLC0415
+    from cpx.testing.tls import issue_cert, self_signed  # noqa: PLC0415
 
     hosts = ("a.example.com", "*.wild.example.com")
-    if bits == 2048:
-        data: dict[str, str] = certgen.tls_secret("", "", issue_cert(hosts))["data"]
-        return data
-    key = rsa.generate_private_key(public_exponent=65537, key_size=bits)
-    name = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, hosts[0])])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    pair = certgen.KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
-    weak: dict[str, str] = certgen.tls_secret("", "", pair)["data"]
-    return weak
+    pair = issue_cert(hosts) if bits == 2048 else self_signed(rsa.generate_private_key(65537, bits), hosts)
+    data: dict[str, str] = certgen.tls_secret("", "", pair)["data"]
+    return data
 
 
 def secrets(world: World) -> Strategy[KubeObject]:

@@ -14,7 +14,7 @@ import ipaddress
 import json
 import ssl
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -205,33 +205,29 @@ def http_get(url: str, host_header: str | None = None, **kwargs: Any) -> Respons
     return request(url, host_header=host_header, **kwargs)
 
 
-def weak_tls_secret(namespace: str, name: str, host: str) -> dict[str, Any]:
-    """A well-formed, self-signed kubernetes.io/tls Secret whose RSA key (1024 bits) Envoy refuses."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)])
+def self_signed(key: Any, hosts: Sequence[str], *, days: int = 30) -> certgen.KeyPair:
+    """A self-signed certificate for ``hosts`` (the first is the CN) over any ``cryptography``
+    private key: the odd keys (1024-bit RSA, EC curves) Envoy's rules are tested with."""
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
     now = dt.datetime.now(dt.UTC)
     cert = (
         x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
+        .subject_name(name)
+        .issuer_name(name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(hours=1))
-        .not_valid_after(now + dt.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(host)]), critical=False)
+        .not_valid_before(now - dt.timedelta(days=1))
+        .not_valid_after(now + dt.timedelta(days=days))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
     key_pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "type": "kubernetes.io/tls",
-        "data": {
-            "tls.crt": base64.b64encode(cert_pem).decode(),
-            "tls.key": base64.b64encode(key_pem).decode(),
-        },
-    }
+    return certgen.KeyPair(cert.public_bytes(serialization.Encoding.PEM), key_pem)
+
+
+def weak_tls_secret(namespace: str, name: str, host: str) -> dict[str, Any]:
+    """A well-formed, self-signed kubernetes.io/tls Secret whose RSA key (1024 bits) Envoy refuses."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=1024)
+    return certgen.tls_secret(namespace, name, self_signed(key, [host]))

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from cpx import ingressclass as classes
 from cpx.builtin.plugin import ListenerProcessor
@@ -22,6 +19,7 @@ from cpx.dag.dag import DAG
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.source import SecretPolicy, SourceCache, same_namespace_only
+from cpx.testing.tls import self_signed
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
 
@@ -101,23 +99,6 @@ def k8s() -> types.SimpleNamespace:
 
 
 # -- TLS material -------------------------------------------------------------------------------
-def _self_signed(key: ec.EllipticCurvePrivateKey, hosts: list[str]) -> bytes:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
-    now = dt.datetime.now(dt.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(days=1))
-        .not_valid_after(now + dt.timedelta(days=30))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(h) for h in hosts]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return cert.public_bytes(serialization.Encoding.PEM)
-
-
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
@@ -129,7 +110,7 @@ def tls_material() -> dict[str, bytes]:
     """A certificate for example.com and *.example.com, its key, and a key that does not match."""
     key, other = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
     return {
-        "cert": _self_signed(key, ["example.com", "*.example.com", "secure.example.com"]),
+        "cert": self_signed(key, ["example.com", "*.example.com", "secure.example.com"]).cert_pem,
         "key": _key_pem(key),
         "other_key": _key_pem(other),
     }
