@@ -1,11 +1,13 @@
 """cpx: an Envoy control plane that does what Project Contour does, built as a plugin framework.
 
-The public facade for plugin authors: the hook marker and the records plugins yield.
+The public facade for plugin authors: the hook marker, the records plugins yield, and ``blame``
+(wrap each object's translation in it so that a crash leaves out that object, not the build).
 """
 
 from __future__ import annotations
 
 from cpx.hookspecs import hookimpl
+from cpx.isolation import blame
 from cpx.objects import GroupVersionKind, ObjectKey
 from cpx.records import (
     Observer,
@@ -32,5 +34,6 @@ __all__ = [
     "ResourceCacheSpec",
     "StatusWriterSpec",
     "WatchSpec",
+    "blame",
     "hookimpl",
 ]

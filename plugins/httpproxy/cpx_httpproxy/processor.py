@@ -24,12 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx import lbstatus
+from cpx import blame, lbstatus
 from cpx.config import Config
 from cpx.dag.dag import DAG, SecureVirtualHost
 from cpx.dag.nodes import DirectResponse, PathKind, Route, Secret, TCPProxy
 from cpx.errors import ConfigError
-from cpx.isolation import blame
 from cpx.objects import ObjectKey
 from cpx.source import DelegationNotPermittedError, SourceCache
 from cpx.tlsutil import SecretError

@@ -18,10 +18,10 @@ from typing import Any
 import attrs
 import re2
 
+from cpx import blame
 from cpx.config import Config
 from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
-from cpx.isolation import blame
 from cpx.objects import ObjectKey
 from cpx.servicecluster import ServicePortError, lookup_service_port
 from cpx.source import Key4, SourceCache
