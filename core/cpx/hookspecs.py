@@ -128,7 +128,9 @@ def cpx_resource_caches() -> Iterable[ResourceCacheSpec]:
     """Register xDS resource caches, one per type URL.
 
     **When it is called**: once, after loading; each cache observes every new DAG and the
-    snapshot handler publishes their contents.
+    snapshot handler publishes their contents.  Before they are published, every new resource
+    is checked against Envoy's rules and an object that breaks one is left out, unless the cache
+    is a :class:`cpx.records.CheckingCache` that checks its pieces itself as it builds them.
 
     **Returns**: an iterable of :class:`cpx.records.ResourceCacheSpec`.
 

@@ -22,7 +22,7 @@ from cpx.externalname import ExternalNamePolicy
 from cpx.isolation import Fault, ObjectFault, exception_note, find_culprit, sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
-from cpx.records import ResourceCache, StatusWriterSpec, WatchSpec
+from cpx.records import CheckingCache, ResourceCache, StatusWriterSpec, WatchSpec
 from cpx.source import SourceCache
 from cpx.xds.checks import check_resource, constraint_note, type_name
 from cpx.xds.origins import resource_origins
@@ -253,10 +253,8 @@ class Pipeline:
         """What the caches found, and the constraint violations of resources not checked yet."""
         faults: list[Fault] = []
         for cache in self.caches if caches is None else caches:
-            own = getattr(cache, "faults", None)
-            if own is not None:
-                faults += own()
-            if getattr(cache, "checks_own_resources", False):
+            if isinstance(cache, CheckingCache):
+                faults += cache.faults()
                 continue
             contents = cache.contents()
             if self._checked_contents.get(cache.type_url) is contents:

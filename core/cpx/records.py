@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
@@ -17,6 +17,7 @@ from cpx.objects import GroupVersionKind
 if TYPE_CHECKING:
     from cpx.config import Config
     from cpx.dag.dag import DAG, Note
+    from cpx.isolation import Fault
     from cpx.source import SourceCache
     from cpx.xds.resource import Resource
 
@@ -39,6 +40,16 @@ class ResourceCache(Observer, Protocol):
     type_url: str
 
     def contents(self) -> Mapping[str, Resource]: ...
+
+
+@runtime_checkable
+class CheckingCache(ResourceCache, Protocol):
+    """A resource cache that checks what it builds against Envoy's rules itself, piece by piece
+    as it translates (so that the cost follows the change), instead of the pipeline checking its
+    whole resources.  ``faults()`` are the pieces of the last DAG it left out, each naming the
+    objects it came from (see :mod:`cpx.isolation`)."""
+
+    def faults(self) -> Sequence[Fault]: ...
 
 
 class Phase(enum.IntEnum):

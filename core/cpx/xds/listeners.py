@@ -139,10 +139,10 @@ _Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
 
 
 class ListenerCache:
+    """A :class:`~cpx.records.CheckingCache`: each new filter chain is checked as it is built, and
+    the rules across chains (overlapping matches, ...) on a skeleton of their matches."""
+
     type_url = resource.LISTENER
-    # Each new filter chain is checked against Envoy's rules as it is built, and the rules across
-    # chains (overlapping matches, ...) on a skeleton of their matches: never whole listeners.
-    checks_own_resources = True
 
     def __init__(self, config: Config) -> None:
         self.config = config

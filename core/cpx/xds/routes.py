@@ -90,11 +90,10 @@ def _route_config_tail() -> bytes:
 
 
 class RouteCache:
-    type_url = resource.ROUTE
+    """A :class:`~cpx.records.CheckingCache`: each new route and virtual host is checked against
+    Envoy's rules as it is translated (unchanged ones are memoised), never whole configurations."""
 
-    # Every route and virtual host is checked against Envoy's rules as it is translated (and only
-    # then: unchanged ones are memoised), so the pipeline need not re-check whole RouteConfigurations.
-    checks_own_resources = True
+    type_url = resource.ROUTE
 
     def __init__(self, config: Config) -> None:
         self.config = config
