@@ -1,5 +1,6 @@
 """Golden ``cpx translate`` outputs: the examples, the object sets the unit tests build from
-(``corpus/fixture-*.yaml``, captured once from the processors' and caches' tests) and a fixed
+(``corpus/fixture-*.yaml``, captured once from the processors' and caches' tests), the manifests
+the end-to-end tests serve (``corpus/e2e-*.yaml``) and a fixed
 corpus of generated objects (``corpus/fuzz-*.yaml``).
 
 The outputs pin translation byte for byte (status timestamps aside), so that a refactoring that
@@ -17,7 +18,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from click.testing import CliRunner
 
 from cpx.cli import cli
@@ -50,11 +50,11 @@ def translate(paths: list[Path]) -> str:
 
 
 def new_corpus(count: int = 60) -> None:
-    import yaml  # noqa: PLC0415
-    from hypothesis import HealthCheck, given, settings  # noqa: PLC0415
+    import yaml
+    from hypothesis import HealthCheck, given, settings
 
-    from cpx.plugins import PluginHost  # noqa: PLC0415
-    from cpx.testing import strategies  # noqa: PLC0415
+    from cpx.plugins import PluginHost
+    from cpx.testing import strategies
 
     kinds = strategies.kind_strategies(PluginHost.load(PLUGINS.split(",")))
     drawn: list[list[object]] = []

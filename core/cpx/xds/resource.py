@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import attrs
+from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.message import Message
 
 LISTENER = "type.googleapis.com/envoy.config.listener.v3.Listener"
@@ -101,7 +102,37 @@ class Snapshot:
         for type_url in PUSH_ORDER:
             snap = self.get(type_url)
             out[SHORT_NAMES[type_url]] = [
-                json_format.MessageToDict(snap.resources[name].message(), preserving_proto_field_name=False)
-                for name in sorted(snap.resources)
+                _sort_maps(message, json_format.MessageToDict(message))
+                for message in (snap.resources[name].message() for name in sorted(snap.resources))
             ]
         return out
+
+
+def _sort_maps(message: Message, rendered: Any) -> Any:
+    """``rendered`` (the JSON of ``message``) with every map's entries (e.g.
+    ``typed_per_filter_config``) in key order: the protobuf runtime renders maps in no fixed
+    order, and ``cpx translate`` output must not vary from run to run."""
+    if not isinstance(rendered, dict):
+        return rendered  # well-known types with their own JSON form (Duration, Struct, ...)
+    if message.DESCRIPTOR.full_name == "google.protobuf.Any":
+        any_message: Any = message
+        inner = message_factory.GetMessageClass(
+            descriptor_pool.Default().FindMessageTypeByName(any_message.TypeName())
+        )()
+        any_message.Unpack(inner)
+        return _sort_maps(inner, rendered)
+    for field in message.DESCRIPTOR.fields:
+        if field.json_name not in rendered or field.message_type is None:
+            continue
+        value = getattr(message, field.name)
+        if field.message_type.GetOptions().map_entry:
+            entries = sorted(rendered[field.json_name].items())
+            if field.message_type.fields_by_name["value"].message_type is not None:
+                entries = [(k, _sort_maps(value[k], v)) for k, v in entries]
+            rendered[field.json_name] = dict(entries)
+        elif field.is_repeated:
+            for item, out in zip(value, rendered[field.json_name], strict=True):
+                _sort_maps(item, out)
+        else:
+            _sort_maps(value, rendered[field.json_name])
+    return rendered
