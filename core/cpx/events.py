@@ -20,8 +20,8 @@ import attrs
 from cpx import objects as k8s
 from cpx.isolation import sanitize
 from cpx.objects import KubeObject, ObjectKey
-from cpx.pipeline import Pipeline, UnknownKindError
-from cpx.source import service_of_slice
+from cpx.snapshot import SnapshotHandler, UnknownKindError
+from cpx.sources.cache import service_of_slice
 from cpx.xds.resource import Snapshot
 
 log = logging.getLogger("cpx.events")
@@ -34,7 +34,7 @@ class Op(enum.Enum):
     DELETE = "delete"
     SYNCED = "synced"  # a source finished its initial load
     RESYNC = "resync"  # force a rebuild (e.g. on becoming leader)
-    REJECTED = "rejected"  # Envoy NACKed resources (see Pipeline.envoy_rejected)
+    REJECTED = "rejected"  # Envoy NACKed resources (see SnapshotHandler.envoy_rejected)
 
 
 @attrs.frozen
@@ -48,11 +48,11 @@ class Event:
 
 @attrs.define(eq=False)
 class EventHandler:
-    pipeline: Pipeline
+    pipeline: SnapshotHandler
     on_snapshot: Callable[[Snapshot], None]
-    on_rebuild: Callable[[Pipeline], None] = lambda pipeline: None
-    on_build_failed: Callable[[Pipeline], None] = lambda pipeline: None
-    on_statuses: Callable[[Pipeline], None] = lambda pipeline: None  # statuses changed, no rebuild
+    on_rebuild: Callable[[SnapshotHandler], None] = lambda pipeline: None
+    on_build_failed: Callable[[SnapshotHandler], None] = lambda pipeline: None
+    on_statuses: Callable[[SnapshotHandler], None] = lambda pipeline: None  # statuses changed, no rebuild
     holdoff_delay: float = 0.1
     holdoff_max_delay: float = 0.5
     # Sources that must report SYNCED before the first build (Contour's initial-sync gate).

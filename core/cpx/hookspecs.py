@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from cpx.config import Config
     from cpx.objects import ObjectKey
     from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
-    from cpx.source import SourceCache
+    from cpx.sources.cache import SourceCache
     from cpx.testing.strategies import KindStrategy
 
 PROJECT = "cpx"

@@ -1,7 +1,8 @@
 """Keeping one object's faults its own: what went wrong in a build, and whose fault it was.
 
-A build can go wrong in three ways: a processor or cache raises; a generated resource breaks a rule
-Envoy enforces (:mod:`cpx.xds.validate`); or a checker (``--envoy-validate``) refuses the snapshot.
+A build can go wrong in three ways: a processor or cache raises; a generated resource breaks a
+rule Envoy enforces (:mod:`cpx.xds.constraints.validate`); or a checker (``--envoy-validate``)
+refuses the snapshot.
 Each becomes a :class:`Fault`.  A fault names the objects it came from when translation knows them
 (``precise``: a route's origin); otherwise it names the objects that fed the resource (or none),
 and the pipeline narrows that down to the objects changed since the last good build and, if more

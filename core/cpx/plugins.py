@@ -21,7 +21,7 @@ from cpx.dag.builder import order_processors
 from cpx.errors import PluginError
 from cpx.objects import ObjectKey
 from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
 
 GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first

@@ -146,10 +146,10 @@ def p90(values: list[float]) -> float:
 
 def new_pipeline() -> Any:
     from cpx.config import Config
-    from cpx.pipeline import Pipeline
     from cpx.plugins import PluginHost
+    from cpx.snapshot import SnapshotHandler
 
-    return Pipeline.create(PluginHost.load(["ingress"]), Config())
+    return SnapshotHandler.create(PluginHost.load(["ingress"]), Config())
 
 
 def load(pipeline: Any, objs: list[dict[str, Any]]) -> None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What ``--envoy-validate`` costs: wall time of :meth:`cpx.envoycheck.EnvoyValidator.check`.
+"""What ``--envoy-validate`` costs: wall time of :meth:`cpx.xds.constraints.envoycheck.EnvoyValidator.check`.
 
     .venv/bin/python tests/bench/envoycheck_bench.py [--sizes 1000,10000] [--runs 5] [--batch 100] [--json]
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import bench  # tests/bench/bench.py: the objects and the pipeline
 from cpx.config import Config
-from cpx.envoycheck import EnvoyValidator, render_bootstrap
-from cpx.manifests import expand, parse_file
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.manifests import expand, parse_file
+from cpx.xds.constraints.envoycheck import EnvoyValidator, render_bootstrap
 from cpx.xds.resource import Snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -43,7 +43,7 @@ def timed(action: Callable[[], object], runs: int) -> float:
 
 
 def example(name: str) -> Snapshot:
-    pipeline = Pipeline.create(PluginHost.load(None), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load(None), Config())
     for path in expand([EXAMPLES / name]):
         for obj in parse_file(path)[0]:
             if pipeline.accepts(obj):

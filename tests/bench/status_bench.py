@@ -6,7 +6,7 @@
 Not a test: it prints figures and never fails on them.  The emulated API server (kmock's
 KubernetesEmulator) runs in a child process of this script (``--child-emulator``) holding the N
 HTTPProxies; this process computes their status with the real pipeline (httpproxy plugin) and
-times :class:`cpx.kube.status.StatusUpdater` writing them all (GET + merge + PATCH of
+times :class:`cpx.status.updater.StatusUpdater` writing them all (GET + merge + PATCH of
 ``/status`` each), then a full rewrite where nothing changed (GET + merge, no PATCH).  See
 ``tests/bench/README.md``.
 """
@@ -103,11 +103,11 @@ def child_emulator(count: int, plain: bool, latency: float) -> None:
 
 def computed_statuses(count: int) -> tuple[Any, dict[Any, Any], float]:
     from cpx.config import Config
-    from cpx.pipeline import Pipeline
     from cpx.plugins import PluginHost
+    from cpx.snapshot import SnapshotHandler
 
     started = time.perf_counter()
-    pipeline = Pipeline.create(PluginHost.load(["httpproxy"]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load(["httpproxy"]), Config())
     for i in range(count):
         pipeline.upsert(service(i))
         pipeline.upsert(httpproxy(i))
@@ -119,9 +119,9 @@ def computed_statuses(count: int) -> tuple[Any, dict[Any, Any], float]:
 async def measure(url: str, count: int, concurrency: int) -> dict[str, Any]:
     from kubernetes import client
 
-    from cpx.kube.rest import request_json
-    from cpx.kube.status import StatusUpdater
-    from cpx.metrics import Metrics
+    from cpx.ops.metrics import Metrics
+    from cpx.sources.kube.rest import request_json
+    from cpx.status.updater import StatusUpdater
 
     pipeline, statuses, build_seconds = computed_statuses(count)
     configuration = client.Configuration(host=url)

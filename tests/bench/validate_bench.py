@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How long cpx.xds.validate takes: a 10k-route RouteConfiguration whole and per route, and one of
+"""How long cpx.xds.constraints.validate takes: a 10k-route RouteConfiguration whole and per route, and one of
 each other resource kind cpx publishes.
 
     .venv/bin/python tests/bench/validate_bench.py [--routes 10000] [--runs 5] [--json]
@@ -17,7 +17,6 @@ from typing import Any
 
 from envoy.config.route.v3 import route_pb2
 
-from cpx import certgen
 from cpx.dag.nodes import (
     Cluster,
     Duration,
@@ -34,11 +33,12 @@ from cpx.dag.nodes import (
     ServicePort,
     TimeoutPolicy,
 )
-from cpx.xds.clusters import cluster
-from cpx.xds.endpoints import cluster_load_assignment
-from cpx.xds.envoy_route import build_route
-from cpx.xds.secrets import envoy_secret
-from cpx.xds.validate import Checker
+from cpx.ops import certgen
+from cpx.xds.caches.clusters import cluster
+from cpx.xds.caches.endpoints import cluster_load_assignment
+from cpx.xds.caches.secrets import envoy_secret
+from cpx.xds.constraints.validate import Checker
+from cpx.xds.envoy.route import build_route
 
 
 def route(i: int) -> Route:

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from google.protobuf.json_format import ParseError
 
-from cpx import bootstrap, certgen, envoyadmin
-from cpx.cli import cli
+from cpx.cli import bootstrap, cli, envoyadmin
+from cpx.ops import certgen
 from cpx.testing.harness import EnvoyProcess, envoy_binary, free_port
 
 UPSTREAM_TLS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"

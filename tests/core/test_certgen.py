@@ -14,7 +14,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
-from cpx import certgen, tlsutil
+from cpx.ops import certgen
+from cpx.sources import secrets as tlsutil
 from cpx.testing.harness import EchoServer, request
 
 

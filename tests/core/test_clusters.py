@@ -35,9 +35,9 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
-from cpx.xds import clusters as cds
 from cpx.xds import resource
-from cpx.xds.clusters import ClusterCache
+from cpx.xds.caches import clusters as cds
+from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.naming import cluster_name, secret_name
 
 HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"

@@ -5,8 +5,8 @@ from typing import Any
 from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
 from cpx.config import Config
 from cpx.objects import ObjectKey
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
 
 
 def _service(**spec: Any) -> dict[str, Any]:
@@ -51,7 +51,7 @@ def test_secret_schema() -> None:
 
 
 def test_refused_core_objects_are_reported_and_not_served() -> None:
-    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load([]), Config())
     bad = _service(ports=[{"port": 0}])
     # A new refusal asks for a rebuild, after which its status is reported; the same one again does not.
     assert pipeline.upsert(bad, validate=True) is True

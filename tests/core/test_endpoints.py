@@ -18,10 +18,10 @@ from cpx.dag.nodes import (
     Route,
     ServicePort,
 )
-from cpx.source import SourceCache
-from cpx.xds import endpoints as eds
+from cpx.sources.cache import SourceCache
 from cpx.xds import resource
-from cpx.xds.endpoints import EndpointCache
+from cpx.xds.caches import endpoints as eds
+from cpx.xds.caches.endpoints import EndpointCache
 
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
 

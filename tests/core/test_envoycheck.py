@@ -22,7 +22,13 @@ from google.protobuf.message import Message
 
 from cpx.cli import cli
 from cpx.config import Config
-from cpx.envoycheck import (
+from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.manifests import expand, parse_file
+from cpx.testing import httpproxy_e2e as hp
+from cpx.testing.cpxproc import backend, ingress
+from cpx.testing.tls import make_ca_secret, make_tls_secret, weak_tls_secret
+from cpx.xds.constraints.envoycheck import (
     MAX_MESSAGE,
     EnvoyCheckError,
     EnvoyValidator,
@@ -30,12 +36,6 @@ from cpx.envoycheck import (
     render_batch,
     render_bootstrap,
 )
-from cpx.manifests import expand, parse_file
-from cpx.pipeline import Pipeline
-from cpx.plugins import PluginHost
-from cpx.testing import httpproxy_e2e as hp
-from cpx.testing.cpxproc import backend, ingress
-from cpx.testing.tls import make_ca_secret, make_tls_secret, weak_tls_secret
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Resource, Snapshot, TypeSnapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -44,7 +44,7 @@ HCM = http_connection_manager_pb2.HttpConnectionManager
 
 def build(objects: Iterable[Mapping[str, Any]]) -> Snapshot:
     """The snapshot the real pipeline (every installed plugin) makes of ``objects``."""
-    pipeline = Pipeline.create(PluginHost.load(None), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load(None), Config())
     for obj in objects:
         if pipeline.accepts(obj):
             pipeline.upsert(dict(obj))
@@ -408,7 +408,7 @@ def test_translate_reports_envoys_verdict(tmp_path: Path) -> None:
 
     # A verdict against everything (EnvoyValidator.tested refuses such an Envoy at start, so
     # through the function): no object is to blame, nothing is published.
-    from cpx.translate import translate
+    from cpx.cli.translate import translate
 
     doc = translate([EXAMPLES / "quickstart"], PluginHost.load(), Config(), validator=lambda snapshot: "no")
     assert doc["envoy"] == {"accepted": False, "message": "EnvoyValidation (EnvoyRejected): no"}

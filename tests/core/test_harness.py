@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from cpx.bootstrap import bootstrap_config
+from cpx.cli.bootstrap import bootstrap_config
 from cpx.testing.harness import (
     EchoServer,
     EnvoyError,

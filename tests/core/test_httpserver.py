@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry, Counter
 
-from cpx.httpserver import HTTPLimits, HTTPService, health_routes
+from cpx.ops.httpserver import HTTPLimits, HTTPService, health_routes
 
 
 def get(service: HTTPService, path: str, method: str = "GET") -> tuple[int, bytes]:

@@ -11,12 +11,12 @@ from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, ServicePort
 from cpx.objects import ObjectKey
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
-from cpx.source import CHANGE_LOG_LIMIT, SourceCache, _ChangeLog
-from cpx.xds.clusters import ClusterCache
-from cpx.xds.endpoints import EndpointCache
-from cpx.xds.routes import RouteCache
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.cache import CHANGE_LOG_LIMIT, SourceCache, _ChangeLog
+from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.endpoints import EndpointCache
+from cpx.xds.caches.routes import RouteCache
 
 WEB = ServicePort(namespace="default", name="web", port=80, port_name="http")
 
@@ -174,8 +174,8 @@ def test_endpoint_changes_reach_a_rebuild_without_the_fast_path() -> None:
 # -- pipeline --------------------------------------------------------------------------------------
 
 
-def pipeline() -> Pipeline:
-    p = Pipeline.create(PluginHost.load(["ingress"]), Config())
+def pipeline() -> SnapshotHandler:
+    p = SnapshotHandler.create(PluginHost.load(["ingress"]), Config())
     p.upsert(service())
     return p
 

@@ -11,8 +11,8 @@ from envoy_data_plane.envoy.config.cluster.v3 import ClusterDiscoveryType, Clust
 from envoy_data_plane.envoy.config.route.v3 import RouteConfiguration as BpRouteConfiguration
 from envoy_data_plane.envoy.config.route.v3 import VirtualHost as BpVirtualHost
 
-from cpx.interop import to_xds, xds_class_for
 from cpx.xds import resource
+from cpx.xds.interop import to_xds, xds_class_for
 from cpx.xds.resource import Resource
 
 

@@ -10,9 +10,9 @@ from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.isolation import blame, find_culprit, sanitize
 from cpx.objects import ObjectKey
-from cpx.pipeline import BuildError, Pipeline
 from cpx.plugins import PluginHost
-from cpx.source import SourceCache
+from cpx.snapshot import BuildError, SnapshotHandler
+from cpx.sources.cache import SourceCache
 from cpx.xds import resource
 from cpx.xds.resource import Snapshot
 
@@ -65,8 +65,8 @@ class Bomb:
                     raise RuntimeError("haunted")
 
 
-def make_pipeline(*objects: dict[str, Any]) -> Pipeline:
-    p = Pipeline.create(PluginHost.load(["ingress"]), Config())
+def make_pipeline(*objects: dict[str, Any]) -> SnapshotHandler:
+    p = SnapshotHandler.create(PluginHost.load(["ingress"]), Config())
     p.builder.processors = [*p.builder.processors, ("bomb", Bomb())]  # runs last
     p.upsert(service())
     for obj in objects:

@@ -26,7 +26,6 @@ from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 from google.protobuf import json_format
 
-from cpx import certgen
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, VirtualHost
 from cpx.dag.nodes import (
@@ -51,12 +50,13 @@ from cpx.dag.nodes import (
     TCPProxy,
     TLSParams,
 )
+from cpx.ops import certgen
 from cpx.testing.tls import default_ca
 from cpx.xds import resource
-from cpx.xds.listeners import ListenerCache
+from cpx.xds.caches.listeners import ListenerCache
+from cpx.xds.caches.routes import RouteCache
+from cpx.xds.caches.secrets import SecretCache
 from cpx.xds.naming import cluster_name, secret_name
-from cpx.xds.routes import RouteCache
-from cpx.xds.secrets import SecretCache
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")

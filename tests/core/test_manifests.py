@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from cpx.errors import ManifestError
-from cpx.manifests import ManifestSet, expand, is_manifest, parse_file
 from cpx.objects import ObjectKey
+from cpx.sources.manifests import ManifestSet, expand, is_manifest, parse_file
 
 SERVICE = (
     "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {ports: [{port: 80}]}\n"

@@ -1,4 +1,4 @@
-"""cpx.resolver: cached DNS answers, and builds that never wait long for them."""
+"""cpx.sources.resolver: cached DNS answers, and builds that never wait long for them."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import asyncio
 import threading
 import time
 
+from cpx.cli.serve import rebuild_on_late_dns_answers
 from cpx.config import Config
 from cpx.events import EventHandler
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
-from cpx.resolver import PENDING, Resolver
-from cpx.serve import rebuild_on_late_dns_answers
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.resolver import PENDING, Resolver
 
 
 class Clock:
@@ -99,14 +99,14 @@ def test_a_bounded_number_of_names_is_kept() -> None:
 
 
 async def test_cpx_serve_rebuilds_when_a_late_answer_arrives() -> None:
-    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load([]), Config())
     handler = EventHandler(pipeline, on_snapshot=lambda snapshot: None)
     task = asyncio.create_task(handler.run())
     try:
         rebuild_on_late_dns_answers(pipeline, handler)
         callback = pipeline.source.external_names.resolver.on_late_answer
         assert callback is not None
-        # Called on a resolver thread, as cpx.resolver does.
+        # Called on a resolver thread, as cpx.sources.resolver does.
         thread = threading.Thread(target=callback)
         thread.start()
         thread.join()

@@ -22,7 +22,7 @@ from envoy.extensions.internal_redirect.safe_cross_scheme.v3 import (
 from envoy.type.v3 import percent_pb2 as percent
 from google.protobuf import json_format
 
-import cpx.xds.routes as routes_module
+import cpx.xds.caches.routes as routes_module
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
@@ -54,9 +54,9 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
 )
 from cpx.xds import resource
-from cpx.xds.envoy_filters import COOKIE_REWRITE_LUA
+from cpx.xds.caches.routes import RouteCache
+from cpx.xds.envoy.filters import COOKIE_REWRITE_LUA
 from cpx.xds.naming import cluster_name
-from cpx.xds.routes import RouteCache
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")

@@ -8,8 +8,8 @@ from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, ServicePort
 from cpx.xds import resource
+from cpx.xds.caches.secrets import SecretCache, envoy_secret
 from cpx.xds.naming import secret_name
-from cpx.xds.secrets import SecretCache, envoy_secret
 
 HTTPS = "ingress_https"
 SERVING = Secret(namespace="default", name="tls", cert_pem=b"CERT", key_pem=b"KEY")

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
-from cpx.externalname import ExternalNamePolicy, points_to_localhost
-from cpx.resolver import Resolver
-from cpx.servicecluster import ServicePortError, lookup_service_port, service_port
-from cpx.source import SourceCache
+from cpx.dag.services import ServicePortError, lookup_service_port, service_port
+from cpx.sources.cache import SourceCache
+from cpx.sources.externalname import ExternalNamePolicy, points_to_localhost
+from cpx.sources.resolver import Resolver
 
 
 def service(

@@ -7,13 +7,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cpx.admission import admit
 from cpx.config import Config
 from cpx.events import Event, Op
 from cpx.objects import KubeObject, ObjectKey
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
-from cpx.standalone import StandaloneSource
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.admission import admit
+from cpx.sources.standalone import StandaloneSource
 
 
 def _service(port: int) -> dict[str, Any]:
@@ -27,7 +27,7 @@ def _service(port: int) -> dict[str, Any]:
 
 def test_an_edit_that_keeps_the_resource_version_still_applies() -> None:
     """Manifests copied from `kubectl get -o yaml` carry a resourceVersion that never changes."""
-    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load([]), Config())
     first = admit(pipeline, Path("s.yaml"), [_service(80)])
     assert first.unknown == first.refused == []
     assert first.accepted[0]["metadata"] == {"name": "s", "namespace": "default"}
@@ -38,7 +38,7 @@ def test_an_edit_that_keeps_the_resource_version_still_applies() -> None:
 
 
 def test_unknown_kinds_are_reported_with_file_and_document() -> None:
-    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load([]), Config())
     odd = {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"}}
     admission = admit(pipeline, Path("g.yaml"), [_service(80), odd])
     assert len(admission.accepted) == 1
@@ -70,7 +70,7 @@ class _Recorder:
 async def _watching(paths: list[Path]) -> tuple[_Recorder, asyncio.Task[None]]:
     recorder = _Recorder()
     handler: Any = recorder
-    source = StandaloneSource(paths, Pipeline.create(PluginHost.load([]), Config()))
+    source = StandaloneSource(paths, SnapshotHandler.create(PluginHost.load([]), Config()))
     task = asyncio.create_task(source.run(handler))
     await asyncio.sleep(0.3)  # the initial load, and the watch started
     return recorder, task
@@ -121,11 +121,11 @@ async def test_folders_moved_in_and_out_are_loaded_and_removed(tmp_path: Path) -
 
 
 def test_unknown_kind_errors_name_the_document_in_the_file(tmp_path: Path) -> None:
-    from cpx.manifests import parse_file
+    from cpx.sources.manifests import parse_file
 
     f = tmp_path / "g.yaml"
     f.write_text("# header\n---\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\n")
-    pipeline = Pipeline.create(PluginHost.load([]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load([]), Config())
     positions: list[int] = []
     objects, _ = parse_file(f, positions)
     errors = admit(pipeline, f, objects, positions).unknown
@@ -151,7 +151,7 @@ class _Sink:
 
 
 def _loaded(tmp_path: Path) -> tuple[StandaloneSource, _Sink]:
-    return StandaloneSource([tmp_path], Pipeline.create(PluginHost.load([]), Config())), _Sink()
+    return StandaloneSource([tmp_path], SnapshotHandler.create(PluginHost.load([]), Config())), _Sink()
 
 
 def _port(obj: KubeObject) -> int:
@@ -232,7 +232,7 @@ def test_names_and_namespaces_follow_kubernetes_rules(tmp_path: Path) -> None:
 
 
 def test_an_object_in_two_files_is_a_conflict_on_it_with_a_stable_winner(tmp_path: Path, caplog: Any) -> None:
-    caplog.set_level(logging.INFO, "cpx.manifests")
+    caplog.set_level(logging.INFO, "cpx.sources.manifests")
     a, b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     b.write_text(SERVICE_PORT % ("web", 82))
     a.write_text(SERVICE_PORT % ("web", 81))

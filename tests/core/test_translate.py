@@ -11,9 +11,9 @@ import yaml
 from click.testing import CliRunner, Result
 
 from cpx.cli import cli
+from cpx.cli.translate import REDACTED
 from cpx.testing.cpxproc import backend, ingress, write_manifest
 from cpx.testing.harness import make_tls_secret
-from cpx.translate import REDACTED
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 XDS_KEYS = {"listeners", "routes", "clusters", "endpoints", "secrets"}

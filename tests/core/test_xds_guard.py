@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from cpx.xds.guard import (
+from cpx.xds.resource import CLUSTER, RUNTIME
+from cpx.xds.server.guard import (
     UNKNOWN_TYPE,
     LogLimiter,
     PeerStreams,
@@ -13,7 +14,6 @@ from cpx.xds.guard import (
     suppressed_note,
     type_label,
 )
-from cpx.xds.resource import CLUSTER, RUNTIME
 
 
 def test_unknown_type_urls_share_one_label() -> None:

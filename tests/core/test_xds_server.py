@@ -29,9 +29,8 @@ from envoy.service.endpoint.v3 import eds_pb2_grpc
 from envoy.service.listener.v3 import lds_pb2_grpc
 from google.protobuf import any_pb2, duration_pb2
 
-from cpx.xds import wire
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
-from cpx.xds.server import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer
+from cpx.xds.server.ads import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer, wire
 
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 QUIET = 0.3  # how long "nothing arrives" is watched

@@ -1,4 +1,5 @@
-"""cpx.xds.validate: PGV rules read from descriptors, Envoy's semantic rules, and the real Envoy's verdict.
+"""cpx.xds.constraints.validate: PGV rules read from descriptors, Envoy's semantic rules, and the
+real Envoy's verdict.
 
 Every PGV rule kind is tried on small messages built at run time (a descriptor whose field carries
 the rule, added to the default pool), since Envoy's protos use only some of them; the issue's rows
@@ -31,8 +32,8 @@ from google.protobuf import (
 from google.protobuf.message import Message
 from validate import validate_pb2
 
-from cpx.xds import pgv
-from cpx.xds.validate import Checker, Violation, violations
+from cpx.xds.constraints import pgv
+from cpx.xds.constraints.validate import Checker, Violation, violations
 
 _FIELD = descriptor_pb2.FieldDescriptorProto
 _TYPES = {
@@ -430,7 +431,7 @@ def test_fast_header_patterns_agree_with_re2(pattern: str) -> None:
 
 def _route(**fields: Any) -> Any:
     from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, ServicePort
-    from cpx.xds.envoy_route import build_route
+    from cpx.xds.envoy.route import build_route
 
     fields.setdefault("path", PathMatch(kind=PathKind.PREFIX, value="/"))
     if not any(k in fields for k in ("direct_response", "redirect")):
@@ -451,7 +452,7 @@ def _health_checked_cluster(**health: Any) -> Any:
     from envoy.config.cluster.v3 import cluster_pb2
 
     from cpx.dag.nodes import HealthCheck, UpstreamProtocol
-    from cpx.xds.clusters import health_check
+    from cpx.xds.caches.clusters import health_check
 
     health.setdefault("path", "/healthz")
     out = _static_cluster("hc", "127.0.0.1")
@@ -463,7 +464,7 @@ def _health_checked_cluster(**health: Any) -> Any:
 def _static_cluster(name: str, *addresses: str, dns: bool = False) -> Any:
     from envoy.config.cluster.v3 import cluster_pb2
 
-    from cpx.xds.endpoints import cluster_load_assignment
+    from cpx.xds.caches.endpoints import cluster_load_assignment
 
     cluster = cluster_pb2.Cluster(
         name=name, type=cluster_pb2.Cluster.STRICT_DNS if dns else cluster_pb2.Cluster.STATIC
@@ -494,7 +495,7 @@ def _keypair(
 
 def _secret(cert_pem: bytes, key_pem: bytes) -> Any:
     from cpx.dag.nodes import Secret
-    from cpx.xds.secrets import envoy_secret
+    from cpx.xds.caches.secrets import envoy_secret
 
     return envoy_secret(Secret(namespace="default", name="tls", cert_pem=cert_pem, key_pem=key_pem))
 
@@ -885,7 +886,7 @@ def _listener(*routes: Any, config: Any = None) -> Any:
     from envoy.config.listener.v3 import listener_pb2
     from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2
 
-    from cpx.xds.envoy_listener import HTTPSettings, http_connection_manager, listener_head
+    from cpx.xds.envoy.listener import HTTPSettings, http_connection_manager, listener_head
 
     manager = http_connection_manager_pb2.HttpConnectionManager()
     manager_filter = http_connection_manager("r", "http", HTTPSettings())
@@ -903,7 +904,7 @@ def _listener(*routes: Any, config: Any = None) -> Any:
 def _sni_listener(*names: list[str]) -> Any:
     """A TLS-inspecting listener with one TCP-proxy filter chain per list of SNI names."""
     from cpx.dag.nodes import Cluster, ServicePort, TCPProxy
-    from cpx.xds.envoy_listener import filter_chain, listener_head, tcp_proxy_filter
+    from cpx.xds.envoy.listener import filter_chain, listener_head, tcp_proxy_filter
 
     proxy = tcp_proxy_filter(
         "tcp", TCPProxy(clusters=(Cluster(upstream=ServicePort(namespace="d", name="c", port=1)),))
@@ -923,7 +924,7 @@ def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
     from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
     from cpx.dag.nodes import Secret, TLSParams
-    from cpx.xds.envoy_listener import HTTPSettings, downstream_tls, listener_head
+    from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, listener_head
 
     client_ca = Secret(namespace="default", name="ca", ca_pem=client_ca_pem) if client_ca_pem else None
     secret = Secret(namespace="default", name="tls")
@@ -946,7 +947,7 @@ def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
 def _bootstrap(kind: str, resource: Any) -> bytes:
     from envoy.config.bootstrap.v3 import bootstrap_pb2
 
-    from cpx.bootstrap import RE2_RUNTIME
+    from cpx.cli.bootstrap import RE2_RUNTIME
 
     bootstrap = bootstrap_pb2.Bootstrap()
     layer = bootstrap.layered_runtime.layers.add(name="static")
@@ -1009,7 +1010,6 @@ def test_checker_flags_exactly_what_envoy_refuses(tmp_path: Path) -> None:
 
 def test_everything_cpx_generates_passes() -> None:
     """The checker invents nothing: a DAG using every feature translates into clean resources."""
-    from cpx import certgen
     from cpx.config import Config
     from cpx.dag.dag import DAG, Protocol
     from cpx.dag.nodes import (
@@ -1045,10 +1045,11 @@ def test_everything_cpx_generates_passes() -> None:
         UpstreamProtocol,
         UpstreamValidation,
     )
-    from cpx.xds.clusters import ClusterCache
-    from cpx.xds.listeners import ListenerCache
-    from cpx.xds.routes import RouteCache
-    from cpx.xds.secrets import SecretCache
+    from cpx.ops import certgen
+    from cpx.xds.caches.clusters import ClusterCache
+    from cpx.xds.caches.listeners import ListenerCache
+    from cpx.xds.caches.routes import RouteCache
+    from cpx.xds.caches.secrets import SecretCache
 
     ca = certgen.new_ca()
     pair = certgen.issue(ca, "example.com", dns_names=["example.com", "*.wild.com"])
@@ -1158,7 +1159,7 @@ def test_deep_nesting_is_a_violation_not_a_crash() -> None:
 
 def test_serialised_resources() -> None:
     from cpx.xds import resource
-    from cpx.xds.validate import resource_violations
+    from cpx.xds.constraints.validate import resource_violations
 
     bad = _route_configuration(["a.example.com"], ["A.example.com"])
     assert [v.rule for v in resource_violations(resource.ROUTE, bad.SerializeToString())] == [

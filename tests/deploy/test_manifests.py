@@ -31,11 +31,11 @@ import yaml
 from click.testing import CliRunner
 from cryptography import x509
 
-from cpx import certgen
-from cpx.bootstrap import XDS_SERVER_SAN
 from cpx.cli import cli
-from cpx.kube.leader import LEASE
+from cpx.cli.bootstrap import XDS_SERVER_SAN
+from cpx.ops import certgen
 from cpx.plugins import PluginHost
+from cpx.status.leader import LEASE
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -43,9 +43,9 @@ NAMESPACE = "projectcontour"
 CLUSTER_SCOPED = {"Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding"}
 WORKLOADS = {"Deployment", "DaemonSet", "Job"}
 READ = {"get", "list", "watch"}
-# cpx.kube.status GETs the object (a read above) and merge-PATCHes its status subresource.
+# cpx.status.updater GETs the object (a read above) and merge-PATCHes its status subresource.
 STATUS_WRITE = {"patch", "update"}
-# cpx.kube.leader GETs, creates (POST) and renews (merge PATCH) its Lease.
+# cpx.status.leader GETs, creates (POST) and renews (merge PATCH) its Lease.
 LEASE_VERBS = {"create", "get", "patch", "update"}
 
 

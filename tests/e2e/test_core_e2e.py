@@ -18,7 +18,7 @@ from typing import Any
 import attrs
 import pytest
 
-from cpx import certgen
+from cpx.ops import certgen
 from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, ingress, service, write_manifest
 from cpx.testing.harness import (
     EchoServer,

@@ -32,7 +32,7 @@ from cpx.testing.fuzz import run_case
 from cpx.xds.resource import Snapshot
 
 BatchChecker = Callable[[list[Snapshot]], list[str | None]]
-DEFAULT_CHECKER = "cpx.envoycheck"
+DEFAULT_CHECKER = "cpx.xds.constraints.envoycheck"
 SHOWN_CHARS = 3000
 
 

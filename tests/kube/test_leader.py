@@ -17,12 +17,12 @@ import kmock
 import pytest
 
 from cpx.config import Config
-from cpx.kube.leader import LEASE, LeaderElector, micro_time
-from cpx.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
-from cpx.kube.status import StatusWritingOptions, start_status_writing
-from cpx.metrics import Metrics
-from cpx.pipeline import Pipeline
+from cpx.ops.metrics import Metrics
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
+from cpx.sources.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
+from cpx.status.leader import LEASE, LeaderElector, micro_time
+from cpx.status.updater import StatusWritingOptions, start_status_writing
 from cpx.testing.kubeversions import VersionedKubernetesEmulator, api_client_for
 
 pytestmark = pytest.mark.kmock(cls=VersionedKubernetesEmulator)
@@ -193,7 +193,7 @@ async def test_two_replicas_one_lease_only_the_leader_writes_status(kmock: kmock
     )
     replicas = []
     for name in ("one", "two"):
-        pipeline = Pipeline.create(PluginHost.load(["httpproxy"]), Config())
+        pipeline = SnapshotHandler.create(PluginHost.load(["httpproxy"]), Config())
         for obj in (service, _proxy("p1"), _proxy("p2")):
             pipeline.upsert(obj)
         pipeline.rebuild()

@@ -17,14 +17,14 @@ import pytest
 
 from cpx import objects as k8s
 from cpx.config import Config
-from cpx.kube.lbstatus import ServiceLoadBalancerWatcher
-from cpx.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
-from cpx.kube.status import StatusUpdater, merge_patch
-from cpx.metrics import Metrics
 from cpx.objects import GroupVersionKind, ObjectKey
-from cpx.pipeline import ObjectStatus, Pipeline
+from cpx.ops.metrics import Metrics
 from cpx.plugins import PluginHost
 from cpx.records import StatusWriterSpec
+from cpx.snapshot import ObjectStatus, SnapshotHandler
+from cpx.sources.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
+from cpx.status.envoyservice import ServiceLoadBalancerWatcher
+from cpx.status.updater import StatusUpdater, merge_patch
 from cpx.testing.kubeversions import VersionedKubernetesEmulator, api_client_for
 
 pytestmark = pytest.mark.kmock(cls=VersionedKubernetesEmulator)
@@ -107,8 +107,10 @@ async def settle(updater: StatusUpdater) -> None:
     await asyncio.wait_for(updater.idle(), 10)
 
 
-def pipeline_with(*objs: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> Pipeline:
-    pipeline = Pipeline.create(PluginHost.load(["ingress", "httpproxy"]), Config(options=dict(options or {})))
+def pipeline_with(*objs: Mapping[str, Any], options: Mapping[str, Any] | None = None) -> SnapshotHandler:
+    pipeline = SnapshotHandler.create(
+        PluginHost.load(["ingress", "httpproxy"]), Config(options=dict(options or {}))
+    )
     for obj in objs:
         pipeline.upsert(dict(obj))
     pipeline.rebuild()

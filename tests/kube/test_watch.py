@@ -21,9 +21,9 @@ from kubernetes import client
 from cpx import objects as k8s
 from cpx.builtin.plugin import SECRET_FIELD_SELECTOR
 from cpx.cli import cli
-from cpx.kube.watch import KubeSource, MissingKindError, field_selector_matches, slim
 from cpx.objects import ObjectKey
 from cpx.records import WatchSpec
+from cpx.sources.kube.watch import KubeSource, MissingKindError, field_selector_matches, slim
 from cpx.testing.kubeapi import fix_kmock_paths
 
 SERVICES = WatchSpec(gvk=k8s.SERVICE)
@@ -136,8 +136,8 @@ async def test_nothing_is_built_before_every_kind_is_listed(kmock: Any) -> None:
     from cpx.builtin import plugin as core_plugin
     from cpx.config import Config
     from cpx.events import EventHandler
-    from cpx.pipeline import Pipeline
     from cpx.plugins import PluginHost
+    from cpx.snapshot import SnapshotHandler
 
     kmock.resources["v1/services"] = {}
     kmock.objects["v1/services", "default", "a"] = service("a")
@@ -148,7 +148,7 @@ async def test_nothing_is_built_before_every_kind_is_listed(kmock: Any) -> None:
         return {"metadata": {"resourceVersion": "1"}, "items": []}
 
     kmock["list", kmock.resource("v1/secrets")] << slow_secrets
-    pipeline = Pipeline.create(PluginHost.from_modules([("core", core_plugin)]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.from_modules([("core", core_plugin)]), Config())
     handler = EventHandler(pipeline, on_snapshot=lambda snapshot: None, holdoff_delay=0.01)
     handler_task = asyncio.create_task(handler.run())
     source = KubeSource(api_client(kmock), [SERVICES, SECRETS])
@@ -272,7 +272,7 @@ async def test_missing_crd_is_reported_once_then_picked_up(
     kmock.resources["v1/services"] = {}
     recorder = Recorder()
     source = KubeSource(api_client(kmock), [("core", SERVICES), ("widgets", WIDGETS)], missing_recheck=0.05)
-    with caplog.at_level(logging.DEBUG, logger="cpx.kube"):
+    with caplog.at_level(logging.DEBUG, logger="cpx.sources.kube"):
         async with running(source, recorder):
             # The gate opens: a kind that is not served counts as listed (and empty).
             await recorder.wait(lambda: len(recorder.synced_sources) == 2)
@@ -306,12 +306,12 @@ async def test_unreachable_api_server_retries_quietly(caplog: pytest.LogCaptureF
     configuration.retries = False
     recorder = Recorder()
     source = KubeSource(client.ApiClient(configuration), [SERVICES], backoff_base=0.01, backoff_cap=0.02)
-    with caplog.at_level(logging.WARNING, logger="cpx.kube"):
+    with caplog.at_level(logging.WARNING, logger="cpx.sources.kube"):
         async with running(source, recorder):
             await asyncio.sleep(0.3)
     assert recorder.pending_sources == {"kube:Service"}  # never synced: nothing is built
     assert not recorder.events
-    warnings = [r for r in caplog.records if r.name == "cpx.kube"]
+    warnings = [r for r in caplog.records if r.name == "cpx.sources.kube"]
     assert len(warnings) == 1 and "retrying with backoff" in warnings[0].getMessage()
 
 
@@ -347,7 +347,7 @@ def test_serve_modes_are_exclusive(tmp_path: Any, args: list[str], error: str) -
 
 def test_api_client_from_kubeconfig(tmp_path: Any) -> None:
     from cpx.errors import ConfigError
-    from cpx.kube.client import new_api_client
+    from cpx.sources.kube.client import new_api_client
     from cpx.testing.kubeapi import KubeAPI
 
     api = KubeAPI()

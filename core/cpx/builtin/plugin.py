@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from cpx import externalname, ingressclass, lbstatus
 from cpx import objects as k8s
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
@@ -19,13 +18,15 @@ from cpx.errors import ConfigError
 from cpx.hookspecs import hookimpl
 from cpx.objects import ObjectKey
 from cpx.records import OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
-from cpx.source import SourceCache
+from cpx.sources import externalname, ingressclass
+from cpx.sources.cache import SourceCache
+from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
-from cpx.xds.clusters import ClusterCache
-from cpx.xds.endpoints import EndpointCache
-from cpx.xds.listeners import ListenerCache
-from cpx.xds.routes import RouteCache
-from cpx.xds.secrets import SecretCache
+from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.endpoints import EndpointCache
+from cpx.xds.caches.listeners import ListenerCache
+from cpx.xds.caches.routes import RouteCache
+from cpx.xds.caches.secrets import SecretCache
 
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
@@ -62,7 +63,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     # Shared by every plugin whose kinds honour ingress classes (Contour's one flag for all kinds).
     yield ingressclass.CLASS_OPTION
     yield lbstatus.STATUS_ADDRESS_OPTION
-    # Enforced by the core for every kind (cpx.servicecluster), as Contour's one setting is.
+    # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield externalname.ENABLE_OPTION
 
 

@@ -10,7 +10,7 @@ import attrs
 from cpx.dag.dag import DAG
 from cpx.errors import PluginError
 from cpx.records import Processor, ProcessorSpec
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
 
 
 def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:

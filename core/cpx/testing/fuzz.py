@@ -12,12 +12,12 @@ from pathlib import Path
 
 import yaml
 
-from cpx import manifests
-from cpx.admission import admit
 from cpx.config import Config
 from cpx.objects import KubeObject
-from cpx.pipeline import Pipeline, UnknownKindError
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler, UnknownKindError
+from cpx.sources import manifests
+from cpx.sources.admission import admit
 from cpx.xds.resource import Snapshot
 
 SOURCE = Path("fuzz.yaml")  # only named in error messages
@@ -28,7 +28,7 @@ def loadable(obj: KubeObject) -> bool:
     return manifests._check_document(obj) is None  # the loader's own gate
 
 
-def ingest(pipeline: Pipeline, objects: Sequence[KubeObject]) -> list[KubeObject]:
+def ingest(pipeline: SnapshotHandler, objects: Sequence[KubeObject]) -> list[KubeObject]:
     """Upsert the loadable objects of known kinds (schema-checked, as standalone mode does);
     returns the objects that went in."""
     kept: list[KubeObject] = []
@@ -49,7 +49,7 @@ def run_case(host: PluginHost, objects: Sequence[KubeObject], config: Config | N
     """Build from ``objects`` (which the pipeline keeps, and may edit), then again after deleting
     half of them and adding the first back; returns the snapshots published.  Statuses are computed and
     serialised as the status file does."""
-    pipeline = Pipeline.create(host, config or Config())
+    pipeline = SnapshotHandler.create(host, config or Config())
     kept = ingest(pipeline, objects)
     snapshots = [_build(pipeline)]
     for obj in kept[::2]:
@@ -60,7 +60,7 @@ def run_case(host: PluginHost, objects: Sequence[KubeObject], config: Config | N
     return snapshots
 
 
-def _build(pipeline: Pipeline) -> Snapshot:
+def _build(pipeline: SnapshotHandler) -> Snapshot:
     snapshot = pipeline.rebuild()
     statuses = {str(key): status.to_dict() for key, status in pipeline.changed_statuses().items() if status}
     yaml.safe_dump(json.loads(json.dumps(statuses)))

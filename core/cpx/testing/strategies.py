@@ -394,7 +394,7 @@ def _tls_data(bits: int) -> dict[str, str]:
     # cryptography only when a Secret is drawn.
     from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415
 
-    from cpx import certgen  # noqa: PLC0415
+    from cpx.ops import certgen  # noqa: PLC0415
     from cpx.testing.tls import issue_cert, self_signed  # noqa: PLC0415
 
     hosts = ("a.example.com", "*.wild.example.com")

@@ -23,7 +23,7 @@ from typing import Any
 import attrs
 import yaml
 
-from cpx import certgen
+from cpx.ops import certgen
 from cpx.testing.backends import EchoServer
 from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
 from cpx.testing.envoy import EnvoyProcess
@@ -184,7 +184,7 @@ def tenant_stack(
 ) -> Iterator[TenantStack]:
     """A started :class:`TenantStack` in ``workdir``, its backend already served.
 
-    ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to :func:`cpx.bootstrap.bootstrap_config`
+    ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to :func:`cpx.cli.bootstrap.bootstrap_config`
     (e.g. ``admin_port`` for the read-only admin listener), ``envoy_runtime`` into Envoy's static
     runtime layer; ``mtls`` serves xDS over mutual TLS (certificates from ``cpx certgen``)."""
     manifests = workdir / "manifests"

@@ -51,7 +51,7 @@ class Resource:
         """Serialise once.  An envoy-data-plane (betterproto2) message from a plugin is converted
         to xds-protos here, at the boundary, and never travels further."""
         if not isinstance(message, Message):
-            from cpx.interop import to_xds  # noqa: PLC0415 (only plugins using betterproto need it)
+            from cpx.xds.interop import to_xds  # noqa: PLC0415 (only plugins using betterproto need it)
 
             message = to_xds(message)
         body = message.SerializeToString(deterministic=True)

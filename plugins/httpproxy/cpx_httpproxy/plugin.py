@@ -10,17 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import (
-    OptionSpec,
-    Phase,
-    ProcessorSpec,
-    StatusWriterSpec,
-    WatchSpec,
-    hookimpl,
-    ingressclass,
-    lbstatus,
-)
+from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
 from cpx.config import Config
+from cpx.sources import ingressclass
+from cpx.status import loadbalancer as lbstatus
 
 from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTPPROXY

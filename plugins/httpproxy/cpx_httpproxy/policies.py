@@ -34,7 +34,7 @@ from cpx.dag.nodes import (
     SlowStart,
     TimeoutPolicy,
 )
-from cpx.xds.semantic import MAX_ENVOY_DURATION_SECONDS
+from cpx.xds.constraints.semantic import MAX_ENVOY_DURATION_SECONDS
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import (

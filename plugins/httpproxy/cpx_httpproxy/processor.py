@@ -24,14 +24,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx import blame, lbstatus
+from cpx import blame
 from cpx.config import Config
 from cpx.dag.dag import DAG, SecureVirtualHost
 from cpx.dag.nodes import DirectResponse, PathKind, Route, Secret, TCPProxy
 from cpx.errors import ConfigError
 from cpx.objects import ObjectKey
-from cpx.source import DelegationNotPermittedError, SourceCache
-from cpx.tlsutil import SecretError
+from cpx.sources.cache import DelegationNotPermittedError, SourceCache
+from cpx.sources.secrets import SecretError
+from cpx.status import loadbalancer as lbstatus
 
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild

@@ -33,9 +33,9 @@ from cpx.dag.nodes import (
     TCPProxy,
     TimeoutPolicy,
 )
+from cpx.dag.services import ServicePortError
 from cpx.objects import ObjectKey
-from cpx.servicecluster import ServicePortError
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
 
 from cpx_httpproxy import model, policies
 from cpx_httpproxy.headers import (

@@ -8,10 +8,10 @@ from __future__ import annotations
 import attrs
 from cpx.config import Config
 from cpx.dag.nodes import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
+from cpx.dag.services import lookup_service_port
 from cpx.objects import ObjectKey
-from cpx.servicecluster import lookup_service_port
-from cpx.source import DelegationNotPermittedError, SourceCache
-from cpx.tlsutil import SecretError
+from cpx.sources.cache import DelegationNotPermittedError, SourceCache
+from cpx.sources.secrets import SecretError
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import quote

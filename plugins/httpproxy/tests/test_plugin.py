@@ -6,10 +6,10 @@ import importlib.metadata
 from typing import Any
 
 import pytest
-from cpx import ingressclass as classes
 from cpx.builtin import plugin as core
 from cpx.config import Config
 from cpx.plugins import GROUP, PluginHost
+from cpx.sources import ingressclass as classes
 
 import cpx_httpproxy.plugin
 from cpx_httpproxy import schema, status

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from cpx import ingressclass as classes
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -31,7 +30,8 @@ from cpx.dag.nodes import (
 )
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
-from cpx.source import SecretPolicy, SourceCache, same_namespace_only
+from cpx.sources import ingressclass as classes
+from cpx.sources.cache import SecretPolicy, SourceCache, same_namespace_only
 from cpx.testing.tls import make_tls_secret
 
 from cpx_httpproxy import status

@@ -17,8 +17,8 @@ from cpx.cli import cli
 from cpx.config import Config
 from cpx.errors import ConfigError
 from cpx.objects import KubeObject
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
 from cpx.testing.tls import make_tls_secret
 
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -119,7 +119,7 @@ def test_bad_option_values_are_refused(options: dict[str, Any], message: str) ->
         host.configure(Config(options=options))
     assert str(err.value) == message
     with pytest.raises(ConfigError):
-        Pipeline.create(host, Config(options=options))
+        SnapshotHandler.create(host, Config(options=options))
 
 
 def test_good_option_values_are_accepted() -> None:
@@ -140,7 +140,7 @@ def test_good_option_values_are_accepted() -> None:
 
 
 def test_an_httpproxy_route_replaces_an_ingress_route_with_the_same_match() -> None:
-    pipeline = Pipeline.create(PluginHost.load(["ingress", "httpproxy"]), Config())
+    pipeline = SnapshotHandler.create(PluginHost.load(["ingress", "httpproxy"]), Config())
     for obj in (
         service("from-ingress"),
         service("from-proxy"),
@@ -262,7 +262,7 @@ def _root(fqdn: str) -> KubeObject:
 def test_status_is_stable_across_rebuilds_and_carries_the_load_balancer_address() -> None:
     """Objects from files carry no status: the last one computed keeps lastTransitionTime stable."""
     config = Config(options={"ingress_status_address": "192.0.2.7"})
-    pipeline = Pipeline.create(PluginHost.load(["httpproxy"]), config)
+    pipeline = SnapshotHandler.create(PluginHost.load(["httpproxy"]), config)
     for obj in (service("web"), _root("a.example.com")):
         pipeline.upsert(obj)
     pipeline.rebuild()

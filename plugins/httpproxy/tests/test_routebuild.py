@@ -29,10 +29,10 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
     UpstreamProtocol,
 )
-from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
-from cpx.resolver import Resolver
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
+from cpx.sources.externalname import ExternalNamePolicy
+from cpx.sources.resolver import Resolver
 from cpx.testing.tls import default_ca
 
 from cpx_httpproxy import model

@@ -22,10 +22,10 @@ from cpx.dag.nodes import (
     TCPProxy,
     UpstreamProtocol,
 )
-from cpx.externalname import ExternalNamePolicy
 from cpx.objects import ObjectKey
-from cpx.resolver import Resolver
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
+from cpx.sources.externalname import ExternalNamePolicy
+from cpx.sources.resolver import Resolver
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import DurationError, parse_go_duration, parse_max_age, parse_timeout

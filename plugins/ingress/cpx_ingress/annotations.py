@@ -15,7 +15,7 @@ import attrs
 
 from cpx.dag.dag import Note
 from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
-from cpx.xds.semantic import MAX_ENVOY_DURATION_SECONDS
+from cpx.xds.constraints.semantic import MAX_ENVOY_DURATION_SECONDS
 from cpx_ingress.kinds import annotations_of
 
 FORCE_SSL_REDIRECT = "ingress.kubernetes.io/force-ssl-redirect"

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl, ingressclass, lbstatus
+from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
+from cpx.sources import ingressclass
+from cpx.status import loadbalancer as lbstatus
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor

@@ -22,10 +22,10 @@ from cpx import blame
 from cpx.config import Config
 from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
+from cpx.dag.services import ServicePortError, lookup_service_port
 from cpx.objects import ObjectKey
-from cpx.servicecluster import ServicePortError, lookup_service_port
-from cpx.source import Key4, SourceCache
-from cpx.tlsutil import SecretError
+from cpx.sources.cache import Key4, SourceCache
+from cpx.sources.secrets import SecretError
 from cpx_ingress import status
 from cpx_ingress.annotations import IngressAnnotations, unsupported_annotations
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS

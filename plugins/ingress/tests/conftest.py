@@ -11,14 +11,14 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from cpx import ingressclass as classes
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
-from cpx.source import SecretPolicy, SourceCache, same_namespace_only
+from cpx.sources import ingressclass as classes
+from cpx.sources.cache import SecretPolicy, SourceCache, same_namespace_only
 from cpx.testing.tls import self_signed
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cpx.config import Config
-from cpx.ingressclass import accepts, class_names, matches
+from cpx.sources.ingressclass import accepts, class_names, matches
 from cpx_ingress.kinds import HTTP_LISTENER
 
 PC, K8S = "projectcontour.io/ingress.class", "kubernetes.io/ingress.class"

@@ -21,11 +21,11 @@ from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
-from cpx.externalname import ExternalNamePolicy
 from cpx.isolation import ObjectFault
 from cpx.objects import KubeObject, ObjectKey
-from cpx.resolver import Resolver
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
+from cpx.sources.externalname import ExternalNamePolicy
+from cpx.sources.resolver import Resolver
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor

@@ -1,6 +1,6 @@
 """Property test of incremental translation through the whole pipeline.
 
-A long-lived :class:`~cpx.pipeline.Pipeline` is driven as the event handler drives it (upsert or
+A long-lived :class:`~cpx.snapshot.SnapshotHandler` is driven as the event handler drives it (upsert or
 delete, rebuild only when something relevant changed, the EDS fast path for EndpointSlice-only
 batches) through random sequences of Ingress, Service, Secret and EndpointSlice changes over a
 small universe of names.  After every batch its snapshot (Envoy JSON and per-type versions) and
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from cpx.config import Config
 from cpx.objects import KubeObject, ObjectKey
-from cpx.pipeline import Pipeline
 from cpx.plugins import PluginHost
+from cpx.snapshot import SnapshotHandler
 from cpx.testing.tls import make_ca_secret, make_tls_secret
 
 NAMESPACES = ("a", "b", "c")
@@ -218,21 +218,21 @@ _HOST: PluginHost | None = None
 
 
 def host() -> PluginHost:
-    global _HOST  # noqa: PLW0603 (loading entry points is the slow part of Pipeline.create)
+    global _HOST  # noqa: PLW0603 (loading entry points is the slow part of SnapshotHandler.create)
     if _HOST is None:
         _HOST = PluginHost.load(["ingress"])
     return _HOST
 
 
-def fresh(objects: dict[ObjectKey, KubeObject]) -> Pipeline:
-    pipeline = Pipeline.create(host(), Config(options=OPTIONS))
+def fresh(objects: dict[ObjectKey, KubeObject]) -> SnapshotHandler:
+    pipeline = SnapshotHandler.create(host(), Config(options=OPTIONS))
     for obj in objects.values():
         pipeline.upsert(copy.deepcopy(obj), validate=True)
     pipeline.rebuild()
     return pipeline
 
 
-def observe(pipeline: Pipeline) -> dict[str, Any]:
+def observe(pipeline: SnapshotHandler) -> dict[str, Any]:
     assert pipeline.snapshot is not None
     return {
         "versions": {url: snap.version for url, snap in sorted(pipeline.snapshot.types.items())},
@@ -245,7 +245,7 @@ class Driver:
     """One long-lived pipeline fed as the event handler feeds it, and the objects it should hold."""
 
     def __init__(self) -> None:
-        self.pipeline = Pipeline.create(host(), Config(options=OPTIONS))
+        self.pipeline = SnapshotHandler.create(host(), Config(options=OPTIONS))
         self.objects: dict[ObjectKey, KubeObject] = {}
         self.versions = itertools.count(1)
         self.dirty = False

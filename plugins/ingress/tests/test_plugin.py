@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 import cpx_ingress.plugin
-from cpx import ingressclass as classes
 from cpx.builtin import plugin as core
+from cpx.cli.translate import translate
 from cpx.config import Config
 from cpx.errors import ConfigError
 from cpx.plugins import GROUP, PluginHost
 from cpx.records import Phase
-from cpx.translate import translate
+from cpx.sources import ingressclass as classes
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS
 from cpx_ingress.processor import IngressProcessor

@@ -10,7 +10,7 @@ import pytest
 from cpx.dag.dag import DAG, Note, SecureVirtualHost
 from cpx.dag.nodes import Route, TLSParams
 from cpx.objects import ObjectKey
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 
 KEY = ObjectKey("networking.k8s.io", "Ingress", "default", "web")

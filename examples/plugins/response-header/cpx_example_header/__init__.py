@@ -10,7 +10,7 @@ from cpx import OptionSpec, Phase, ProcessorSpec, hookimpl
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeaderValue
-from cpx.source import SourceCache
+from cpx.sources.cache import SourceCache
 
 
 class ResponseHeaderProcessor:

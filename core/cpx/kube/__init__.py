@@ -1,8 +1,0 @@
-"""Kubernetes mode: the API client and the list/watch source that feeds the event handler."""
-
-from __future__ import annotations
-
-from cpx.kube.client import new_api_client
-from cpx.kube.watch import KubeSource, MissingKindError, parse_namespaces
-
-__all__ = ["KubeSource", "MissingKindError", "new_api_client", "parse_namespaces"]

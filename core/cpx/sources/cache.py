@@ -1,0 +1,365 @@
+"""The source cache: every accepted Kubernetes object, keyed by kind and namespaced name.
+
+It knows four kinds itself (Service, EndpointSlice, Secret, Namespace); every other kind is
+whatever the plugins' :class:`~cpx.records.WatchSpec` records declare.  ``insert`` and ``remove``
+answer whether the change needs a DAG rebuild, which is how the event handler skips irrelevant
+churn (Contour's ``KubernetesCache.Insert``, without its closed switch over kinds).
+
+Incremental consumers (memoising processors, the EDS cache) need to know *what* changed: every
+real change bumps a global :attr:`SourceCache.revision` and is logged, so :meth:`changes_since`
+and :meth:`endpoint_changes_since` answer "which objects / which Services' endpoints changed
+after revision R" (None when the bounded log no longer reaches back that far: recompute all).
+:meth:`recording` collects the keys a piece of code looked up, i.e. what its result depends on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import builtins
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from cpx import objects as k8s
+from cpx.dag.nodes import Secret
+from cpx.objects import KubeObject, ObjectKey
+from cpx.records import WatchSpec
+from cpx.sources.externalname import ExternalNamePolicy
+from cpx.sources.secrets import SecretError, validate_ca_secret, validate_tls_secret
+
+SecretPolicy = Callable[[str, str, ObjectKey, "SourceCache"], bool]
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+def same_namespace_only(
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+) -> bool:
+    return secret_namespace == referrer.namespace
+
+
+class NotFoundError(LookupError):
+    """A referenced object is not in the source cache."""
+
+
+class DelegationNotPermittedError(SecretError):
+    """A Secret in another namespace that the secret-access policy does not let the referrer use.
+
+    Contour reports this case under its own reasons (``DelegationNotPermitted``,
+    ``CACertificateNotDelegated``), so callers can tell it from an invalid or missing Secret.
+    """
+
+
+# (group, kind, namespace, name): how the change log and lookup recordings name an object.
+Key4 = tuple[str, str, str, str]
+T = TypeVar("T")
+# Log entries kept before the oldest half is dropped (consumers that far behind recompute all).
+CHANGE_LOG_LIMIT = 1 << 17
+
+
+class _ChangeLog(Generic[T]):
+    """Items tagged with increasing revisions; ``since(r)`` lists those after ``r``, or None."""
+
+    def __init__(self, limit: int = CHANGE_LOG_LIMIT) -> None:
+        self._revisions: list[int] = []
+        self._items: list[T] = []
+        self._floor = 0  # every entry at or below this revision may have been dropped
+        self._limit = limit
+
+    def append(self, revision: int, item: T) -> None:
+        self._revisions.append(revision)
+        self._items.append(item)
+        if len(self._items) > self._limit:
+            cut = len(self._items) // 2
+            self._floor = self._revisions[cut - 1]
+            del self._revisions[:cut], self._items[:cut]
+
+    def since(self, revision: int) -> list[T] | None:
+        if revision < self._floor:
+            return None
+        return self._items[bisect.bisect_right(self._revisions, revision) :]
+
+
+@attrs.define(eq=False)
+class Lookups:
+    """What some code read from the source cache while :meth:`SourceCache.recording` was active.
+
+    ``keys`` are the (group, kind, namespace, name) of every object looked up, found or not;
+    ``volatile`` says the result also depends on something the change log cannot pinpoint (a
+    cross-namespace secret-access decision, a listing), so it must be recomputed on every build.
+    """
+
+    keys: set[Key4] = attrs.field(factory=set)
+    volatile: bool = False
+
+
+def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Contour's IsObjectEqual, simplified: same resourceVersion, or same content that matters."""
+    old_meta, new_meta = k8s.meta(old), k8s.meta(new)
+    rv = new_meta.get("resourceVersion")
+    if rv and rv == old_meta.get("resourceVersion"):
+        return True
+    return (
+        old.get("spec") == new.get("spec")
+        and old.get("data") == new.get("data")
+        and old.get("endpoints") == new.get("endpoints")
+        and old.get("ports") == new.get("ports")
+        and old.get("type") == new.get("type")
+        and old_meta.get("annotations") == new_meta.get("annotations")
+        and old_meta.get("labels") == new_meta.get("labels")
+        and old_meta.get("generation") == new_meta.get("generation")
+    )
+
+
+def service_of_slice(obj: Mapping[str, Any]) -> str | None:
+    """The Service an EndpointSlice belongs to; None for a slice without one (or a malformed label,
+    which only an unchecked source can deliver: indexing must not fail on it)."""
+    labels = k8s.meta(obj).get("labels")
+    service = labels.get(SERVICE_NAME_LABEL) if isinstance(labels, Mapping) else None
+    return service if isinstance(service, str) else None
+
+
+@attrs.define(eq=False)
+class SourceCache:
+    watches: Mapping[tuple[str, str], WatchSpec] = attrs.field(factory=dict)
+    secret_policy: SecretPolicy = same_namespace_only
+    # Whether ExternalName Services may be used (the core's option; refused by default).
+    external_names: ExternalNamePolicy = attrs.field(factory=ExternalNamePolicy)
+    # (group, kind) -> {(namespace, name): object}
+    _objects: dict[tuple[str, str], dict[tuple[str, str], KubeObject]] = attrs.field(factory=dict)
+    # EndpointSlices grouped by the (namespace, service) they belong to.
+    _slices: dict[tuple[str, str], dict[str, KubeObject]] = attrs.field(factory=dict)
+    # Validated Secrets, memoised until the Secret changes (Contour does the same).
+    _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
+    _ca_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
+    # What the last DAG build referenced: only changes to these Services/Secrets trigger a rebuild.
+    referenced_services: set[tuple[str, str]] = attrs.field(factory=set)
+    referenced_secrets: set[tuple[str, str]] = attrs.field(factory=set)
+    # Bumped on every real change; per-object and per-Service-endpoints revisions and logs.
+    revision: int = 0
+    _revisions: dict[Key4, int] = attrs.field(factory=dict)
+    _slice_revisions: dict[tuple[str, str], int] = attrs.field(factory=dict)
+    _log: _ChangeLog[Key4] = attrs.field(factory=_ChangeLog)
+    _slice_log: _ChangeLog[tuple[str, str]] = attrs.field(factory=_ChangeLog)
+    _recorder: Lookups | None = None
+
+    # -- writing -------------------------------------------------------------------------------
+    def insert(self, obj: KubeObject, key: ObjectKey | None = None) -> bool:
+        """Add or replace an object; returns whether a DAG rebuild is needed."""
+        key = key if key is not None else ObjectKey.of(obj)
+        spec = self.watches.get(key.group_kind)
+        store = self._objects.setdefault(key.group_kind, {})
+        old = store.get((key.namespace, key.name))
+        if old is not None and _unchanged(old, obj):
+            return False
+        store[(key.namespace, key.name)] = obj
+        self._changed(key, present=True)
+        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+            if old is not None:
+                self._unindex_slice(old)
+            self._index_slice(obj)
+            return False  # the EDS fast path handles endpoints without a rebuild
+        if key.group_kind == k8s.SECRET.group_kind:
+            self._secret_results.pop((key.namespace, key.name), None)
+            self._ca_results.pop((key.namespace, key.name), None)
+            return (key.namespace, key.name) in self.referenced_secrets
+        if key.group_kind == k8s.SERVICE.group_kind:
+            return (key.namespace, key.name) in self.referenced_services
+        if spec is not None and spec.triggers_rebuild is not None:
+            return spec.triggers_rebuild(obj, self)
+        return True
+
+    def remove(self, obj: Mapping[str, Any]) -> bool:
+        """Remove an object; returns whether a DAG rebuild is needed."""
+        key = ObjectKey.of(obj)
+        store = self._objects.get(key.group_kind, {})
+        old = store.pop((key.namespace, key.name), None)
+        if old is None:
+            return False
+        self._changed(key, present=False)
+        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+            self._unindex_slice(old)
+            return False
+        if key.group_kind == k8s.SECRET.group_kind:
+            self._secret_results.pop((key.namespace, key.name), None)
+            self._ca_results.pop((key.namespace, key.name), None)
+            return (key.namespace, key.name) in self.referenced_secrets
+        if key.group_kind == k8s.SERVICE.group_kind:
+            return (key.namespace, key.name) in self.referenced_services
+        return True
+
+    def _changed(self, key: ObjectKey, *, present: bool) -> None:
+        self.revision += 1
+        key4 = (key.group, key.kind, key.namespace, key.name)
+        # Absent objects have revision 0, so that churn of names does not grow the table.
+        if present:
+            self._revisions[key4] = self.revision
+        else:
+            self._revisions.pop(key4, None)
+        self._log.append(self.revision, key4)
+
+    def _index_slice(self, obj: Mapping[str, Any]) -> None:
+        service = service_of_slice(obj)
+        if service:
+            bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
+            bucket[k8s.name_of(obj)] = dict(obj)
+            self._slices_changed((k8s.namespace_of(obj), service))
+
+    def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
+        service = service_of_slice(obj)
+        bucket = self._slices.get((k8s.namespace_of(obj), service or ""))
+        if bucket is not None:
+            bucket.pop(k8s.name_of(obj), None)
+            if not bucket:
+                del self._slices[(k8s.namespace_of(obj), service or "")]
+            self._slices_changed((k8s.namespace_of(obj), service or ""))
+
+    def _slices_changed(self, service: tuple[str, str]) -> None:
+        if service in self._slices:
+            self._slice_revisions[service] = self.revision
+        else:
+            self._slice_revisions.pop(service, None)
+        self._slice_log.append(self.revision, service)
+
+    # -- what changed ----------------------------------------------------------------------------
+    def object_revision(self, key: ObjectKey) -> int:
+        """The source revision of the object's last insert (0: not in the cache)."""
+        return self._revisions.get((key.group, key.kind, key.namespace, key.name), 0)
+
+    def endpoints_revision(self, namespace: str, service: str) -> int:
+        """The source revision of the last change to this Service's EndpointSlices (0: none)."""
+        return self._slice_revisions.get((namespace, service), 0)
+
+    def changes_since(self, revision: int) -> list[Key4] | None:
+        """(group, kind, namespace, name) of every object inserted or removed after ``revision``,
+        in order (repeats possible); None when the log was trimmed past it."""
+        return self._log.since(revision)
+
+    def endpoint_changes_since(self, revision: int) -> list[tuple[str, str]] | None:
+        """(namespace, service) whose EndpointSlices changed after ``revision``; None: unknown."""
+        return self._slice_log.since(revision)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[Lookups]:
+        """Collect what the code in the ``with`` block looks up (nested recordings also count
+        for the enclosing one)."""
+        outer, rec = self._recorder, Lookups()
+        self._recorder = rec
+        try:
+            yield rec
+        finally:
+            self._recorder = outer
+            if outer is not None:
+                outer.keys |= rec.keys
+                outer.volatile = outer.volatile or rec.volatile
+
+    def _record(self, group: str, kind: str, namespace: str, name: str) -> None:
+        if self._recorder is not None:
+            self._recorder.keys.add((group, kind, namespace, name))
+
+    def _record_volatile(self) -> None:
+        if self._recorder is not None:
+            self._recorder.volatile = True
+
+    def record_volatile(self) -> None:
+        """The code being recorded depends on something outside the cache (e.g. a DNS answer)."""
+        self._record_volatile()
+
+    # -- reading -------------------------------------------------------------------------------
+    def get(self, key: ObjectKey) -> KubeObject | None:
+        if self._recorder is not None:
+            self._record(key.group, key.kind, key.namespace, key.name)
+        return self._objects.get(key.group_kind, {}).get((key.namespace, key.name))
+
+    def list(self, gvk: k8s.GroupVersionKind) -> Iterator[KubeObject]:
+        """Objects of one kind, in (namespace, name) order so builds are deterministic."""
+        self._record_volatile()
+        store = self._objects.get(gvk.group_kind, {})
+        for key in sorted(store):
+            yield store[key]
+
+    def count(self, gvk: k8s.GroupVersionKind) -> int:
+        return len(self._objects.get(gvk.group_kind, {}))
+
+    def kinds(self) -> Iterator[tuple[str, str]]:
+        return iter(sorted(self._objects))
+
+    def all_objects(self) -> Iterator[KubeObject]:
+        for kind in sorted(self._objects):
+            store = self._objects[kind]
+            for key in sorted(store):
+                yield store[key]
+
+    def lookup_service(self, namespace: str, name: str) -> KubeObject:
+        """The Service, or NotFoundError; records the reference so its changes trigger rebuilds."""
+        self.referenced_services.add((namespace, name))
+        if self._recorder is not None:
+            self._record("", "Service", namespace, name)
+        obj = self._objects.get(k8s.SERVICE.group_kind, {}).get((namespace, name))
+        if obj is None:
+            raise NotFoundError(f'service "{namespace}/{name}" not found')
+        return obj
+
+    def lookup_namespace(self, name: str) -> KubeObject | None:
+        self._record("", "Namespace", "", name)
+        return self._objects.get(k8s.NAMESPACE.group_kind, {}).get(("", name))
+
+    def endpoint_slices(self, namespace: str, service: str) -> builtins.list[KubeObject]:
+        self._record_volatile()  # a DAG processor reading endpoints: not tracked per object
+        bucket = self._slices.get((namespace, service), {})
+        return [bucket[name] for name in sorted(bucket)]
+
+    def lookup_tls_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated TLS Secret, or SecretError saying why it cannot be used.
+
+        Cross-namespace references go through the secret-access policy (the
+        ``cpx_secret_access_permitted`` hook): by default only the referrer's namespace is allowed;
+        a refusal is a :class:`DelegationNotPermittedError`.
+        """
+        return self._lookup_secret(namespace, name, referrer, self._secret_results, validate_tls_secret)
+
+    def lookup_ca_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated CA Secret (a PEM bundle under ``ca.crt``), or SecretError saying why not.
+
+        The same access rules as :meth:`lookup_tls_secret` (Contour's ``LookupCASecret``).
+        """
+        return self._lookup_secret(namespace, name, referrer, self._ca_results, validate_ca_secret)
+
+    def _lookup_secret(
+        self,
+        namespace: str,
+        name: str,
+        referrer: ObjectKey,
+        results: dict[tuple[str, str], Secret | SecretError],
+        validate: Callable[[KubeObject], Secret],
+    ) -> Secret:
+        self.referenced_secrets.add((namespace, name))
+        self._record("", "Secret", namespace, name)
+        if namespace != referrer.namespace:
+            # The access policy may depend on objects (delegations) that are not recorded here.
+            self._record_volatile()
+        if namespace != referrer.namespace and not self.secret_policy(namespace, name, referrer, self):
+            raise DelegationNotPermittedError(
+                f"Secret {namespace}/{name} is in another namespace and no delegation permits "
+                f"{referrer.kind} {referrer.namespace}/{referrer.name} to use it"
+            )
+        result = results.get((namespace, name))
+        if result is None:
+            obj = self._objects.get(k8s.SECRET.group_kind, {}).get((namespace, name))
+            if obj is None:
+                result = SecretError(f"Secret {namespace}/{name} not found")
+            else:
+                try:
+                    result = validate(obj)
+                except SecretError as err:
+                    result = err
+            results[(namespace, name)] = result
+        if isinstance(result, SecretError):
+            raise result
+        return result
+
+    def begin_build(self) -> None:
+        """Forget what the last build referenced; the next build records its own references."""
+        self.referenced_services = set()
+        self.referenced_secrets = set()

@@ -1,0 +1,77 @@
+"""``status.loadBalancer`` from ``--ingress-status-address``, shared by every kind that reports it.
+
+Contour writes the Envoy Service's load-balancer address (or this flag) into Ingress and HTTPProxy
+status alike, so the core owns the option and its parsing.  The flag's address is put in the
+computed status by the plugins' processors; the Envoy Service's reaches the kinds whose
+``StatusWriterSpec.load_balancer`` is one of :func:`service_load_balancer` /
+:func:`ingress_load_balancer` (see :mod:`cpx.status.envoyservice`).
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cpx.records import OptionSpec
+
+STATUS_ADDRESS_OPTION = OptionSpec(
+    name="ingress_status_address",
+    help="Address(es) to write to status.loadBalancer of Ingress and HTTPProxy objects "
+    "(IP or host name, comma-separated).",
+)
+
+# A DNS name, loosely: what a load balancer hostname can look like.
+_HOSTNAME = re.compile(r"(?i)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\.?")
+
+
+def parse_status_addresses(value: str | Iterable[str] | None) -> list[dict[str, str]]:
+    """``status.loadBalancer.ingress`` entries: an IP address → ``ip``, anything else → ``hostname``.
+
+    Values are comma-separated (Contour's parseStatusFlag); raises ValueError for an entry that is
+    neither an IP address nor a host name.
+    """
+    if value is None:
+        return []
+    values = [value] if isinstance(value, str) else list(value)
+    entries: list[dict[str, str]] = []
+    for item in (part.strip() for v in values for part in str(v).split(",")):
+        if not item:
+            continue
+        try:
+            ipaddress.ip_address(item)
+        except ValueError:
+            if not _HOSTNAME.fullmatch(item) or len(item) > 253:
+                raise ValueError(f"{item!r} is neither an IP address nor a host name") from None
+            entries.append({"hostname": item})
+        else:
+            entries.append({"ip": item})
+    return entries
+
+
+def load_balancer_status(value: str | Iterable[str] | None) -> dict[str, Any] | None:
+    """The ``status`` every accepted object gets, or None when no address is configured."""
+    entries = parse_status_addresses(value)
+    if not entries:
+        return None
+    return {"loadBalancer": {"ingress": entries}}
+
+
+def service_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+    """``StatusWriterSpec.load_balancer`` for kinds whose ``status.loadBalancer`` is a core/v1
+    LoadBalancerStatus (HTTPProxy): the Envoy Service's, as it is."""
+    return {"loadBalancer": copy.deepcopy(dict(service_lb))}
+
+
+def ingress_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+    """``StatusWriterSpec.load_balancer`` for networking/v1 IngressLoadBalancerStatus: the same
+    entries without the fields only core/v1 has (``ipMode``), as Contour's coreToNetworkingLBStatus."""
+    entries = []
+    for entry in service_lb.get("ingress") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        out = {k: copy.deepcopy(entry[k]) for k in ("ip", "hostname", "ports") if k in entry}
+        entries.append(out)
+    return {"loadBalancer": {"ingress": entries} if entries else {}}

@@ -1,0 +1,316 @@
+"""The LDS cache: one Envoy listener per DAG listener (Contour's ``internal/xdscache/v3/listener.go``).
+
+- A listener with plain virtual hosts gets one filter chain: an HTTP connection manager whose
+  routes come from RDS (``ingress_http``).
+- A listener with secure virtual hosts inspects TLS and gets one filter chain per virtual host,
+  selected by SNI, each with its own connection manager (RDS ``https/<fqdn>``) whose first filter
+  answers 421 to requests for another host; TLS passthrough and TCP-proxy virtual hosts get a
+  tcp_proxy chain instead, and virtual hosts with a fallback certificate share one chain without
+  SNI match (RDS ``ingress_fallbackcert``).
+- A plain TCP listener (Gateway TCPRoute) gets one tcp_proxy chain.
+
+Each filter chain is memoised by the frozen values it is built from, and each listener is
+assembled from cached serialised chains, so 10k secure virtual hosts are not rebuilt on every change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import attrs
+from envoy.config.listener.v3 import listener_components_pb2 as listener_components
+from envoy.config.listener.v3 import listener_pb2 as listener_v3
+
+from cpx.config import Config
+from cpx.dag.dag import DAG, Listener, SecureVirtualHost
+from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.isolation import Fault
+from cpx.objects import ObjectKey
+from cpx.xds import resource
+from cpx.xds.caches.routes import fallback_route_config_name
+from cpx.xds.constraints.notes import violation_note
+from cpx.xds.constraints.validate import resource_violations, violations
+from cpx.xds.envoy.common import embedded
+from cpx.xds.envoy.listener import (
+    FALLBACK_CHAIN,
+    HTTPSettings,
+    downstream_tls,
+    filter_chain,
+    http_connection_manager,
+    listener_filters,
+    listener_head,
+    misdirected_request_filter,
+    tcp_proxy_filter,
+)
+from cpx.xds.resource import Resource, content_version
+
+_FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _SecureChain:
+    """Everything one SNI filter chain is built from: the memo key of its serialised bytes."""
+
+    stat_prefix: str
+    fqdn: str
+    route_config: str
+    secret: Secret | None
+    tls: TLSParams
+    tcp_proxy: TCPProxy | None
+    client_validation: Secret | None
+
+    @classmethod
+    def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
+        return cls(
+            stat_prefix=listener.name,
+            fqdn=vhost.name,
+            route_config=listener.secure_route_config_name(vhost.name),
+            # Passthrough: no TLS termination, so no certificate even if one is attached.
+            secret=None if vhost.passthrough else vhost.secret,
+            tls=vhost.tls,
+            tcp_proxy=vhost.tcp_proxy,
+            client_validation=vhost.client_validation,
+        )
+
+    def sort_key(self) -> tuple[bool, str]:
+        # Contour's filterChainSorter: SNI chains by name; a chain without server names goes last.
+        return (self.fqdn == "*", self.fqdn)
+
+    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+        alpn: tuple[str, ...] = ()
+        if self.tcp_proxy is not None:
+            # No ALPN for TCP proxying: the backend's ServerHello decides the protocol.
+            filters = [tcp_proxy_filter(self.stat_prefix, self.tcp_proxy)]
+        else:
+            # The connection manager keeps the listener's stat prefix (dashboards rely on it).
+            first = [] if self.fqdn == "*" else [misdirected_request_filter(self.fqdn)]
+            filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, first)]
+            alpn = self.tls.alpn
+        socket = None
+        if self.secret is not None:
+            socket = downstream_tls(self.secret, self.tls, settings, alpn, self.client_validation)
+        # "*" has no SNI to match on: such a chain takes any TLS connection (Contour's FilterChainTLS).
+        if self.fqdn == "*":
+            return filter_chain(filters, transport_protocol="tls", transport_socket=socket)
+        return filter_chain(filters, server_names=[self.fqdn], transport_socket=socket)
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _FallbackChain:
+    stat_prefix: str
+    route_config: str
+    secret: Secret
+    client_validation: Secret | None
+
+    def sort_key(self) -> tuple[bool, str]:
+        return (True, "")
+
+    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+        # No 421 filter: this chain serves every virtual host with a fallback certificate.
+        manager = http_connection_manager(self.route_config, self.stat_prefix, settings)
+        # Contour uses only the configured minimum TLS version for the fallback certificate.
+        socket = downstream_tls(self.secret, TLSParams(), settings, TLSParams().alpn, self.client_validation)
+        return filter_chain([manager], transport_protocol="tls", transport_socket=socket, name=FALLBACK_CHAIN)
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _HTTPChain:
+    stat_prefix: str
+    route_config: str
+    # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
+    raw_only: bool = False
+
+    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+        manager = http_connection_manager(self.route_config, self.stat_prefix, settings)
+        return filter_chain([manager], transport_protocol="raw_buffer" if self.raw_only else "")
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _TCPChain:
+    stat_prefix: str
+    proxy: TCPProxy
+
+    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+        return filter_chain([tcp_proxy_filter(self.stat_prefix, self.proxy)])
+
+
+_Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
+
+
+class ListenerCache:
+    """A :class:`~cpx.records.CheckingCache`: each new filter chain is checked as it is built, and
+    the rules across chains (overlapping matches, ...) on a skeleton of their matches."""
+
+    type_url = resource.LISTENER
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.settings = HTTPSettings.from_config(config)
+        self._resources: dict[str, Resource] = {}
+        # Per chain: its Listener.filter_chains entry, and the entry of its name and match only.
+        self._chains: dict[_Chain, tuple[bytes, bytes]] = {}
+        self._skeletons: dict[str, tuple[_Chain, ...]] = {}
+        self._faults: list[Fault] = []
+
+    def contents(self) -> Mapping[str, Resource]:
+        return self._resources
+
+    def faults(self) -> list[Fault]:
+        """Filter chains of the last DAG that Envoy would reject (left out of their listener)."""
+        return self._faults
+
+    def on_change(self, dag: DAG) -> None:
+        previous, self._chains, self._faults = self._chains, {}, []
+        resources, skeletons = {}, {}
+        for name in sorted(dag.listeners):
+            listener = dag.listeners[name]
+            chains = _chains(listener)
+            if not chains:
+                continue  # Envoy refuses a listener without filter chains
+            body, kept = self._assemble(listener, chains, previous)
+            skeletons[name] = kept
+            before = self._skeletons.get(name)
+            if before != kept and not self._check_skeleton(listener, kept, before):
+                skeletons.pop(name)  # checked again next time
+            old = self._resources.get(name)
+            resources[name] = old if old is not None and old.body == body else self._resource(name, body)
+        self._resources, self._skeletons = resources, skeletons
+
+    def _resource(self, name: str, body: bytes) -> Resource:
+        return Resource(name, self.type_url, body, content_version(body))
+
+    def _assemble(
+        self, listener: Listener, chains: list[_Chain], previous: dict[_Chain, tuple[bytes, bytes]]
+    ) -> tuple[bytes, tuple[_Chain, ...]]:
+        """Listener bytes in field order: name and address, the chains, then the listener
+        filters; and the chains kept (a new chain Envoy would reject is left out, as a fault)."""
+        parts = [self._head(listener)]
+        kept: list[_Chain] = []
+        for chain in chains:
+            # Cached as a complete Listener.filter_chains field, ready to concatenate.
+            entries = self._chains.get(chain) or previous.get(chain)
+            if entries is None:
+                message = chain.build(self.settings)
+                problems = violations(message)
+                if problems:
+                    note = violation_note(
+                        f"filter chain {_chain_name(chain)!r} of listener {listener.name!r}",
+                        problems,
+                        "Listener",
+                    )
+                    self._faults.append(Fault(note=note, origins=_chain_origins(listener, chain)))
+                    continue
+                match = listener_components.FilterChain(
+                    name=message.name, filter_chain_match=message.filter_chain_match
+                )
+                entries = (
+                    embedded(_FILTER_CHAINS_FIELD, message.SerializeToString(deterministic=True)),
+                    embedded(_FILTER_CHAINS_FIELD, match.SerializeToString(deterministic=True)),
+                )
+            self._chains[chain] = entries
+            parts.append(entries[0])
+            kept.append(chain)
+        parts.append(self._tail(listener))
+        return b"".join(parts), tuple(kept)
+
+    @staticmethod
+    def _head(listener: Listener) -> bytes:
+        head = listener_head(listener.name, listener.address, listener.port)
+        data: bytes = head.SerializeToString(deterministic=True)
+        return data
+
+    @staticmethod
+    def _tail(listener: Listener) -> bytes:
+        tls = bool(listener.secure_virtual_hosts)
+        tail = listener_v3.Listener(listener_filters=listener_filters(tls, listener.use_proxy_protocol))
+        data: bytes = tail.SerializeToString(deterministic=True)
+        return data
+
+    def _check_skeleton(
+        self, listener: Listener, kept: tuple[_Chain, ...], before: tuple[_Chain, ...] | None
+    ) -> bool:
+        """The listener's own fields and the rules across its chains, on their matches only.
+
+        After the first time, only new chains and those they could clash with (the same server
+        name in any case, chains without one) go into the skeleton: a new TLS host costs the same
+        among 10 or 10k.
+        """
+        if before is not None:
+            new = {_chain_name(c).lower() for c in set(kept) - set(before)}
+            kept = tuple(c for c in kept if not isinstance(c, _SecureChain) or c.fqdn.lower() in new | {"*"})
+        body = b"".join((self._head(listener), *(self._chains[c][1] for c in kept), self._tail(listener)))
+        problems = resource_violations(self.type_url, body)
+        if not problems:
+            return True
+        named = {int(i) for v in problems for i in _CHAIN_INDEX.findall(v.path)[:1]}
+        origins: frozenset[ObjectKey] = frozenset()
+        for i in named:
+            origins |= _chain_origins(listener, kept[i])
+        note = violation_note(f"listener {listener.name!r}", problems, "Listener")
+        self._faults.append(Fault(note=note, origins=origins))
+        return False
+
+
+_CHAIN_INDEX = re.compile(r"^filter_chains\[(\d+)\]")
+
+
+def _chain_name(chain: _Chain) -> str:
+    return chain.fqdn if isinstance(chain, _SecureChain) else chain.stat_prefix
+
+
+def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
+    """The objects a chain came from: its virtual host's routes and TLS Secrets."""
+    if not isinstance(chain, _SecureChain):
+        return frozenset()
+    vhost = listener.secure_virtual_hosts.get(chain.fqdn)
+    if vhost is None:
+        return frozenset()
+    found = {r.origin for r in vhost.routes.values() if r.origin is not None}
+    for secret in (vhost.secret, vhost.fallback_certificate, vhost.client_validation):
+        if secret is not None:
+            found.add(ObjectKey("", "Secret", secret.namespace, secret.name))
+    return frozenset(found)
+
+
+def _chains(listener: Listener) -> list[_Chain]:
+    chains: list[_Chain] = []
+    secure = [_SecureChain.of(listener, v) for v in listener.secure_virtual_hosts.values() if _servable(v)]
+    if listener.virtual_hosts:
+        chains.append(
+            _HTTPChain(
+                stat_prefix=listener.name,
+                route_config=listener.http_route_config_name(),
+                raw_only=bool(secure),
+            )
+        )
+    secure.sort(key=_SecureChain.sort_key)
+    tls_chains: list[_SecureChain | _FallbackChain] = list(secure)
+    fallback = _fallback_chain(listener)
+    if fallback is not None:
+        tls_chains.append(fallback)
+    chains.extend(tls_chains)
+    if listener.tcp_proxy is not None and not chains:
+        chains.append(_TCPChain(stat_prefix=listener.name, proxy=listener.tcp_proxy))
+    return chains
+
+
+def _servable(vhost: SecureVirtualHost) -> bool:
+    """Prune normally drops the others; a chain without TLS must at least proxy TCP."""
+    if vhost.tcp_proxy is not None:
+        return vhost.passthrough or vhost.secret is not None
+    return vhost.secret is not None and bool(vhost.routes)
+
+
+def _fallback_chain(listener: Listener) -> _FallbackChain | None:
+    """One chain for all virtual hosts with a fallback certificate (first by name supplies it)."""
+    for name in sorted(listener.secure_virtual_hosts):
+        vhost = listener.secure_virtual_hosts[name]
+        if vhost.fallback_certificate is not None and vhost.tcp_proxy is None and _servable(vhost):
+            return _FallbackChain(
+                stat_prefix=listener.name,
+                route_config=fallback_route_config_name(listener),
+                secret=vhost.fallback_certificate,
+                client_validation=vhost.client_validation,
+            )
+    return None

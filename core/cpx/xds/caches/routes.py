@@ -1,0 +1,300 @@
+"""The RDS cache: one RouteConfiguration per HTTP listener and per secure virtual host.
+
+Names follow Contour (``internal/xdscache/v3/route.go``): ``ingress_http`` for all plain-HTTP
+virtual hosts, ``https/<fqdn>`` for each secure one (its own HTTP connection manager, see
+:mod:`cpx.xds.caches.listeners`) and ``ingress_fallbackcert`` for the virtual hosts reachable through the
+fallback certificate.  Gateway listeners use ``<listener>`` and ``<listener>/<fqdn>``.
+
+Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
+``VirtualHost`` together with the set of routes it came from and the serialised ``Route`` of each:
+an unchanged route set reuses the bytes as they are, a changed one is re-sorted and re-assembled
+translating only the routes not seen before.  The virtual-host-wide policies (CORS, rate limit, IP
+filter) are part of the memo: when only they change, the routes' bytes are reused as they are.
+A RouteConfiguration is the concatenation of cached bytes (see
+:func:`cpx.xds.envoy.common.embedded`), and one whose bytes did not change keeps its Resource
+object.  Only what the latest DAG uses stays memoised.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from operator import attrgetter, itemgetter
+
+import attrs
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_components_pb2 as route_components
+from envoy.config.route.v3 import route_pb2 as route_v3
+
+from cpx.config import Config
+from cpx.dag.dag import DAG, Listener, VirtualHost
+from cpx.dag.nodes import CORSPolicy, IPFilter, LocalRateLimit, PathKind, PathMatch, Route
+from cpx.dag.sorting import route_key
+from cpx.isolation import Fault
+from cpx.xds import resource
+from cpx.xds.constraints.notes import violation_note
+from cpx.xds.constraints.validate import violations
+from cpx.xds.envoy.common import embedded
+from cpx.xds.envoy.route import (
+    build_route,
+    virtual_host_head,
+    virtual_host_tail,
+    wildcard_authority_match,
+)
+from cpx.xds.resource import Resource, content_version
+
+# Contour's names in static (non-Gateway) mode.
+HTTP_ROUTE_CONFIG = "ingress_http"
+FALLBACK_ROUTE_CONFIG = "ingress_fallbackcert"
+
+_VIRTUAL_HOSTS_FIELD = 2  # RouteConfiguration.virtual_hosts
+_ROUTES_FIELD = 3  # VirtualHost.routes
+
+VHostKey = tuple[str, str, bool]  # listener, fqdn, secure
+# A virtual host's own policies: what its entry depends on besides its name and routes.
+VHostPolicies = tuple[CORSPolicy | None, LocalRateLimit | None, IPFilter | None]
+# A route's Contour sort key and its ready-to-concatenate VirtualHost.routes entry.
+_Piece = tuple[tuple[object, ...], bytes]
+
+
+@attrs.frozen(eq=False)
+class _Translated:
+    """A virtual host's encoded RouteConfiguration entry and, per route, its sort key and entry."""
+
+    # A copy of the vhost's routes as translated: comparing it with the next build's dict is
+    # mostly identity checks in C, since unchanged routes are the very same objects.
+    routes: dict[str, Route]
+    policies: VHostPolicies
+    entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
+    pieces: dict[Route, _Piece]
+
+
+def fallback_route_config_name(listener: Listener) -> str:
+    if listener.route_config_prefix:
+        return f"{listener.route_config_prefix}/fallbackcert"
+    return FALLBACK_ROUTE_CONFIG
+
+
+def _route_config_tail() -> bytes:
+    # Contour stamps every request with its arrival time (for upstream queueing metrics).
+    tail = route_v3.RouteConfiguration(
+        request_headers_to_add=[
+            core_base.HeaderValueOption(
+                header=core_base.HeaderValue(key="x-request-start", value="t=%START_TIME(%s.%3f)%"),
+                append_action=core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD,
+            )
+        ]
+    )
+    data: bytes = tail.SerializeToString(deterministic=True)
+    return data
+
+
+class RouteCache:
+    """A :class:`~cpx.records.CheckingCache`: each new route and virtual host is checked against
+    Envoy's rules as it is translated (unchanged ones are memoised), never whole configurations."""
+
+    type_url = resource.ROUTE
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._resources: dict[str, Resource] = {}
+        self._vhosts: dict[VHostKey, _Translated] = {}
+        self._faults: list[Fault] = []
+        # Per RouteConfiguration, the virtual host names last checked together (_check_skeletons).
+        self._skeletons: dict[str, tuple[str, ...]] = {}
+        # Per RouteConfiguration, the entries its body was joined from (to skip re-joining).
+        self._entries: dict[str, list[bytes]] = {}
+        self._tail = _route_config_tail()
+
+    def contents(self) -> Mapping[str, Resource]:
+        return self._resources
+
+    def faults(self) -> list[Fault]:
+        """Routes and virtual hosts of the last DAG that Envoy would reject (left out of it)."""
+        return self._faults
+
+    def on_change(self, dag: DAG) -> None:
+        builder = _Build(self._vhosts)
+        self._faults = builder.faults
+        configs: dict[str, list[bytes]] = {}
+        # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
+        # waits for a route table that does not exist.
+        if not any(listener.route_config_prefix for listener in dag.listeners.values()):
+            configs[HTTP_ROUTE_CONFIG] = []
+        members: dict[str, list[VirtualHost]] = {}
+        for name in sorted(dag.listeners):
+            self._add_listener(dag.listeners[name], builder, configs, members)
+        self._check_skeletons(members)
+        # Only what this build used stays memoised: memory follows the DAG, not its history.
+        self._vhosts = builder.current
+        resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
+        self._entries = configs
+        # Same contents: hand out the same mapping, which observers can compare by identity.
+        if resources != self._resources:
+            self._resources = resources
+
+    def _add_listener(
+        self,
+        listener: Listener,
+        builder: _Build,
+        configs: dict[str, list[bytes]],
+        members: dict[str, list[VirtualHost]],
+    ) -> None:
+        if listener.virtual_hosts:
+            name = listener.http_route_config_name()
+            configs.setdefault(name, []).extend(builder.plain_vhosts(listener))
+            members.setdefault(name, []).extend(_by_name(listener.virtual_hosts.values()))
+        for fqdn in sorted(listener.secure_virtual_hosts):
+            vhost = listener.secure_virtual_hosts[fqdn]
+            if vhost.tcp_proxy is not None or not vhost.routes:
+                continue
+            entry = builder.vhost(listener, vhost, secure=True)
+            configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
+            if vhost.fallback_certificate is not None:
+                configs.setdefault(fallback_route_config_name(listener), []).append(entry)
+                members.setdefault(fallback_route_config_name(listener), []).append(vhost)
+
+    def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
+        """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
+        checked on a skeleton of names and domains whenever the set of virtual hosts changes.
+
+        Only the new virtual hosts and those they could clash with (same name in any case,
+        ``*``) go into the skeleton, so a new host costs the same among 10 or 10k.
+        """
+        skeletons: dict[str, tuple[str, ...]] = {}
+        for name, vhosts in members.items():
+            fqdns = tuple(v.name for v in vhosts)
+            skeletons[name] = fqdns
+            before = self._skeletons.get(name)
+            if before == fqdns:
+                continue
+            if before is None:
+                chosen = list(vhosts)
+            else:
+                new = {f.lower() for f in set(fqdns) - set(before)} | {"*"}
+                chosen = [v for v in vhosts if v.name.lower() in new]
+            skeleton = route_v3.RouteConfiguration(
+                name=name, virtual_hosts=[virtual_host_head(v.name) for v in chosen]
+            )
+            problems = violations(skeleton)
+            if problems:
+                # Suspects: everything in the virtual hosts named (narrowed to what changed later).
+                named = {int(i) for v in problems for i in _VHOST_INDEX.findall(v.path)[:1]}
+                origins = frozenset(
+                    r.origin for i in named for r in chosen[i].routes.values() if r.origin is not None
+                )
+                note = violation_note(f"RouteConfiguration {name!r}", problems)
+                self._faults.append(Fault(note=note, origins=origins))
+                skeletons.pop(name)  # checked again next time
+        self._skeletons = skeletons
+
+    def _resource(self, name: str, vhosts: list[bytes]) -> Resource:
+        previous = self._resources.get(name)
+        if previous is not None and self._entries.get(name) == vhosts:
+            return previous  # the same entries (mostly the same bytes objects): the same body
+        head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
+        body = b"".join((head, *vhosts, self._tail))
+        if previous is not None and previous.body == body:
+            return previous
+        return Resource(name, self.type_url, body, content_version(body))
+
+
+def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
+    """Virtual hosts in a RouteConfiguration sort by name (Contour's virtualHostSorter)."""
+    return sorted(vhosts, key=_NAME)
+
+
+_NAME = attrgetter("name")
+_VHOST_INDEX = re.compile(r"^virtual_hosts\[(\d+)\]")
+# Stands in for the routes of a virtual host translated with faults: equal to no Route.
+_NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
+
+
+class _Build:
+    """One on_change: reads the previous memo table and fills a new one with what it uses."""
+
+    def __init__(self, previous: dict[VHostKey, _Translated]) -> None:
+        self.previous = previous
+        self.current: dict[VHostKey, _Translated] = {}
+        self.faults: list[Fault] = []
+
+    def plain_vhosts(self, listener: Listener) -> list[bytes]:
+        """:meth:`vhost` for every plain virtual host of a listener, by name (the hot loop)."""
+        previous, current, translate = self.previous, self.current, self._translate
+        name, entries = listener.name, []
+        for vhost in _by_name(listener.virtual_hosts.values()):
+            key = (name, vhost.name, False)
+            done = current.get(key)
+            if done is None:
+                done = previous.get(key)
+                policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+                if done is None or done.routes != vhost.routes or done.policies != policies:
+                    pieces = done.pieces if done else {}
+                    done = translate(vhost.name, False, dict(vhost.routes), policies, pieces)
+                current[key] = done
+            entries.append(done.entry)
+        return entries
+
+    def vhost(self, listener: Listener, vhost: VirtualHost, secure: bool) -> bytes:
+        key: VHostKey = (listener.name, vhost.name, secure)
+        done = self.current.get(key)
+        if done is not None:
+            return done.entry
+        before = self.previous.get(key)
+        policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+        if before is None or before.routes != vhost.routes or before.policies != policies:
+            before = self._translate(
+                vhost.name, secure, dict(vhost.routes), policies, before.pieces if before else {}
+            )
+        self.current[key] = before
+        return before.entry
+
+    def _translate(
+        self,
+        fqdn: str,
+        secure: bool,
+        routes: dict[str, Route],
+        policies: VHostPolicies,
+        known: dict[Route, _Piece],
+    ) -> _Translated:
+        """Re-assemble a changed virtual host, translating (and keying) only routes not seen before.
+
+        Routes never depend on the virtual host's policies (Envoy falls back from a route's
+        per-filter config to its virtual host's), so their pieces survive a policy change.  A new
+        route, head or tail that breaks Envoy's rules is left out and reported as a fault of the
+        objects it came from; such a virtual host is not memoised, so the fault is found again.
+        """
+        authority = wildcard_authority_match(fqdn)
+        pieces: dict[Route, _Piece] = {}
+        faults = self.faults
+        found = len(faults)
+        for route in routes.values():
+            piece = known.get(route)
+            if piece is None:
+                message = build_route(route, secure, authority, fqdn)
+                problems = violations(message)
+                if problems:
+                    origins = frozenset((route.origin,)) if route.origin is not None else frozenset()
+                    note = violation_note(f"a route of virtual host {fqdn!r}", problems)
+                    faults.append(Fault(note=note, origins=origins, precise=bool(origins)))
+                    continue
+                body = message.SerializeToString(deterministic=True)
+                piece = (route_key(route), embedded(_ROUTES_FIELD, body))
+            pieces[route] = piece
+        head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(fqdn, *policies)
+        whole = route_components.VirtualHost()  # head and tail together: the vhost without routes
+        whole.CopyFrom(head_message)
+        whole.MergeFrom(tail_message)
+        problems = violations(whole)
+        if problems:
+            # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
+            origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
+            faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
+            tail_message = route_components.VirtualHost()
+        head = head_message.SerializeToString(deterministic=True)
+        tail = tail_message.SerializeToString(deterministic=True)
+        ordered = sorted(pieces.values(), key=itemgetter(0))
+        vhost = b"".join((head, *(p[1] for p in ordered), tail))
+        # A sentinel route set when something was left out: the next build translates it again.
+        kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
+        return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)

@@ -1,0 +1,574 @@
+"""Check generated Envoy resources against the constraints Envoy declares for them.
+
+``violations(message)`` answers what Envoy would refuse in a Listener, RouteConfiguration, Route,
+Cluster, ClusterLoadAssignment or Secret (or any part of one) before it is published:
+
+- the protoc-gen-validate rules carried in the descriptors (``validate.rules`` on fields,
+  ``validate.required`` on oneofs, ``validate.disabled``/``ignored`` on messages), evaluated as
+  Envoy's generated C++ validators do (see :mod:`cpx.xds.constraints.pgv`);
+- ``google.protobuf.Any`` payloads (``typed_config``, ``typed_per_filter_config``) unpacked when
+  their type is known, since Envoy validates each extension's config when it builds it;
+- fields and enum values Envoy refuses as deprecated and ``disallowed_by_default``;
+- Envoy's own rules beyond PGV (:mod:`cpx.xds.constraints.semantic`).
+
+Speed: each message type is compiled once into a :class:`Plan` (a handler per field with rules, the
+violations an unset field implies, the semantic rules); types with no rule anywhere below them are
+never entered. See docs/design/0004-envoy-constraints.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+from envoy.annotations import deprecation_pb2
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError, Message
+from validate import validate_pb2
+
+from cpx.xds.constraints import pgv, semantic
+from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
+from cpx.xds.types import message_class
+
+
+@attrs.frozen
+class Violation:
+    """One thing Envoy would refuse: where, which rule, and why in words."""
+
+    path: str  # e.g. virtual_hosts[0].routes[2].request_headers_to_add[0].header.value
+    rule: str  # e.g. string.well_known_regex: HTTP_HEADER_VALUE (strict)
+    message: str  # e.g. value does not match regex pattern "^[^\0\n\r]*$"
+
+    def __str__(self) -> str:
+        return f"{self.path or '(message)'}: {self.message} [{self.rule}]"
+
+
+# A value's place: (parent, field name, index or map key or None); None is the checked message.
+Path = tuple[Any, str, object] | None
+# Checks one value (a field's, an item's) whose place is ``path``.
+Check = Callable[[Any, Path, list[Violation], Scope], None]
+# Checks a set field of a message: its value and the message's place.
+Handler = Callable[[Any, Path, list[Violation], Scope], None]
+
+_ANY = "google.protobuf.Any"
+_WRAPPERS = frozenset(
+    f"google.protobuf.{name}Value"
+    for name in ("Double", "Float", "Int64", "UInt64", "Int32", "UInt32", "Bool", "String", "Bytes")
+)
+
+
+def path_text(path: Path) -> str:
+    parts: list[str] = []
+    while path is not None:
+        parent, name, key = path
+        if key is None:
+            parts.append(name)
+        elif isinstance(key, int):
+            parts.append(f"{name}[{key}]")
+        else:
+            parts.append(f'{name}["{key}"]')
+        path = parent
+    return ".".join(reversed(parts))
+
+
+def _join(path: Path, relative: str) -> str:
+    base = path_text(path)
+    if not relative:
+        return base
+    return f"{base}.{relative}" if base else relative
+
+
+@attrs.define(eq=False)
+class Plan:
+    """What checking one message type takes; filled once, read by every walk."""
+
+    active: bool = False  # any rule in this message or below it
+    handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
+    # (field name, whether it is unset, rule, message): what an unset field breaks
+    absent: tuple[tuple[str, Callable[[Any, str], bool], str, str], ...] = ()
+    required_oneofs: tuple[tuple[str, str], ...] = ()  # (oneof, its fields for the message)
+    rules: tuple[SemanticRule, ...] = ()
+    scope: ScopeRule | None = None
+
+
+def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Scope) -> None:
+    if plan.scope is not None:
+        scope = plan.scope(message, scope)
+    if plan.handlers:
+        handlers = plan.handlers
+        for field, value in message.ListFields():
+            handler = handlers.get(field)
+            if handler is not None:
+                handler(value, path, out, scope)
+    for name, unset, rule, text in plan.absent:
+        if unset(message, name):
+            out.append(Violation(_join(path, name), rule, text))
+    for oneof, fields_text in plan.required_oneofs:
+        if message.WhichOneof(oneof) is None:
+            text = f"value is required: set one of {fields_text}"
+            out.append(Violation(_join(path, oneof), "oneof.required", text))
+    for semantic_rule in plan.rules:
+        for relative, rule, text in semantic_rule(message, scope):
+            out.append(Violation(_join(path, relative), rule, text))
+
+
+@attrs.frozen
+class _Walk:
+    """The check that walks into a nested message (a class, so a field handler can skip a layer)."""
+
+    plan: Plan
+
+    def __call__(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        _walk(value, self.plan, path, out, scope)
+
+    def handler(self, name: str) -> Handler:
+        plan = self.plan
+
+        def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            _walk(value, plan, (parent, name, None), out, scope)
+
+        return handle
+
+
+@attrs.frozen
+class _Tests:
+    """Value tests as a check (a class, so a field handler can run them without building a path)."""
+
+    tests: tuple[pgv.Test, ...]
+    unwrap: bool = False  # test a wrapper's ``value``
+
+    def __call__(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        if self.unwrap:
+            value = value.value
+        for test in self.tests:
+            if test.fails(value):
+                out.append(Violation(path_text(path), test.rule, test.message))
+
+    def handler(self, name: str) -> Handler:
+        tests, unwrap = self.tests, self.unwrap
+
+        def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            if unwrap:
+                value = value.value
+            for test in tests:
+                if test.fails(value):
+                    out.append(Violation(path_text((parent, name, None)), test.rule, test.message))
+
+        return handle
+
+
+def _tests_check(tests: Sequence[pgv.Test], unwrap: bool = False) -> Check | None:
+    return _Tests(tuple(tests), unwrap) if tests else None
+
+
+def _chain(*checks: Check | None) -> Check | None:
+    present = tuple(c for c in checks if c is not None)
+    if len(present) <= 1:
+        return present[0] if present else None
+
+    def check(value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        for one in present:
+            one(value, path, out, scope)
+
+    return check
+
+
+def _rules_of(field: FieldDescriptor) -> validate_pb2.FieldRules | None:
+    options = field.GetOptions()
+    if not options.HasExtension(validate_pb2.rules):
+        return None
+    rules: validate_pb2.FieldRules = options.Extensions[validate_pb2.rules]
+    return rules
+
+
+def _disallowed_enum_values(field: FieldDescriptor) -> frozenset[int]:
+    if field.enum_type is None:
+        return frozenset()
+    return frozenset(
+        value.number
+        for value in field.enum_type.values
+        if value.GetOptions().deprecated
+        and value.GetOptions().Extensions[deprecation_pb2.disallowed_by_default_enum]
+    )
+
+
+def _disallowed_field(field: FieldDescriptor) -> bool:
+    options = field.GetOptions()
+    return bool(options.deprecated and options.Extensions[deprecation_pb2.disallowed_by_default])
+
+
+_TOP = Scope()
+_ANY_RESULTS_MAX = 4096
+
+
+@attrs.define(eq=False)
+class Checker:
+    """Checks messages against PGV and the given semantic rules; plans are cached per type.
+
+    Build one per rule set (``default_checker()`` has Envoy's) and keep it: the cache is the speed.
+    """
+
+    rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
+    scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
+    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
+    _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
+    _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
+    _active: dict[str, bool] = attrs.field(factory=dict, init=False)
+    _anys: dict[str, tuple[type[Message], Plan] | None] = attrs.field(factory=dict, init=False)
+    _any_results: dict[tuple[str, bytes, Scope], tuple[Violation, ...]] = attrs.field(
+        factory=dict, init=False
+    )
+    _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
+
+    def with_rules(self, extra: Mapping[str, Iterable[SemanticRule]]) -> Checker:
+        """A checker with more semantic rules (e.g. a plugin's, for its own extension configs)."""
+        merged = {name: tuple(rules) for name, rules in self.rules.items()}
+        for name, rules in extra.items():
+            merged[name] = merged.get(name, ()) + tuple(rules)
+        return Checker(rules=merged, scopes=self.scopes)
+
+    def violations(self, message: Message) -> list[Violation]:
+        """Everything Envoy would refuse in ``message``, in field order; empty when it is fine."""
+        out: list[Violation] = []
+        scope = _TOP
+        try:
+            if message.DESCRIPTOR.full_name == _ANY:
+                self._check_any(message, None, out, scope)
+            else:
+                plan = self.plan(message.DESCRIPTOR)
+                if plan.active:
+                    _walk(message, plan, None, out, scope)
+        except RecursionError:
+            # Only a message built in memory can nest this deep; Envoy's parser stops at 100 levels.
+            out.append(Violation("", "protobuf.depth", "message nested too deeply for Envoy to parse"))
+        return out
+
+    # -- compiling ----------------------------------------------------------------------------------
+
+    def plan(self, descriptor: Descriptor) -> Plan:
+        ready = self._ready.get(descriptor.full_name)
+        if ready is not None:
+            return ready  # compiled and complete: no lock needed to read it
+        with self._lock:
+            found = self._plans.get(descriptor.full_name)
+            if found is not None:
+                return found
+            plan = Plan()
+            self._plans[descriptor.full_name] = plan  # before the fields: recursive types find it
+            self._depth += 1
+            try:
+                self._compile(descriptor, plan)
+            finally:
+                self._depth -= 1
+            if not self._depth:
+                # Only now is every plan reachable from this one complete (types can be recursive).
+                self._ready.update(self._plans)
+            return plan
+
+    def is_active(self, descriptor: Descriptor) -> bool:
+        """Whether any rule applies in this type or in a type reachable from it."""
+        with self._lock:
+            known = self._active.get(descriptor.full_name)
+            if known is not None:
+                return known
+            seen: dict[str, Descriptor] = {}
+            queue = [descriptor]
+            while queue:
+                current = queue.pop()
+                if current.full_name in seen:
+                    continue
+                seen[current.full_name] = current
+                if self._active.get(current.full_name) or self._has_own_rules(current):
+                    self._active[descriptor.full_name] = True
+                    return True
+                queue.extend(f.message_type for f in current.fields if f.message_type is not None)
+            # Nothing reachable has rules, so nothing reachable from any of them has either.
+            for name in seen:
+                self._active[name] = False
+            return False
+
+    def _has_own_rules(self, descriptor: Descriptor) -> bool:
+        if descriptor.full_name in self.rules or descriptor.full_name in self.scopes:
+            return True
+        if descriptor.full_name == _ANY:
+            return True  # its payload may have rules
+        if not self._pgv_enabled(descriptor):
+            return False
+        if any(o.GetOptions().Extensions[validate_pb2.required] for o in descriptor.oneofs):
+            return True
+        return any(
+            _rules_of(f) is not None or _disallowed_field(f) or _disallowed_enum_values(f)
+            for f in descriptor.fields
+        )
+
+    @staticmethod
+    def _pgv_enabled(descriptor: Descriptor) -> bool:
+        options = descriptor.GetOptions()
+        return not (options.Extensions[validate_pb2.disabled] or options.Extensions[validate_pb2.ignored])
+
+    def _compile(self, descriptor: Descriptor, plan: Plan) -> None:
+        plan.active = self.is_active(descriptor)
+        if not plan.active:
+            return
+        pgv_on = self._pgv_enabled(descriptor)
+        absent: list[tuple[str, Callable[[Any, str], bool], str, str]] = []
+        for field in descriptor.fields:
+            rules = _rules_of(field) if pgv_on else None
+            handler = self._field_handler(field, rules, pgv_on)
+            if handler is not None:
+                plan.handlers[field] = handler
+            if pgv_on:
+                unset = _unset_test(field)
+                absent.extend(
+                    (field.name, unset, rule, text) for rule, text in self._when_unset(field, rules)
+                )
+        plan.absent = tuple(absent)
+        if pgv_on:
+            plan.required_oneofs = tuple(
+                (o.name, ", ".join(f.name for f in o.fields))
+                for o in descriptor.oneofs
+                if o.GetOptions().Extensions[validate_pb2.required]
+            )
+        plan.rules = tuple(self.rules.get(descriptor.full_name, ()))
+        plan.scope = self.scopes.get(descriptor.full_name)
+
+    def _field_handler(
+        self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
+    ) -> Handler | None:
+        name = field.name
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            return self._map_handler(field, rules)
+        if field.is_repeated:
+            return self._repeated_handler(field, rules)
+        check = self._value_check(field, rules)
+        if pgv_on and _disallowed_field(field):
+            check = _chain(_disallowed_check(field), check)
+        if check is None:
+            return None
+        if isinstance(check, _Walk | _Tests):
+            return check.handler(name)
+        one: Check = check
+
+        def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            one(value, (parent, name, None), out, scope)
+
+        return handle
+
+    def _value_check(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Check | None:
+        """The check of one value of ``field`` (the field's own, or one item or map value)."""
+        kind = rules.WhichOneof("type") if rules is not None else None
+        message_type = field.message_type
+        if message_type is None:
+            tests = pgv.scalar_tests(kind, getattr(rules, kind), field.enum_type) if kind and rules else []
+            banned = _disallowed_enum_values(field)
+            if banned:
+                tests.append(_disallowed_enum_test(field, banned))
+            return _tests_check(tests)
+        own: Check | None = None
+        if kind is not None and rules is not None:
+            kind_rules = getattr(rules, kind)
+            if message_type.full_name in _WRAPPERS and kind not in (
+                "message",
+                "duration",
+                "timestamp",
+                "any",
+            ):
+                own = _tests_check(pgv.scalar_tests(kind, kind_rules), unwrap=True)
+            elif kind == "duration":
+                own = _tests_check(pgv.duration_tests(kind_rules))
+            elif kind == "timestamp":
+                own = _tests_check(pgv.timestamp_tests(kind_rules))
+            elif kind == "any":
+                own = _tests_check(pgv.any_tests(kind_rules))
+        skip = rules is not None and rules.HasField("message") and rules.message.skip
+        if message_type.full_name == _ANY:
+            return _chain(own, self._check_any)
+        if skip or not self.is_active(message_type):
+            return own
+        return _chain(own, _Walk(self.plan(message_type)))
+
+    def _repeated_handler(
+        self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None
+    ) -> Handler | None:
+        name = field.name
+        repeated = rules.repeated if rules is not None and rules.WhichOneof("type") == "repeated" else None
+        counts = pgv.count_tests("repeated", repeated) if repeated is not None else []
+        unique = repeated is not None and repeated.unique
+        item_rules = repeated.items if repeated is not None and repeated.HasField("items") else None
+        item = self._value_check(field, item_rules)
+        if not counts and not unique and item is None:
+            return None
+
+        def handle(values: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            if counts:
+                size = len(values)
+                for test in counts:
+                    if test.fails(size):
+                        out.append(Violation(path_text((parent, name, None)), test.rule, test.message))
+            if unique:
+                seen: set[Any] = set()
+                for index, value in enumerate(values):
+                    if value in seen:
+                        text = "repeated value must contain unique items"
+                        out.append(Violation(path_text((parent, name, index)), "repeated.unique", text))
+                    seen.add(value)
+            if item is not None:
+                for index, value in enumerate(values):
+                    item(value, (parent, name, index), out, scope)
+
+        return handle
+
+    def _map_handler(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Handler | None:
+        name = field.name
+        entry = field.message_type
+        map_rules = rules.map if rules is not None and rules.WhichOneof("type") == "map" else None
+        counts = pgv.count_tests("map", map_rules) if map_rules is not None else []
+        key_rules = map_rules.keys if map_rules is not None and map_rules.HasField("keys") else None
+        value_rules = map_rules.values if map_rules is not None and map_rules.HasField("values") else None
+        key_check = self._value_check(entry.fields_by_name["key"], key_rules)
+        value_check = self._value_check(entry.fields_by_name["value"], value_rules)
+        if not counts and key_check is None and value_check is None:
+            return None
+
+        def handle(values: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
+            for test in counts:
+                if test.fails(len(values)):
+                    out.append(Violation(path_text((parent, name, None)), test.rule, test.message))
+            for key in sorted(values):  # deterministic order for reports
+                place = (parent, name, key)
+                if key_check is not None:
+                    key_check(key, place, out, scope)
+                if value_check is not None:
+                    value_check(values[key], place, out, scope)
+
+        return handle
+
+    @staticmethod
+    def _when_unset(field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> list[tuple[str, str]]:
+        """(rule, message) of what an unset ``field`` breaks: PGV checks proto3 scalars, counts and
+        required messages whether set or not; oneof members and optional fields only when set."""
+        if rules is None and not _disallowed_enum_values(field):
+            return []
+        kind = rules.WhichOneof("type") if rules is not None else None
+        if field.is_repeated:
+            kind_rules = getattr(rules, kind) if rules is not None and kind in ("repeated", "map") else None
+            tests = pgv.count_tests(kind, kind_rules) if kind_rules is not None and kind else []
+            return [(t.rule, t.message) for t in tests if t.fails(0)]
+        if field.containing_oneof is not None:
+            return []  # real oneof members and proto3 optional fields: checked only when set
+        if field.message_type is not None:
+            if rules is None:
+                return []
+            if rules.HasField("message") and rules.message.required:
+                wrapped = field.message_type.full_name in _WRAPPERS and kind not in (None, "message")
+                text = "value is required and must not be nil." if wrapped else "value is required"
+                return [("message.required", text)]
+            if kind in ("duration", "timestamp", "any") and getattr(rules, kind).required:
+                return [(f"{kind}.required", "value is required")]
+            return []
+        tests = pgv.scalar_tests(kind, getattr(rules, kind), field.enum_type) if kind and rules else []
+        banned = _disallowed_enum_values(field)
+        if banned:
+            tests.append(_disallowed_enum_test(field, banned))
+        default = field.default_value
+        return [(t.rule, t.message) for t in tests if t.fails(default)]
+
+    # -- Any ----------------------------------------------------------------------------------------
+
+    def _check_any(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        target = self._any_target(value.type_url)
+        if target is None:
+            return
+        # The same payload recurs (one rate limit or filter config on many routes): its findings,
+        # relative to the Any, are kept by its bytes, so it is decoded and walked once.
+        key = (value.type_url, value.value, scope)
+        found = self._any_results.get(key)
+        if found is None:
+            found = self._payload_violations(target, value.value, scope)
+            if len(self._any_results) >= _ANY_RESULTS_MAX:
+                self._any_results.clear()  # a crude bound; the next payloads refill it
+            self._any_results[key] = found
+        if found:
+            base = path_text(path)
+            out.extend(
+                attrs.evolve(v, path=f"{base}.{v.path}" if base and v.path else base or v.path) for v in found
+            )
+
+    @staticmethod
+    def _payload_violations(
+        target: tuple[type[Message], Plan], payload: bytes, scope: Scope
+    ) -> tuple[Violation, ...]:
+        cls, plan = target
+        inner = cls()
+        try:
+            inner.ParseFromString(payload)
+        except DecodeError:
+            return (Violation("", "any.decode", f"cannot be decoded as {cls.DESCRIPTOR.full_name}"),)
+        out: list[Violation] = []
+        _walk(inner, plan, None, out, scope)
+        return tuple(out)
+
+    def _any_target(self, type_url: str) -> tuple[type[Message], Plan] | None:
+        try:
+            return self._anys[type_url]
+        except KeyError:
+            pass
+        target: tuple[type[Message], Plan] | None = None
+        try:
+            descriptor = descriptor_pool.Default().FindMessageTypeByName(type_url.rpartition("/")[2])
+        except (KeyError, TypeError):
+            descriptor = None  # a type this process never imported: nothing known to check
+        if descriptor is not None and self.is_active(descriptor):
+            target = (message_factory.GetMessageClass(descriptor), self.plan(descriptor))
+        self._anys[type_url] = target
+        return target
+
+
+def _unset_test(field: FieldDescriptor) -> Callable[[Any, str], bool]:
+    """Whether a field is unset (or, for a proto3 scalar, holds its default, which is the same)."""
+    if field.is_repeated:
+        return lambda message, name: not getattr(message, name)
+    if field.message_type is not None:
+        return lambda message, name: not message.HasField(name)
+    default = field.default_value
+    return lambda message, name: bool(getattr(message, name) == default)
+
+
+def _disallowed_check(field: FieldDescriptor) -> Check:
+    text = f"{field.full_name} is deprecated and disallowed by default"
+
+    def check(value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        out.append(Violation(path_text(path), "envoy.disallowed_by_default", text))
+
+    return check
+
+
+def _disallowed_enum_test(field: FieldDescriptor, banned: frozenset[int]) -> pgv.Test:
+    names = ", ".join(field.enum_type.values_by_number[n].name for n in sorted(banned))
+    text = f"value is deprecated and disallowed by default ({names})"
+    return pgv.Test(lambda v: v in banned, "envoy.disallowed_by_default_enum", text)
+
+
+@functools.cache
+def default_checker() -> Checker:
+    """The process-wide checker with Envoy's rules (plans are compiled on first use)."""
+    return Checker()
+
+
+def violations(message: Message) -> list[Violation]:
+    """Everything Envoy would refuse in ``message`` (see :class:`Checker`)."""
+    return default_checker().violations(message)
+
+
+def resource_violations(type_url: str, payload: bytes) -> list[Violation]:
+    """The violations of a serialised xDS resource of ``type_url`` (as the caches hold them)."""
+    message = message_class(type_url)()
+    try:
+        message.ParseFromString(payload)
+    except DecodeError:
+        return [Violation("", "protobuf.decode", f"cannot be decoded as {message.DESCRIPTOR.full_name}")]
+    return violations(message)

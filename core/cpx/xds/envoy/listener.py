@@ -1,0 +1,261 @@
+"""Envoy listener pieces: connection managers, TCP proxies, TLS contexts (Contour's envoy/v3/listener.go)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
+from envoy.config.core.v3 import address_pb2 as core_address
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.core.v3 import protocol_pb2 as core_protocol
+from envoy.config.listener.v3 import listener_components_pb2 as listener_components
+from envoy.config.listener.v3 import listener_pb2 as listener_v3
+from envoy.extensions.access_loggers.stream.v3 import stream_pb2 as stream_log
+from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
+from envoy.extensions.filters.http.router.v3 import router_pb2 as router
+from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
+from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
+from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
+from envoy.extensions.transport_sockets.tls.v3 import secret_pb2 as tls_secret
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
+from google.protobuf import wrappers_pb2
+
+from cpx.config import Config
+from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
+from cpx.xds.envoy.filters import policy_filters
+from cpx.xds.naming import cluster_name, secret_name
+
+HCM_FILTER = "envoy.filters.network.http_connection_manager"
+TCP_PROXY_FILTER = "envoy.filters.network.tcp_proxy"
+TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
+PROXY_PROTOCOL = "envoy.filters.listener.proxy_protocol"
+TLS_TRANSPORT_SOCKET = "envoy.transport_sockets.tls"
+LUA_FILTER = "envoy.filters.http.lua"
+ROUTER_FILTER = "router"
+FALLBACK_CHAIN = "fallback-certificate"
+# Contour's TCP proxy idle timeout (issue #1074): longer than common keepalives.
+TCP_PROXY_IDLE_TIMEOUT = 9001.0
+
+_TLS_VERSIONS = {
+    "1.0": tls_common.TlsParameters.TLSv1_0,
+    "1.1": tls_common.TlsParameters.TLSv1_1,
+    "1.2": tls_common.TlsParameters.TLSv1_2,
+    "1.3": tls_common.TlsParameters.TLSv1_3,
+}
+
+# Contour's FilterMisdirectedRequests, reproduced: a TLS connection whose SNI selected this virtual
+# host must not be used for requests to another host (RFC 6066 / RFC 7540 9.1.2).  The port is
+# stripped here too, so the check holds even if the connection manager keeps ports.
+_MISDIRECTED_LUA = """
+function envoy_on_request(request_handle)
+\tlocal headers = request_handle:headers()
+\tlocal host = string.lower(headers:get(":authority") or "")
+\thost = string.gsub(host, ":%%d+$", "")
+\tlocal target = %s
+
+\tif host ~= target then
+\t\trequest_handle:respond(
+\t\t\t{[":status"] = "421"},
+\t\t\tstring.format("misdirected request to %%q", host)
+\t\t)
+\tend
+end
+"""
+
+
+@attrs.frozen(kw_only=True)
+class HTTPSettings:
+    """Connection-manager settings, from optional ``Config.options`` (seconds; ``None``: Envoy default)."""
+
+    connection_idle_timeout: float | None = None
+    stream_idle_timeout: float | None = None
+    request_timeout: float = 0.0  # 0: no overall request timeout (Contour's default)
+    merge_slashes: bool = True  # Contour's default (disableMergeSlashes: false)
+    min_tls_version: str = "1.2"
+
+    @classmethod
+    def from_config(cls, config: Config) -> HTTPSettings:
+        return cls(
+            connection_idle_timeout=config.option("connection_idle_timeout"),
+            stream_idle_timeout=config.option("stream_idle_timeout"),
+            request_timeout=config.option("request_timeout", 0.0),
+            merge_slashes=not config.option("disable_merge_slashes", False),
+            min_tls_version=config.option("tls_minimum_protocol_version", "1.2"),
+        )
+
+
+# -- small pieces ----------------------------------------------------------------------------------
+
+
+def socket_address(address: str, port: int) -> core_address.Address:
+    sock = core_address.SocketAddress(
+        protocol=core_address.SocketAddress.TCP, address=address, port_value=port
+    )
+    if address == "::":
+        sock.ipv4_compat = True  # one dual-stack socket, as Contour binds "::"
+    return core_address.Address(socket_address=sock)
+
+
+def stdout_access_log() -> accesslog.AccessLog:
+    return accesslog.AccessLog(
+        name="envoy.access_loggers.stdout", typed_config=to_any(stream_log.StdoutAccessLog())
+    )
+
+
+def listener_filters(
+    tls_inspection: bool, use_proxy_protocol: bool
+) -> list[listener_components.ListenerFilter]:
+    # PROXY protocol must come first: it rewrites the addresses the other filters see.
+    out = []
+    if use_proxy_protocol:
+        out.append(
+            listener_components.ListenerFilter(
+                name=PROXY_PROTOCOL, typed_config=to_any(proxy_protocol.ProxyProtocol())
+            )
+        )
+    if tls_inspection:
+        out.append(
+            listener_components.ListenerFilter(
+                name=TLS_INSPECTOR, typed_config=to_any(tls_inspector.TlsInspector())
+            )
+        )
+    return out
+
+
+def tls_version(version: str, default: int = tls_common.TlsParameters.TLS_AUTO) -> int:
+    return int(_TLS_VERSIONS.get(version, default))
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+
+def misdirected_request_filter(fqdn: str) -> hcm.HttpFilter:
+    """The Lua filter answering 421 when ``:authority`` is not the host the SNI selected."""
+    if fqdn.startswith("*."):
+        # The chain matched some name under the wildcard: compare with the SNI actually sent.
+        target = "string.lower(request_handle:streamInfo():requestedServerName())"
+    else:
+        target = '"' + fqdn.lower() + '"'
+    code = _MISDIRECTED_LUA % target
+    config = lua.Lua(default_source_code=core_base.DataSource(inline_string=code))
+    return hcm.HttpFilter(name=LUA_FILTER, typed_config=to_any(config))
+
+
+def router_filter() -> hcm.HttpFilter:
+    return hcm.HttpFilter(name=ROUTER_FILTER, typed_config=to_any(router.Router()))
+
+
+def http_connection_manager(
+    route_config_name: str,
+    stat_prefix: str,
+    settings: HTTPSettings,
+    first_filters: Sequence[hcm.HttpFilter] = (),
+) -> listener_components.Filter:
+    """Contour's HTTPConnectionManagerBuilder with its default settings.
+
+    Filters: ``first_filters`` (the 421 check), the policy filters that routes and virtual hosts
+    switch on (CORS, local rate limit, cookie-rewrite Lua, RBAC), and the router last.
+    """
+    manager = hcm.HttpConnectionManager(
+        stat_prefix=stat_prefix,
+        rds=hcm.Rds(route_config_name=route_config_name, config_source=ads_config_source()),
+        http_filters=[*first_filters, *policy_filters(), router_filter()],
+        # HTTP/1.0 requests that carry a Host header are served (Contour #537).
+        http_protocol_options=core_protocol.Http1ProtocolOptions(accept_http_10=True),
+        use_remote_address=wrappers_pb2.BoolValue(value=True),
+        normalize_path=wrappers_pb2.BoolValue(value=True),
+        merge_slashes=settings.merge_slashes,
+        # Host ports never take part in virtual host matching (nor in the 421 check).
+        strip_any_host_port=True,
+        preserve_external_request_id=True,
+        request_timeout=seconds(settings.request_timeout),
+        access_log=[stdout_access_log()],
+    )
+    common = manager.common_http_protocol_options
+    if settings.connection_idle_timeout is not None:
+        common.idle_timeout.CopyFrom(seconds(settings.connection_idle_timeout))
+    else:
+        common.SetInParent()  # Contour always sets the message, leaving Envoy's default (1 h)
+    if settings.stream_idle_timeout is not None:
+        manager.stream_idle_timeout.CopyFrom(seconds(settings.stream_idle_timeout))
+    return listener_components.Filter(name=HCM_FILTER, typed_config=to_any(manager))
+
+
+# -- TCP -------------------------------------------------------------------------------------------
+
+
+def tcp_proxy_filter(stat_prefix: str, proxy: TCPProxy) -> listener_components.Filter:
+    """Contour's TCPProxy: zero-weight clusters get no traffic unless every weight is zero."""
+    idle = seconds(TCP_PROXY_IDLE_TIMEOUT) if proxy.idle_timeout is None else timeout(proxy.idle_timeout)
+    config = tcp_proxy.TcpProxy(stat_prefix=stat_prefix, idle_timeout=idle, access_log=[stdout_access_log()])
+    keep = [c for c in proxy.clusters if c.weight > 0] or list(proxy.clusters)
+    if len(keep) == 1:
+        config.cluster = cluster_name(keep[0])
+    else:
+        weighted = sorted((cluster_name(c), c.weight or 1) for c in keep)
+        config.weighted_clusters.clusters.extend(
+            tcp_proxy.TcpProxy.WeightedCluster.ClusterWeight(name=name, weight=weight)
+            for name, weight in weighted
+        )
+    return listener_components.Filter(name=TCP_PROXY_FILTER, typed_config=to_any(config))
+
+
+# -- TLS -------------------------------------------------------------------------------------------
+
+
+def downstream_tls(
+    secret: Secret,
+    params: TLSParams,
+    settings: HTTPSettings,
+    alpn: Sequence[str],
+    client_ca: Secret | None = None,
+) -> core_base.TransportSocket:
+    """A DownstreamTlsContext serving ``secret`` by SDS name over ADS (the key never sits in LDS)."""
+    # The configured minimum is a floor: a virtual host may ask for more, never for less.
+    floor = tls_version(settings.min_tls_version, tls_common.TlsParameters.TLSv1_2)
+    minimum = max(floor, tls_version(params.min_version, floor))
+    common = tls.CommonTlsContext(
+        tls_params=tls_common.TlsParameters(
+            tls_minimum_protocol_version=minimum,
+            tls_maximum_protocol_version=tls_version(params.max_version),
+            cipher_suites=list(params.cipher_suites),
+        ),
+        tls_certificate_sds_secret_configs=[
+            tls_secret.SdsSecretConfig(name=secret_name(secret), sds_config=ads_config_source())
+        ],
+        alpn_protocols=list(alpn),
+    )
+    context = tls.DownstreamTlsContext(common_tls_context=common)
+    if client_ca is not None:
+        # Client certificates are checked against the CA inline, as Contour does.
+        context.common_tls_context.validation_context.trusted_ca.inline_bytes = client_ca.ca_pem
+        context.require_client_certificate.value = True
+    return core_base.TransportSocket(name=TLS_TRANSPORT_SOCKET, typed_config=to_any(context))
+
+
+# -- assembling ------------------------------------------------------------------------------------
+
+
+def filter_chain(
+    filters: Sequence[listener_components.Filter],
+    *,
+    server_names: Sequence[str] = (),
+    transport_protocol: str = "",
+    transport_socket: core_base.TransportSocket | None = None,
+    name: str = "",
+) -> listener_components.FilterChain:
+    chain = listener_components.FilterChain(filters=list(filters), name=name)
+    if server_names or transport_protocol:
+        chain.filter_chain_match.server_names.extend(server_names)
+        chain.filter_chain_match.transport_protocol = transport_protocol
+    if transport_socket is not None:
+        chain.transport_socket.CopyFrom(transport_socket)
+    return chain
+
+
+def listener_head(name: str, address: str, port: int) -> listener_v3.Listener:
+    return listener_v3.Listener(name=name, address=socket_address(address, port))

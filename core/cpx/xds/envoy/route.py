@@ -1,0 +1,359 @@
+"""DAG routes as Envoy ``Route`` and ``VirtualHost`` messages (Contour's envoy/v3/route.go)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.route.v3 import route_components_pb2 as route_components
+from envoy.type.matcher.v3 import regex_pb2 as regex_matcher
+from envoy.type.matcher.v3 import string_pb2 as string_matcher
+from envoy.type.v3 import percent_pb2 as percent
+
+from cpx.dag.nodes import (
+    Cluster,
+    CookieRewrite,
+    CORSPolicy,
+    DirectResponse,
+    HeaderMatch,
+    HeaderMatchKind,
+    HeadersPolicy,
+    HeaderValue,
+    IPFilter,
+    LocalRateLimit,
+    MirrorPolicy,
+    PathKind,
+    QueryMatch,
+    QueryMatchKind,
+    Redirect,
+    RetryPolicy,
+    Route,
+)
+from cpx.dag.sorting import sorted_headers, sorted_query
+from cpx.xds.envoy.common import timeout
+from cpx.xds.envoy.filters import (
+    COOKIE_REWRITE_FILTER,
+    CORS_FILTER,
+    LOCAL_RATELIMIT_FILTER,
+    RBAC_FILTER,
+    cookie_rewrite_any,
+    cors_any,
+    hash_policy,
+    internal_redirect_policy,
+    ip_filter_any,
+    local_rate_limit_any,
+    merge_cookie_rewrites,
+)
+from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
+
+AUTHORITY_HEADER = ":authority"
+# Contour's singleDNSLabelWildcardRegex: a wildcard host name matches exactly one DNS label.
+# Case-insensitive, unlike Contour's: Host names are, and Envoy's domain match already is.
+_SINGLE_LABEL = "(?i)^[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+
+_REDIRECT_CODES = {
+    301: route_components.RedirectAction.MOVED_PERMANENTLY,
+    302: route_components.RedirectAction.FOUND,
+    303: route_components.RedirectAction.SEE_OTHER,
+    307: route_components.RedirectAction.TEMPORARY_REDIRECT,
+    308: route_components.RedirectAction.PERMANENT_REDIRECT,
+}
+_OVERWRITE = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+_APPEND = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
+
+
+# -- virtual hosts ---------------------------------------------------------------------------------
+
+
+def vhost_name(fqdn: str) -> str:
+    return hashname(MAX_NAME_LENGTH, fqdn)
+
+
+def wildcard_authority_match(fqdn: str) -> HeaderMatch | None:
+    """The ``:authority`` regex that restricts ``*.foo.com`` to one label, as Contour adds it.
+
+    Envoy's ``*.foo.com`` domain also matches ``a.b.foo.com``; Kubernetes wildcard hosts do not.
+    """
+    if not fqdn.startswith("*."):
+        return None
+    return HeaderMatch(
+        name=AUTHORITY_HEADER, kind=HeaderMatchKind.REGEX, value=_SINGLE_LABEL + re.escape(fqdn[1:])
+    )
+
+
+def virtual_host_head(fqdn: str) -> route_components.VirtualHost:
+    """A VirtualHost without its routes (they are appended as cached serialised bytes).
+
+    Port numbers in Host never reach route matching: the HTTP connection manager strips them
+    (``strip_any_host_port``, as Contour does), so the bare name is the only domain needed.
+    """
+    return route_components.VirtualHost(name=vhost_name(fqdn), domains=[fqdn])
+
+
+def rate_limit_stat_prefix(fqdn: str) -> str:
+    """Contour's local rate limit stat prefix, for virtual host and route buckets alike."""
+    return "vhost." + fqdn
+
+
+def virtual_host_tail(
+    fqdn: str,
+    cors: CORSPolicy | None = None,
+    local_rate_limit: LocalRateLimit | None = None,
+    ip_filter: IPFilter | None = None,
+) -> route_components.VirtualHost:
+    """The virtual-host-wide policies: the VirtualHost fields that follow ``routes``.
+
+    Serialised after the routes, so that head + routes + tail is the canonical encoding.
+    """
+    out = route_components.VirtualHost()
+    configs = out.typed_per_filter_config
+    if cors is not None:
+        configs[CORS_FILTER].CopyFrom(cors_any(cors))
+    if local_rate_limit is not None:
+        configs[LOCAL_RATELIMIT_FILTER].CopyFrom(
+            local_rate_limit_any(local_rate_limit, rate_limit_stat_prefix(fqdn))
+        )
+    if ip_filter is not None:
+        configs[RBAC_FILTER].CopyFrom(ip_filter_any(ip_filter))
+    return out
+
+
+# -- matches ---------------------------------------------------------------------------------------
+
+
+def regex(pattern: str) -> regex_matcher.RegexMatcher:
+    # No engine_type: google_re2 is deprecated and RE2 is Envoy's default engine.
+    return regex_matcher.RegexMatcher(regex=pattern)
+
+
+def _string_match(
+    kind: HeaderMatchKind | QueryMatchKind, value: str, ignore_case: bool
+) -> string_matcher.StringMatcher:
+    name = kind.value
+    if name == "regex":
+        # ignore_case has no effect on regexes (Envoy ignores it there).
+        return string_matcher.StringMatcher(safe_regex=regex(value))
+    matcher = string_matcher.StringMatcher(ignore_case=ignore_case)
+    setattr(matcher, name, value)  # exact / prefix / suffix / contains share the field names
+    return matcher
+
+
+def header_matcher(header: HeaderMatch) -> route_components.HeaderMatcher:
+    matcher = route_components.HeaderMatcher(
+        name=header.name,
+        invert_match=header.invert,
+        treat_missing_header_as_empty=header.treat_missing_as_empty,
+    )
+    if header.kind is HeaderMatchKind.PRESENT:
+        matcher.present_match = True
+    else:
+        matcher.string_match.CopyFrom(_string_match(header.kind, header.value, header.ignore_case))
+    return matcher
+
+
+def query_matcher(query: QueryMatch) -> route_components.QueryParameterMatcher:
+    if query.kind is QueryMatchKind.PRESENT:
+        return route_components.QueryParameterMatcher(name=query.name, present_match=True)
+    return route_components.QueryParameterMatcher(
+        name=query.name, string_match=_string_match(query.kind, query.value, query.ignore_case)
+    )
+
+
+def route_match(route: Route, extra_header: HeaderMatch | None = None) -> route_components.RouteMatch:
+    match = route_components.RouteMatch()
+    path = route.path
+    if path.kind is PathKind.PREFIX:
+        match.prefix = path.value
+    elif path.kind is PathKind.SEGMENT_PREFIX:
+        # path_separated_prefix refuses a trailing slash; "/" itself is every path, a plain prefix.
+        trimmed = path.value.rstrip("/")
+        if trimmed:
+            match.path_separated_prefix = trimmed
+        else:
+            match.prefix = "/"
+    elif path.kind is PathKind.EXACT:
+        match.path = path.value
+    else:
+        # The leading anchor changes nothing (Envoy matches the whole path) but keeps RE2's
+        # program small for long literal prefixes, which is why Contour adds it.
+        match.safe_regex.CopyFrom(regex(path.value if path.value.startswith("^") else "^" + path.value))
+    headers: Iterable[HeaderMatch] = route.headers
+    if extra_header is not None and extra_header not in route.headers:
+        headers = (*route.headers, extra_header)
+    match.headers.extend(header_matcher(h) for h in sorted_headers(headers))
+    match.query_parameters.extend(query_matcher(q) for q in sorted_query(route.query))
+    return match
+
+
+# -- actions ---------------------------------------------------------------------------------------
+
+
+def header_value_options(policy: HeadersPolicy) -> list[core_base.HeaderValueOption]:
+    """``set`` overwrites, ``add`` appends; each group sorted by name like Contour's headerValueList."""
+
+    def options(values: tuple[HeaderValue, ...], action: int) -> list[core_base.HeaderValueOption]:
+        return [
+            core_base.HeaderValueOption(
+                header=core_base.HeaderValue(key=h.name, value=h.value), append_action=action
+            )
+            for h in sorted(values, key=lambda h: h.name)
+        ]
+
+    return options(policy.set, _OVERWRITE) + options(policy.add, _APPEND)
+
+
+def redirect_action(redirect: Redirect) -> route_components.RedirectAction:
+    action = route_components.RedirectAction(response_code=_REDIRECT_CODES.get(redirect.status_code, 0))
+    if redirect.scheme:
+        action.scheme_redirect = redirect.scheme
+    if redirect.hostname:
+        action.host_redirect = redirect.hostname
+    if redirect.port:
+        action.port_redirect = redirect.port
+    if redirect.path:
+        action.path_redirect = redirect.path
+    elif redirect.prefix:
+        action.prefix_rewrite = redirect.prefix
+    return action
+
+
+def direct_response_action(response: DirectResponse) -> route_components.DirectResponseAction:
+    action = route_components.DirectResponseAction(status=response.status_code)
+    if response.body:
+        action.body.inline_string = response.body
+    return action
+
+
+def retry_policy(policy: RetryPolicy) -> route_components.RetryPolicy:
+    out = route_components.RetryPolicy(
+        retry_on=policy.retry_on, retriable_status_codes=list(policy.retriable_status_codes)
+    )
+    # Always explicit: 0 means "no retries" (Contour's count -1), while an unset field is Envoy's 1.
+    out.num_retries.value = policy.num_retries
+    if policy.per_try_timeout is not None:
+        out.per_try_timeout.CopyFrom(timeout(policy.per_try_timeout))
+    return out
+
+
+def mirror_policy(mirror: MirrorPolicy) -> route_components.RouteAction.RequestMirrorPolicy:
+    pct = mirror.percent
+    if float(pct).is_integer():
+        fraction = percent.FractionalPercent(
+            numerator=int(pct), denominator=percent.FractionalPercent.HUNDRED
+        )
+    else:
+        fraction = percent.FractionalPercent(
+            numerator=round(pct * 10_000), denominator=percent.FractionalPercent.MILLION
+        )
+    policy = route_components.RouteAction.RequestMirrorPolicy(cluster=cluster_name(mirror.cluster))
+    policy.runtime_fraction.default_value.CopyFrom(fraction)
+    return policy
+
+
+def _single_simple_cluster(clusters: tuple[Cluster, ...]) -> bool:
+    """One cluster without its own header policies or cookie rewrites goes on ``route.cluster``
+    (Contour's rule)."""
+    return (
+        len(clusters) == 1
+        and clusters[0].request_headers.is_empty()
+        and clusters[0].response_headers.is_empty()
+        and not clusters[0].cookie_rewrites
+    )
+
+
+def weighted_clusters(
+    clusters: tuple[Cluster, ...], route_cookie_rewrites: tuple[CookieRewrite, ...] = ()
+) -> route_components.WeightedCluster:
+    """Split by weight; a cluster's own cookie rewrites (merged over the route's) go on its entry."""
+    even = all(c.weight == 0 for c in clusters)  # no weights given: split evenly
+    entries = []
+    for cluster in clusters:
+        entry = route_components.WeightedCluster.ClusterWeight(name=cluster_name(cluster))
+        entry.weight.value = 1 if even else cluster.weight
+        req, resp = cluster.request_headers, cluster.response_headers
+        if not req.is_empty():
+            entry.request_headers_to_add.extend(header_value_options(req))
+            entry.request_headers_to_remove.extend(req.remove)
+            if req.host_rewrite:
+                entry.host_rewrite_literal = req.host_rewrite
+        if not resp.is_empty():
+            entry.response_headers_to_add.extend(header_value_options(resp))
+            entry.response_headers_to_remove.extend(resp.remove)
+        if cluster.cookie_rewrites:
+            rules = merge_cookie_rewrites(route_cookie_rewrites, cluster.cookie_rewrites)
+            entry.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
+        entries.append(entry)
+    entries.sort(key=lambda e: (e.name, e.weight.value))
+    return route_components.WeightedCluster(clusters=entries)
+
+
+def route_action(route: Route) -> route_components.RouteAction:
+    action = route_components.RouteAction()
+    if _single_simple_cluster(route.clusters):
+        action.cluster = cluster_name(route.clusters[0])
+    else:
+        action.weighted_clusters.CopyFrom(weighted_clusters(route.clusters, route.cookie_rewrites))
+    policy = route.timeout_policy
+    if policy.response is not None:
+        action.timeout.CopyFrom(timeout(policy.response))
+    if policy.idle is not None:
+        action.idle_timeout.CopyFrom(timeout(policy.idle))
+    if route.retry_policy is not None and route.retry_policy.retry_on:
+        action.retry_policy.CopyFrom(retry_policy(route.retry_policy))
+    if route.prefix_rewrite is not None:
+        action.prefix_rewrite = route.prefix_rewrite
+    if route.request_headers.host_rewrite:
+        action.host_rewrite_literal = route.request_headers.host_rewrite
+    elif route.request_headers.host_rewrite_header:
+        action.host_rewrite_header = route.request_headers.host_rewrite_header
+    action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
+    if route.websocket:
+        action.upgrade_configs.append(route_components.RouteAction.UpgradeConfig(upgrade_type="websocket"))
+    for hashed in route.hash_policies:
+        hashing = hash_policy(hashed)
+        if hashing is not None:
+            action.hash_policy.append(hashing)
+    if route.internal_redirect is not None:
+        action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
+    return action
+
+
+def build_route(
+    route: Route, secure: bool, extra_header: HeaderMatch | None = None, fqdn: str = ""
+) -> route_components.Route:
+    """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
+
+    Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
+    ``fqdn`` names the virtual host in the stats of a route's own rate limit.
+    """
+    out = route_components.Route(match=route_match(route, extra_header))
+    if route.https_redirect and not secure:
+        out.redirect.https_redirect = True
+    elif route.direct_response is not None:
+        out.direct_response.CopyFrom(direct_response_action(route.direct_response))
+    elif route.redirect is not None:
+        out.redirect.CopyFrom(redirect_action(route.redirect))
+    elif not route.clusters:
+        # A route whose Services are all missing answers 503, like Contour's dangling references.
+        out.direct_response.status = 503
+    else:
+        out.route.CopyFrom(route_action(route))
+        if not route.request_headers.is_empty():
+            out.request_headers_to_add.extend(header_value_options(route.request_headers))
+            out.request_headers_to_remove.extend(route.request_headers.remove)
+        if not route.response_headers.is_empty():
+            out.response_headers_to_add.extend(header_value_options(route.response_headers))
+            out.response_headers_to_remove.extend(route.response_headers.remove)
+        if route.cookie_rewrites:
+            # Clusters with rules of their own override this on their weighted entries.
+            rules = merge_cookie_rewrites(route.cookie_rewrites)
+            out.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
+    # A route's rate limit and IP filter replace the virtual host's, whatever the route does.
+    if route.local_rate_limit is not None:
+        out.typed_per_filter_config[LOCAL_RATELIMIT_FILTER].CopyFrom(
+            local_rate_limit_any(route.local_rate_limit, rate_limit_stat_prefix(fqdn))
+        )
+    if route.ip_filter is not None:
+        out.typed_per_filter_config[RBAC_FILTER].CopyFrom(ip_filter_any(route.ip_filter))
+    return out

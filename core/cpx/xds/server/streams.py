@@ -1,0 +1,448 @@
+"""Per-stream xDS protocol state: what each Envoy subscribed to and what it was last sent.
+
+A stream is driven by two coroutines in :mod:`cpx.xds.server.ads`: a reader that feeds every request
+to :meth:`Stream.on_request`, and a writer that, whenever woken (a request or a new snapshot),
+takes the responses :meth:`Stream.responses` yields. Both run on the event loop, so the state here
+needs no locks. The rules follow ``xds-protocol.md`` (Envoy's xds_protocol.rst plus the peer
+bugs to avoid); the comments say which rule a branch implements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any
+
+import attrs
+from envoy.config.cluster.v3 import cluster_pb2
+
+from cpx.xds.resource import (
+    CLUSTER,
+    ENDPOINT,
+    LISTENER,
+    PUSH_ORDER,
+    Resource,
+    Snapshot,
+    TypeSnapshot,
+)
+from cpx.xds.server import wire
+from cpx.xds.server.counters import XdsMetrics
+from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
+from cpx.xds.server.rejects import Rejections, SentResponse, short
+
+log = logging.getLogger("cpx.xds")
+
+# Types for which a first request without names means "everything" (legacy wildcard). Envoy
+# always subscribes to LDS and CDS this way; for the others an empty list means "nothing".
+LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER})
+WILDCARD = "*"
+
+# Delta: what the client holds for a name, besides a real version.
+_ABSENT = ""  # we told the client the name does not exist (removed_resources)
+_RESEND = "\0resend"  # the client dropped it (unsubscribed under wildcard): announce it again
+
+
+# Responses remembered per stream until Envoy answers them (it answers each in turn; a few more
+# cover per-type answers arriving out of order on ADS).
+_MAX_UNANSWERED = 16
+
+
+class ProtocolError(Exception):
+    """The client broke the protocol; its stream is closed with INVALID_ARGUMENT."""
+
+
+class LimitExceeded(ProtocolError):
+    """The client asked for more than :class:`~cpx.xds.server.guard.XdsLimits` allows (RESOURCE_EXHAUSTED)."""
+
+
+def _ordered(type_urls: Sequence[str]) -> list[str]:
+    """Make-before-break: CDS, EDS, SDS, LDS, RDS, then any other type."""
+    known = [t for t in PUSH_ORDER if t in type_urls]
+    return known + sorted(t for t in type_urls if t not in PUSH_ORDER)
+
+
+# Keyed by content version (not by Resource, which would keep every body alive).
+_eds_names: dict[str, str | None] = {}
+
+
+def eds_name(cluster: Resource) -> str | None:
+    """The ClusterLoadAssignment name an EDS cluster subscribes to (None for other clusters)."""
+    if cluster.version in _eds_names:
+        return _eds_names[cluster.version]
+    msg = cluster_pb2.Cluster.FromString(cluster.body)
+    name = None
+    if msg.type == cluster_pb2.Cluster.EDS:
+        name = str(msg.eds_cluster_config.service_name or msg.name)
+    if len(_eds_names) >= 1 << 14:
+        _eds_names.clear()
+    _eds_names[cluster.version] = name
+    return name
+
+
+@attrs.define(eq=False)
+class StreamHub:
+    """What every stream of one server shares: the snapshot, caches, metrics, limits, streams by node."""
+
+    metrics: XdsMetrics
+    rejections: Rejections
+    limits: XdsLimits = attrs.field(factory=XdsLimits)
+    snapshot: Snapshot | None = None
+    stopping: bool = False
+    cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
+    streams: set[Stream] = attrs.field(factory=set)
+    peers: PeerStreams = attrs.field(
+        default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
+    )
+    _by_node: dict[str, set[Stream]] = attrs.field(factory=dict)
+
+    def set_snapshot(self, snapshot: Snapshot) -> None:
+        self.snapshot = snapshot
+        self.wake_all()
+
+    def wake_all(self) -> None:
+        for stream in self.streams:
+            stream.wake.set()
+
+    def add(self, stream: Stream) -> None:
+        self.streams.add(stream)
+        self.metrics.xds_connections.inc()
+
+    def remove(self, stream: Stream) -> None:
+        self.streams.discard(stream)
+        peers = self._by_node.get(stream.node_id)
+        if peers is not None:
+            peers.discard(stream)
+            if not peers:
+                del self._by_node[stream.node_id]
+        self.metrics.xds_connections.dec()
+
+    def node_known(self, stream: Stream) -> None:
+        self._by_node.setdefault(stream.node_id, set()).add(stream)
+
+    def clusters_sent(self, origin: Stream, changed: Sequence[Resource]) -> None:
+        """Let the EDS subscriptions of the same Envoy finish cluster warming.
+
+        Envoy needs a fresh EDS response for a new or updated cluster even when its endpoints did
+        not change. On ADS that is the same stream; with per-type streams, the EDS stream of the
+        same node (the only link between an Envoy's streams).
+        """
+        if origin.fixed_type is None:
+            origin.clusters_sent(changed)
+            return
+        for stream in self._by_node.get(origin.node_id, ()):
+            if stream.fixed_type == ENDPOINT:
+                stream.clusters_sent(changed)
+
+    def count_response(self, type_url: str) -> None:
+        self.metrics.xds_responses.labels(type_url=type_label(type_url)).inc()
+
+
+@attrs.define(eq=False)
+class Stream:
+    """One gRPC stream (ADS when ``fixed_type`` is None, else a per-type service)."""
+
+    hub: StreamHub
+    fixed_type: str | None
+    peer: str = ""
+    node_id: str = ""
+    wake: asyncio.Event = attrs.field(factory=asyncio.Event)
+    _nonce: int = 0
+    _unanswered: OrderedDict[str, SentResponse] = attrs.field(factory=OrderedDict)
+
+    @property
+    def who(self) -> str:
+        """The client, for log lines (its node id is whatever it claims, so escaped)."""
+        return printable(self.node_id, 128) if self.node_id else self.peer
+
+    def on_request(self, request: Any) -> None:
+        raise NotImplementedError
+
+    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def clusters_sent(self, changed: Sequence[Resource]) -> None:
+        raise NotImplementedError
+
+    def sent(self, response: SentResponse) -> str:
+        """Remember a response until Envoy answers it; returns its nonce."""
+        self._nonce += 1
+        nonce = str(self._nonce)
+        self._unanswered[nonce] = response
+        if len(self._unanswered) > _MAX_UNANSWERED:
+            self._unanswered.popitem(last=False)
+        return nonce
+
+    def answered(self, type_url: str, request: Any, *, stale: bool = False) -> None:
+        """Forget the response a request answers; report it when the request is a NACK.
+
+        A ``stale`` request (SotW, superseded nonce) counts only if it answers a response not
+        answered yet: Envoy may reject a response after cpx sent the next one.
+        """
+        nonce = str(request.response_nonce)
+        sent = self._unanswered.pop(nonce, None) if nonce else None
+        if sent is not None and sent.type_url != type_url:
+            self._unanswered[nonce] = sent  # not an answer to that response: keep it
+            sent = None
+        if request.HasField("error_detail") and not (stale and sent is None):
+            self.hub.rejections.nack(
+                who=self.who, peer=self.peer, node_id=self.node_id, request=request, sent=sent
+            )
+
+    def accept(self, request: Any, names: int) -> str:
+        """Common bookkeeping of a request carrying ``names`` resource names; returns its type URL."""
+        type_url = str(request.type_url) or self.fixed_type
+        if not type_url:
+            raise ProtocolError("type_url is required on an aggregated stream")
+        if self.fixed_type is not None and type_url != self.fixed_type:
+            raise ProtocolError(
+                f"type_url {printable(type_url, 200)} on the {short(self.fixed_type)} service"
+            )
+        limits = self.hub.limits
+        if names > limits.max_resource_names:
+            raise LimitExceeded(f"{names} resource names in one request (limit {limits.max_resource_names})")
+        if type_url not in self.watches() and len(self.watches()) >= limits.max_types_per_stream:
+            raise LimitExceeded(f"more than {limits.max_types_per_stream} type URLs on one stream")
+        # Only the first request is guaranteed to carry the node.
+        if not self.node_id and request.HasField("node") and request.node.id:
+            self.node_id = str(request.node.id)
+            self.hub.node_known(self)
+        self.hub.metrics.xds_requests.labels(type_url=type_label(type_url)).inc()
+        return type_url
+
+    def watches(self) -> Mapping[str, object]:
+        raise NotImplementedError
+
+
+# --- State of the world --------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class SotwWatch:
+    type_url: str
+    wildcard: bool = False
+    names: frozenset[str] = frozenset()
+    named_ever: bool = False  # once a client named anything, an empty list means "nothing"
+    nonce: str = ""  # latest nonce sent for this type
+    sent_version: str | None = None  # wildcard: type version the client has (or was sent)
+    sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
+    resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
+    force: bool = False
+    dirty: bool = True  # the subscription changed since the last check
+    checked: str | None = None  # type version at the last check
+
+    def subscribe(self, names: frozenset[str], initial: bool, client_version: str) -> None:
+        was_wildcard = self.wildcard
+        explicit = names - {WILDCARD}
+        self.wildcard = WILDCARD in names or (
+            not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
+        )
+        self.named_ever = self.named_ever or bool(explicit)
+        self.names = explicit
+        if initial:
+            # A reconnecting wildcard client that already has the current version is not resent;
+            # named subscriptions are answered in full (we cannot know what it holds).
+            self.sent_version = client_version or None
+            self.sent = {}
+        elif self.wildcard and not was_wildcard:
+            self.sent_version = None
+        else:
+            # Names the client dropped are forgotten, so asking again later gets an answer.
+            self.sent = {n: v for n, v in self.sent.items() if n in explicit}
+        self.dirty = True
+
+
+@attrs.define(eq=False)
+class SotwStream(Stream):
+    by_type: dict[str, SotwWatch] = attrs.field(factory=dict)
+
+    def watches(self) -> Mapping[str, SotwWatch]:
+        return self.by_type
+
+    def on_request(self, request: Any) -> None:
+        # Counted before parsing into Python strings: 4 MiB can hold a million one-letter names.
+        type_url = self.accept(request, len(request.resource_names))
+        watch = self.by_type.get(type_url)
+        nonce = str(request.response_nonce)
+        stale = watch is not None and bool(watch.nonce) and bool(nonce) and nonce != watch.nonce
+        # A NACK of a superseded response still says what Envoy rejected.
+        self.answered(type_url, request, stale=stale)
+        if stale:
+            # Superseded by a response the client has not seen yet: it will answer that one.
+            log.debug("%s: ignoring %s request with a stale nonce", self.who, short(type_url))
+            return
+        if watch is None:
+            watch = self.by_type[type_url] = SotwWatch(type_url)
+        # No nonce: a (re)subscription. Nonces do not survive a reconnect.
+        initial = not nonce or not watch.nonce
+        watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
+        if watch.resend_on_request:
+            watch.force = True
+
+    def clusters_sent(self, changed: Sequence[Resource]) -> None:
+        watch = self.by_type.get(ENDPOINT)
+        if watch is not None:
+            watch.resend_on_request = True
+
+    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
+        for type_url in _ordered(list(self.by_type)):
+            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
+            if out is not None:
+                yield out
+
+    def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
+        if not (watch.dirty or watch.force or watch.checked != snap.version):
+            return None
+        watch.dirty, watch.checked = False, snap.version
+        if watch.wildcard:
+            # Only send on change (compared with what was sent, never with what was ACKed, so a
+            # NACKed version is not resent: no NACK loop).
+            if watch.sent_version == snap.version and not watch.force:
+                return None
+            resources = self.hub.cache.resources(snap, None)
+            watch.sent_version = snap.version
+            names: Collection[str] = snap.resources.keys()
+        else:
+            current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
+            if not watch.names or (current == watch.sent and not watch.force):
+                return None
+            resources = self.hub.cache.resources(snap, watch.names)
+            watch.sent = current
+            names = current.keys()
+        watch.force = watch.resend_on_request = False
+        watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
+        self.hub.count_response(snap.type_url)
+        log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
+        if snap.type_url == CLUSTER:
+            self.hub.clusters_sent(self, ())
+        return wire.sotw_response(snap.version, snap.type_url, resources, watch.nonce)
+
+
+# --- Delta (incremental) -------------------------------------------------------------------
+
+
+@attrs.define(eq=False)
+class DeltaWatch:
+    type_url: str
+    wildcard: bool = False
+    names: set[str] = attrs.field(factory=set)  # explicit subscriptions
+    known: dict[str, str] = attrs.field(factory=dict)  # name -> version the client holds
+    first: bool = True  # nothing sent yet: a wildcard subscription always gets a first answer
+    dirty: bool = True
+    checked: str | None = None
+
+    def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
+        for name in subscribe:
+            if name == WILDCARD:
+                self.wildcard = True
+            else:
+                self.names.add(name)
+        for name in unsubscribe:
+            if name == WILDCARD:
+                self.wildcard = False
+                continue
+            self.names.discard(name)
+            if self.wildcard and name in self.known:
+                # Still covered by the wildcard: the protocol wants the resource or its removal.
+                self.known[name] = _RESEND
+            else:
+                self.known.pop(name, None)
+        self.dirty = self.dirty or bool(subscribe) or bool(unsubscribe)
+
+    def diff(self, resources: Mapping[str, Resource]) -> tuple[list[Resource], list[str]]:
+        """Resources the client lacks at their current version, and names to report removed."""
+        candidates = resources.keys() if self.wildcard else self.names
+        changed = [
+            resources[n] for n in candidates if n in resources and self.known.get(n) != resources[n].version
+        ]
+        removed: list[str] = []
+        for name, version in list(self.known.items()):
+            if name in resources:
+                continue
+            if not (self.wildcard or name in self.names):
+                del self.known[name]  # no longer of interest: the client forgot it
+            elif version != _ABSENT:
+                removed.append(name)
+        # Explicitly subscribed names that do not exist are reported once.
+        removed.extend(n for n in self.names if n not in resources and n not in self.known)
+        return changed, removed
+
+    def record(self, changed: Sequence[Resource], removed: Sequence[str]) -> None:
+        # Recorded when sent, not when ACKed: a NACK then does not cause a resend.
+        for res in changed:
+            self.known[res.name] = res.version
+        for name in removed:
+            if name in self.names:
+                self.known[name] = _ABSENT
+            else:
+                self.known.pop(name, None)
+        self.first = False
+
+
+@attrs.define(eq=False)
+class DeltaStream(Stream):
+    by_type: dict[str, DeltaWatch] = attrs.field(factory=dict)
+
+    def watches(self) -> Mapping[str, DeltaWatch]:
+        return self.by_type
+
+    def on_request(self, request: Any) -> None:
+        # No stale-nonce filtering in delta: subscription changes count whatever the nonce.
+        names = (
+            len(request.resource_names_subscribe)
+            + len(request.resource_names_unsubscribe)
+            + len(request.initial_resource_versions)
+        )
+        type_url = self.accept(request, names)
+        self.answered(type_url, request)
+        subscribe = list(request.resource_names_subscribe)
+        watch = self.by_type.get(type_url)
+        if watch is None:
+            watch = self.by_type[type_url] = DeltaWatch(type_url)
+            watch.wildcard = not subscribe and type_url in LEGACY_WILDCARD
+            # Reconnect: skip what the client already has at the same version.
+            watch.known.update(dict(request.initial_resource_versions))
+        watch.update(subscribe, list(request.resource_names_unsubscribe))
+        limit = self.hub.limits.max_resource_names
+        if len(watch.names) > limit:
+            raise LimitExceeded(f"more than {limit} {short(type_url)} subscribed on one stream")
+
+    def clusters_sent(self, changed: Sequence[Resource]) -> None:
+        watch = self.by_type.get(ENDPOINT)
+        if watch is None:
+            return
+        for cluster in changed:
+            name = eds_name(cluster)
+            if name is not None and watch.known.get(name, _ABSENT) != _ABSENT:
+                del watch.known[name]  # send it again, after the cluster
+                watch.dirty = True
+        if watch.dirty:
+            self.wake.set()  # per-type EDS stream: nothing else would wake it
+
+    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
+        for type_url in _ordered(list(self.by_type)):
+            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
+            if out is not None:
+                yield out
+
+    def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
+        if not watch.dirty and watch.checked == snap.version:
+            return None
+        watch.dirty, watch.checked = False, snap.version
+        changed, removed = watch.diff(snap.resources)
+        if not (changed or removed or (watch.first and watch.wildcard)):
+            return None
+        watch.record(changed, removed)
+        nonce = self.sent(SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed)))
+        self.hub.count_response(snap.type_url)
+        log.debug(
+            "%s: sending %s delta: %d changed, %d removed",
+            self.who,
+            short(snap.type_url),
+            len(changed),
+            len(removed),
+        )
+        if snap.type_url == CLUSTER and changed:
+            self.hub.clusters_sent(self, changed)
+        return wire.delta_response(snap.version, snap.type_url, changed, removed, nonce)
