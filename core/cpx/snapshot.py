@@ -26,6 +26,7 @@ from cpx.sources.externalname import ENABLE_OPTION as ENABLE_EXTERNAL_NAMES
 from cpx.sources.externalname import ExternalNamePolicy
 from cpx.xds.constraints.notes import check_resource, constraint_note, type_name
 from cpx.xds.constraints.origins import resource_origins
+from cpx.xds.contributions import UsesContributions
 from cpx.xds.resource import Resource, Snapshot, TypeSnapshot
 
 log = logging.getLogger("cpx.snapshot")
@@ -117,7 +118,10 @@ class SnapshotHandler:
         )
         processors = [(spec.name, spec.factory(config)) for spec in host.processors()]
         caches = [spec.factory(config) for spec in host.resource_caches()]
+        contributions = host.xds_contributions()
         for cache in caches:
+            if isinstance(cache, UsesContributions):
+                cache.bind_contributions(contributions)
             bind = getattr(cache, "bind_source", None)
             if bind is not None:
                 bind(source)
