@@ -45,7 +45,8 @@ def translate(paths: list[Path]) -> str:
     result = CliRunner().invoke(cli, ["translate", "--plugins", PLUGINS, "-o", "json", *map(str, paths)])
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
-    text = result.stdout
+    # Error messages name the manifest files: show them relative to the repository.
+    text = result.stdout.replace(str(ROOT) + "/", "")
     return _TIMESTAMP.sub('"lastTransitionTime": "-"', text)
 
 
