@@ -84,7 +84,7 @@ class StatusUpdater:
         writers: Mapping[tuple[str, str], StatusWriterSpec],
         metrics: Metrics,
         *,
-        concurrency: int = 16,
+        concurrency: int = StatusWritingOptions().concurrency,
         # Short: a status write is small, and Python joins in-flight pool threads at exit, so this
         # bounds how long a SIGTERM can wait for them.
         request_timeout: float = 4.0,
