@@ -15,9 +15,11 @@ import pytest
 from click.testing import CliRunner
 from google.protobuf.json_format import ParseError
 
-from cpx.cli import bootstrap, cli, envoyadmin
+from cpx.cli import cli
 from cpx.ops import certgen
 from cpx.testing.harness import EnvoyProcess, envoy_binary, free_port
+from cpx.xds.envoy import admin as envoyadmin
+from cpx.xds.envoy import bootstrap
 
 UPSTREAM_TLS = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
 

@@ -408,7 +408,7 @@ def test_translate_reports_envoys_verdict(tmp_path: Path) -> None:
 
     # A verdict against everything (EnvoyValidator.tested refuses such an Envoy at start, so
     # through the function): no object is to blame, nothing is published.
-    from cpx.cli.translate import translate
+    from cpx.offline import translate
 
     doc = translate([EXAMPLES / "quickstart"], PluginHost.load(), Config(), validator=lambda snapshot: "no")
     assert doc["envoy"] == {"accepted": False, "message": "EnvoyValidation (EnvoyRejected): no"}

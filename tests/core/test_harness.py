@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from cpx.cli.bootstrap import bootstrap_config
 from cpx.testing.harness import (
     EchoServer,
     EnvoyError,
@@ -24,6 +23,7 @@ from cpx.testing.harness import (
     make_tls_secret,
     wait_for_port,
 )
+from cpx.xds.envoy.bootstrap import bootstrap_config
 
 HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"

@@ -124,7 +124,7 @@ def test_plugins_list_json_reports_contributions() -> None:
 
 def test_plugins_list_does_not_import_disabled_plugins() -> None:
     code = (
-        "import sys, json; from cpx.cli import describe_plugins;"
+        "import sys, json; from cpx.cli.plugins import describe_plugins;"
         "rows = describe_plugins([]);"
         "print(json.dumps({'loaded': 'cpx_ingress' in sys.modules, 'rows': rows}))"
     )

@@ -6,10 +6,10 @@ import asyncio
 import threading
 import time
 
-from cpx.cli.serve import rebuild_on_late_dns_answers
 from cpx.config import Config
 from cpx.events import EventHandler
 from cpx.plugins import PluginHost
+from cpx.serving import rebuild_on_late_dns_answers
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.resolver import PENDING, Resolver
 

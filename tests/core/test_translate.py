@@ -11,7 +11,7 @@ import yaml
 from click.testing import CliRunner, Result
 
 from cpx.cli import cli
-from cpx.cli.translate import REDACTED
+from cpx.offline import REDACTED
 from cpx.testing.cpxproc import backend, ingress, write_manifest
 from cpx.testing.harness import make_tls_secret
 

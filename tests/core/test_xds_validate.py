@@ -947,7 +947,7 @@ def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
 def _bootstrap(kind: str, resource: Any) -> bytes:
     from envoy.config.bootstrap.v3 import bootstrap_pb2
 
-    from cpx.cli.bootstrap import RE2_RUNTIME
+    from cpx.xds.envoy.bootstrap import RE2_RUNTIME
 
     bootstrap = bootstrap_pb2.Bootstrap()
     layer = bootstrap.layered_runtime.layers.add(name="static")

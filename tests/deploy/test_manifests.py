@@ -32,10 +32,10 @@ from click.testing import CliRunner
 from cryptography import x509
 
 from cpx.cli import cli
-from cpx.cli.bootstrap import XDS_SERVER_SAN
 from cpx.ops import certgen
 from cpx.plugins import PluginHost
 from cpx.status.leader import LEASE
+from cpx.xds.envoy.bootstrap import XDS_SERVER_SAN
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

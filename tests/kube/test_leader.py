@@ -16,13 +16,13 @@ import attrs
 import kmock
 import pytest
 
-from cpx.config import Config
+from cpx.config import Config, StatusWritingOptions
 from cpx.ops.metrics import Metrics
 from cpx.plugins import PluginHost
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
 from cpx.status.leader import LEASE, LeaderElector, micro_time
-from cpx.status.updater import StatusWritingOptions, start_status_writing
+from cpx.status.updater import start_status_writing
 from cpx.testing.kubeversions import VersionedKubernetesEmulator, api_client_for
 
 pytestmark = pytest.mark.kmock(cls=VersionedKubernetesEmulator)

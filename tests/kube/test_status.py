@@ -23,7 +23,7 @@ from cpx.plugins import PluginHost
 from cpx.records import StatusWriterSpec
 from cpx.snapshot import ObjectStatus, SnapshotHandler
 from cpx.sources.kube.rest import MERGE_PATCH, collection_path, object_path, request_json
-from cpx.status.envoyservice import ServiceLoadBalancerWatcher
+from cpx.status.loadbalancer_watch import ServiceLoadBalancerWatcher
 from cpx.status.updater import StatusUpdater, merge_patch
 from cpx.testing.kubeversions import VersionedKubernetesEmulator, api_client_for
 

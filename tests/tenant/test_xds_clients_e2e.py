@@ -164,7 +164,7 @@ def test_a_request_just_under_the_size_limit_with_a_million_names_is_refused(ten
 
 # --- NACK floods with forged log lines -----------------------------------------------------------
 
-FORGED = "2026-01-01 00:00:00,000 INFO    cpx.cli.serve: FORGED/line: status ok"
+FORGED = "2026-01-01 00:00:00,000 INFO    cpx.status.reporter: FORGED/line: status ok"
 
 
 async def nack_flood(target: str, count: int, size: int) -> grpc.StatusCode:

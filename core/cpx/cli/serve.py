@@ -1,333 +1,249 @@
-"""``cpx serve``: wires sources, the event handler, the pipeline and the xDS server together."""
+"""``cpx serve``: its flags, checked and turned into :class:`cpx.config.ServeOptions`; the serving
+itself is :func:`cpx.serving.serve`."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import logging
-import os
-import signal
-import tempfile
-import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
-import attrs
-import yaml
+import click
 
-from cpx import objects as k8s
-from cpx.config import Config
-from cpx.dag.dot import to_dot
-from cpx.events import Event, EventHandler, Op
-from cpx.objects import ObjectKey
-from cpx.ops.httpserver import HTTPService, health_routes
-from cpx.ops.metrics import Metrics
-from cpx.plugins import PluginHost
-from cpx.records import WatchSpec
-from cpx.snapshot import ObjectStatus, SnapshotHandler
-from cpx.sources.standalone import SOURCE_NAME, StandaloneSource
-from cpx.xds.server.ads import RejectReport, ServerTLS, XdsServer
+from cpx.cli.options import (
+    Duration,
+    F,
+    PluginCommand,
+    core_config,
+    envoy_listener_options,
+    envoy_validate_options,
+    go_duration,
+    plugin_host,
+    plugins_option,
+    split,
+    stack_options,
+)
+from cpx.config import Config, ServeOptions, StatusWritingOptions, default
+from cpx.errors import CpxError
 
-log = logging.getLogger("cpx.cli.serve")
-
-
-@attrs.frozen(kw_only=True)
-class ServeOptions:
-    manifests: Sequence[Path] = ()
-    # Kubernetes mode (instead of manifests): a kubeconfig file, or the pod's service account.
-    kubeconfig: Path | None = None
-    incluster: bool = False
-    watch_namespaces: Sequence[str] = ()  # empty: every namespace
-    on_missing_crd: Literal["skip", "fail"] = "skip"
-    status_file: Path | None = None
-    health_address: str = "127.0.0.1"
-    health_port: int = 8000
-    debug_address: str = "127.0.0.1"
-    debug_port: int = 6060
-    # Kubernetes mode: status writing by the leader (cpx.status.updater), Contour's flags and defaults.
-    leader_election_resource_name: str = "leader-elect"
-    leader_election_resource_namespace: str = "projectcontour"
-    leader_election_lease_duration: float = 15.0
-    leader_election_renew_deadline: float = 10.0
-    leader_election_retry_period: float = 2.0
-    disable_leader_election: bool = False
-    envoy_service_name: str = "envoy"
-    envoy_service_namespace: str = "projectcontour"
-    # Run every candidate snapshot through `envoy --mode validate` before publishing it.
-    envoy_validate: bool = False
-    envoy_binary: Path | None = None  # default: cpx.testing.envoy.envoy_binary()
-
-    @property
-    def kubernetes(self) -> bool:
-        return self.kubeconfig is not None or self.incluster
+_W = StatusWritingOptions
 
 
-StatusSink = Callable[[Mapping[ObjectKey, ObjectStatus | None]], None]
+def _duration_option(flag: str, field: str, help: str) -> Any:
+    seconds = default(_W, field)
+    return click.option(flag, default=go_duration(seconds), type=Duration(), show_default=True, help=help)
 
 
-@attrs.define(eq=False)
-class StatusReporter:
-    """Logs status changes and, when asked, writes every object's status to a YAML file.
-
-    ``sink`` (Kubernetes mode: the status writer) gets every rebuild's changed statuses; it then
-    counts the status updates, not this reporter.
-    """
-
-    path: Path | None
-    metrics: Metrics
-    sink: StatusSink | None = None
-    _last: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
-    _written: bool = False
-
-    def __call__(self, pipeline: SnapshotHandler) -> None:
-        # Only what may have changed since the last call: at 10k objects, looking at every status
-        # after each rebuild would hold up the event loop (and so the xDS push) for ~100 ms.
-        changed = False
-        statuses = pipeline.changed_statuses()
-        if self.sink is not None:
-            self.sink(statuses)
-        for key, status in statuses.items():
-            if status is None:
-                changed = self._last.pop(key, None) is not None or changed
-                continue
-            current = status.to_dict()
-            if self._last.get(key) == current:
-                continue
-            changed = True
-            self._last[key] = current
-            if self.sink is None:
-                self.metrics.status_update_total.labels(kind=key.kind).inc()
-            self._log(status)
-        if self.path is not None and (changed or not self._written):
-            self._write(pipeline.statuses())
-            self._written = True
-
-    @staticmethod
-    def _log(status: ObjectStatus) -> None:
-        if not status.notes:
-            log.info("%s: status %s", status.key, status.status or "ok")
-        for note in status.notes:
-            level = logging.ERROR if note.severity == "error" else logging.WARNING
-            log.log(level, "%s: %s (%s): %s", status.key, note.type, note.reason, note.message)
-
-    def _write(self, statuses: dict[ObjectKey, ObjectStatus]) -> None:
-        assert self.path is not None
-        doc = [
-            {
-                "kind": key.kind,
-                "group": key.group,
-                "namespace": key.namespace,
-                "name": key.name,
-                "status": status.to_dict(),
-            }
-            for key, status in sorted(statuses.items())
-        ]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Atomic replace so readers never see half a file.
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=f".{self.path.name}.")
-        with os.fdopen(fd, "w") as fh:
-            yaml.safe_dump({"objects": doc}, fh, sort_keys=False)
-        os.replace(tmp, self.path)
-
-
-def freeze_heap() -> None:
-    """Exempt everything alive after the first build from the cyclic garbage collector.
-
-    The initial sync leaves ~700k tracked long-lived objects at 10k routes (every manifest
-    object, the DAG, the memoised translations).  Each full collection walks all of them (~200
-    ms), and the objects later rebuilds allocate trigger one now and then, in
-    the middle of some change.  What is alive now is freed by reference counting when replaced
-    (the data is acyclic), so moving it to the permanent generation costs only the rare cycle.
-    """
-    gc.collect()
-    gc.freeze()
-
-
-def _update_cache_metrics(metrics: Metrics, pipeline: SnapshotHandler) -> None:
-    for group, kind in pipeline.source.kinds():
-        gvk = k8s.GroupVersionKind(group=group, version="", kind=kind, plural="")
-        metrics.dag_cache_object.labels(kind=kind).set(pipeline.source.count(gvk))
-
-
-class Source(Protocol):
-    """Feeds objects to the event handler until cancelled."""
-
-    async def run(self, handler: EventHandler) -> None: ...
-
-
-def make_source(
-    host: PluginHost, pipeline: SnapshotHandler, options: ServeOptions
-) -> tuple[Source, set[str]]:
-    """The object source of the chosen mode, and the names it reports its initial sync under."""
-    if options.kubeconfig is None and not options.incluster:
-        return StandaloneSource(options.manifests, pipeline), {SOURCE_NAME}
-    from cpx.sources.kube import KubeSource, new_api_client  # noqa: PLC0415 (kubernetes loads only when used)
-
-    api_client = new_api_client(options.kubeconfig, incluster=options.incluster)
-    source = KubeSource(
-        api_client,
-        host.contributions("cpx_watches", WatchSpec),
-        options.watch_namespaces,
-        on_missing_crd=options.on_missing_crd,
+def status_writing_options(f: F) -> F:
+    """Kubernetes mode: leader election and the Envoy Service whose address goes to status."""
+    return stack_options(
+        f,
+        [
+            click.option(
+                "--leader-election-resource-name",
+                default=default(_W, "leader_election_resource_name"),
+                show_default=True,
+                help="Kubernetes mode: name of the Lease replicas elect the status writer with.",
+            ),
+            click.option(
+                "--leader-election-resource-namespace",
+                default=default(_W, "leader_election_resource_namespace"),
+                show_default=True,
+                help="Kubernetes mode: namespace of that Lease.",
+            ),
+            _duration_option(
+                "--leader-election-lease-duration",
+                "leader_election_lease_duration",
+                "How long a Lease not renewed keeps followers waiting.",
+            ),
+            _duration_option(
+                "--leader-election-renew-deadline",
+                "leader_election_renew_deadline",
+                "How long the leader keeps trying to renew before it stops leading.",
+            ),
+            _duration_option(
+                "--leader-election-retry-period",
+                "leader_election_retry_period",
+                "How often candidates try to take, and the leader to renew, the Lease.",
+            ),
+            click.option(
+                "--disable-leader-election",
+                is_flag=True,
+                help="Kubernetes mode: write status without electing a leader (one replica only).",
+            ),
+            click.option(
+                "--envoy-service-name",
+                default=default(_W, "envoy_service_name"),
+                show_default=True,
+                help="Kubernetes mode: the Envoy Service whose status.loadBalancer is copied to "
+                "Ingress and HTTPProxy status (unless --ingress-status-address is set).",
+            ),
+            click.option(
+                "--envoy-service-namespace",
+                default=default(_W, "envoy_service_namespace"),
+                show_default=True,
+                help="Kubernetes mode: namespace of that Service.",
+            ),
+        ],
     )
-    return source, source.source_names
 
 
-def start_kube_status_writing(
-    pipeline: SnapshotHandler, config: Config, options: ServeOptions, metrics: Metrics
-) -> Any:
-    """Kubernetes mode: the leader election, the Envoy Service watch and the status updater
-    (:func:`cpx.status.updater.start_status_writing`), on a client of their own."""
-    from cpx.sources.kube.client import new_api_client  # noqa: PLC0415 (kubernetes loads only when used)
-    from cpx.status.loadbalancer import STATUS_ADDRESS_OPTION  # noqa: PLC0415
-    from cpx.status.updater import StatusWritingOptions, start_status_writing  # noqa: PLC0415
-
-    api_client = new_api_client(options.kubeconfig, incluster=options.incluster)
-    address = config.option(STATUS_ADDRESS_OPTION.name)
-    writing_options = StatusWritingOptions(
-        leader_election_resource_name=options.leader_election_resource_name,
-        leader_election_resource_namespace=options.leader_election_resource_namespace,
-        leader_election_lease_duration=options.leader_election_lease_duration,
-        leader_election_renew_deadline=options.leader_election_renew_deadline,
-        leader_election_retry_period=options.leader_election_retry_period,
-        disable_leader_election=options.disable_leader_election,
-        envoy_service_name=options.envoy_service_name,
-        envoy_service_namespace=options.envoy_service_namespace,
-        ingress_status_address=str(address) if address else None,
-    )
-    return start_status_writing(api_client, pipeline, writing_options, metrics)
-
-
-def rebuild_on_late_dns_answers(pipeline: SnapshotHandler, handler: EventHandler) -> None:
-    """A DNS answer the ExternalName check could not wait for arrives later (on a resolver
-    thread): rebuild then, rather than at the next unrelated change (cpx.sources.resolver)."""
-    loop = asyncio.get_running_loop()
-
-    def resync() -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: cpx is stopping
-            loop.call_soon_threadsafe(handler.submit, Event(Op.RESYNC))
-
-    pipeline.source.external_names.resolver.on_late_answer = resync
-
-
-async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
-    """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
-    metrics = Metrics()
-    pipeline = SnapshotHandler.create(host, config)
-    if options.envoy_validate:
-        from cpx.xds.constraints.envoycheck import EnvoyValidator  # noqa: PLC0415 (protos load only when asked for)
-
-        validator = EnvoyValidator.tested(options.envoy_binary)
-        pipeline.checkers.append(validator)
-        log.info("every snapshot goes through %s --mode validate before it is published", validator.binary)
-    tls = None
-    if config.xds_cafile or config.xds_cert_file or config.xds_key_file:
-        tls = ServerTLS(
-            ca_file=config.xds_cafile, cert_file=config.xds_cert_file, key_file=config.xds_key_file
+def _status_writing(ctx: click.Context, params: dict[str, Any]) -> StatusWritingOptions:
+    lease = params["leader_election_lease_duration"]
+    renew = params["leader_election_renew_deadline"]
+    retry = params["leader_election_retry_period"]
+    if not lease > renew > 1.2 * retry > 0:
+        raise click.UsageError(
+            "leader election needs lease duration > renew deadline > 1.2 x retry period > 0", ctx
         )
+    names = (
+        "leader_election_resource_name",
+        "leader_election_resource_namespace",
+        "leader_election_lease_duration",
+        "leader_election_renew_deadline",
+        "leader_election_retry_period",
+        "disable_leader_election",
+        "envoy_service_name",
+        "envoy_service_namespace",
+    )
+    return StatusWritingOptions(**{name: params[name] for name in names})
 
-    def on_reject(report: RejectReport) -> None:
-        # Envoy NACKed: note it on the objects behind it, and leave them out when the peer is
-        # an authenticated Envoy (mTLS); applied between builds, see events.
-        handler.envoy_rejected(
-            report.type_url, report.resource_names, report.message, leave_out=tls is not None
+
+def _check_flags(ctx: click.Context, params: dict[str, Any]) -> None:
+    kube_mode = params["kubeconfig"] is not None or params["incluster"]
+    if params["kubeconfig"] is not None and params["incluster"]:
+        raise click.UsageError("--kubeconfig and --incluster are mutually exclusive", ctx)
+    if kube_mode and params["manifests"]:
+        raise click.UsageError(
+            "--manifests and Kubernetes mode (--kubeconfig/--incluster) are exclusive", ctx
         )
+    if not kube_mode and not params["manifests"]:
+        raise click.UsageError("give --manifests (standalone mode) or --kubeconfig/--incluster", ctx)
+    if not kube_mode and params["watch_namespaces"]:
+        raise click.UsageError("--watch-namespaces needs Kubernetes mode (--kubeconfig/--incluster)", ctx)
+    if bool(params["xds_cert_file"]) != bool(params["xds_key_file"]) or (
+        params["xds_cafile"] and not params["xds_cert_file"]
+    ):
+        raise click.UsageError("mTLS needs --xds-cafile, --xds-cert-file and --xds-key-file together", ctx)
+    if params["xds_cert_file"]:
+        _check_xds_tls_files(params)
 
-    server = XdsServer(
-        address=config.xds_address, port=config.xds_port, tls=tls, metrics=metrics, on_reject=on_reject
-    )
-    reporter = StatusReporter(options.status_file, metrics)
-    source, source_names = make_source(host, pipeline, options)
-    status_tasks: list[asyncio.Task[None]] = []
-    if options.kubernetes:
-        writing = start_kube_status_writing(pipeline, config, options, metrics)
-        reporter.sink = writing.submit
-        status_tasks = writing.tasks
 
-    def on_build_failed(p: SnapshotHandler) -> None:
-        metrics.dag_build_failed.set(1)
-        metrics.dag_build_failures.inc()
+def _check_xds_tls_files(params: dict[str, Any]) -> None:
+    from cpx.sources.secrets import SecretError, check_server_tls_files  # noqa: PLC0415
 
-    def on_rebuild(p: SnapshotHandler) -> None:
-        metrics.dag_build_failed.set(0)
-        metrics.quarantined_objects.set(len(p.quarantined))
-        metrics.dagrebuild_total.inc()
-        metrics.dagrebuild_timestamp.set(time.time())
-        metrics.dagrebuild_seconds.observe(p.last_build_seconds)
-        _update_cache_metrics(metrics, p)
-        reporter(p)
-        if p.rebuilds == 1:
-            freeze_heap()
-
-    handler = EventHandler(
-        pipeline,
-        on_snapshot=server.set_snapshot,
-        on_rebuild=on_rebuild,
-        on_build_failed=on_build_failed,
-        on_statuses=reporter,
-        holdoff_delay=config.holdoff_delay,
-        holdoff_max_delay=config.holdoff_max_delay,
-        pending_sources=set(source_names),
-    )
-    rebuild_on_late_dns_answers(pipeline, handler)
-    health = HTTPService(
-        options.health_address, options.health_port, health_routes(metrics.registry, handler.not_ready)
-    )
-    debug = HTTPService(
-        options.debug_address,
-        options.debug_port,
-        {
-            "/debug/dag": lambda: (
-                200,
-                "text/vnd.graphviz",
-                to_dot(pipeline.dag).encode() if pipeline.dag else b"",
-            )
-        },
-    )
-    port = await server.start()
     try:
-        health.start()
-        debug.start()
-    except OSError:
-        await server.stop(grace=0)  # e.g. the health port is taken: nothing may keep running
-        raise
-    log.info(
-        "serving xDS on %s:%d (%s); health and metrics on %s:%d; debug on %s:%d",
-        config.xds_address,
-        port,
-        "mTLS" if tls else "plaintext",
-        options.health_address,
-        health.port,
-        options.debug_address,
-        debug.port,
+        check_server_tls_files(params["xds_cafile"], params["xds_cert_file"], params["xds_key_file"])
+    except SecretError as err:
+        raise click.ClickException(str(err)) from None
+
+
+@click.command(cls=PluginCommand, name="serve")
+@plugins_option
+@click.option(
+    "--manifests",
+    "manifests",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Manifest file or folder (repeatable); watched for changes.",
+)
+@click.option(
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Kubernetes mode: list and watch the cluster this kubeconfig file names.",
+)
+@click.option(
+    "--incluster", is_flag=True, help="Kubernetes mode, with the pod's service account (in a cluster)."
+)
+@click.option(
+    "--watch-namespaces",
+    multiple=True,
+    help="Kubernetes mode: watch only these namespaces (comma-separated; default: all).",
+)
+@click.option(
+    "--on-missing-crd",
+    default=default(ServeOptions, "on_missing_crd"),
+    type=click.Choice(["skip", "fail"]),
+    show_default=True,
+    help="Kubernetes mode: when a plugin's kind is not served (CRD not installed), log it and skip "
+    "the kind, or refuse to start.",
+)
+@click.option(
+    "--status-file", type=click.Path(path_type=Path), help="Write every object's status to this YAML file."
+)
+@click.option(
+    "--xds-address",
+    default=default(Config, "xds_address"),
+    show_default=True,
+    help="Address the xDS gRPC server binds.",
+)
+@click.option(
+    "--xds-port",
+    default=default(Config, "xds_port"),
+    type=int,
+    show_default=True,
+    help="Port of the xDS gRPC server.",
+)
+@click.option(
+    "--xds-cafile",
+    type=click.Path(exists=True),
+    help="CA bundle that Envoy client certificates must chain to (enables mTLS).",
+)
+@click.option("--xds-cert-file", type=click.Path(exists=True), help="Certificate of the xDS server.")
+@click.option("--xds-key-file", type=click.Path(exists=True), help="Private key of the xDS server.")
+@envoy_listener_options
+@status_writing_options
+@click.option(
+    "--http-address",
+    "health_address",
+    default=default(ServeOptions, "health_address"),
+    show_default=True,
+    help="Address of /healthz, /readyz and /metrics.",
+)
+@click.option(
+    "--http-port",
+    "health_port",
+    default=default(ServeOptions, "health_port"),
+    type=int,
+    show_default=True,
+    help="Port of /healthz, /readyz and /metrics.",
+)
+@click.option(
+    "--debug-http-address",
+    default=default(ServeOptions, "debug_address"),
+    show_default=True,
+    help="Address of /debug/dag.",
+)
+@click.option(
+    "--debug-http-port",
+    default=default(ServeOptions, "debug_port"),
+    type=int,
+    show_default=True,
+    help="Port of /debug/dag.",
+)
+@envoy_validate_options
+@click.pass_context
+def serve_command(ctx: click.Context, /, **params: Any) -> None:
+    """Serve xDS to Envoy from manifests (standalone mode) or from a cluster (Kubernetes mode)."""
+    from cpx.serving import serve  # noqa: PLC0415 (grpc loads only when serving)
+
+    _check_flags(ctx, params)
+    config = core_config(ctx, params)
+    options = ServeOptions(
+        manifests=tuple(params["manifests"]),
+        kubeconfig=params["kubeconfig"],
+        incluster=params["incluster"],
+        watch_namespaces=tuple(split(params["watch_namespaces"])),
+        on_missing_crd=params["on_missing_crd"],
+        status_file=params["status_file"],
+        health_address=params["health_address"],
+        health_port=params["health_port"],
+        debug_address=params["debug_http_address"],
+        debug_port=params["debug_http_port"],
+        status_writing=_status_writing(ctx, params),
+        envoy_validate=params["envoy_validate"],
+        envoy_binary=params["envoy_binary"],
     )
-    tasks = [
-        asyncio.create_task(handler.run(), name="event-handler"),
-        asyncio.create_task(source.run(handler), name="source"),
-    ]
-    tasks += status_tasks  # the Lease is released when they are cancelled
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    stopping = asyncio.create_task(stop.wait(), name="signals")
     try:
-        done, _ = await asyncio.wait([*tasks, stopping], return_when=asyncio.FIRST_COMPLETED)
-        for task in done:
-            if task in tasks:
-                error = task.exception()
-                if error is not None:
-                    raise error  # a source or the handler died
-                log.error("%s ended unexpectedly; shutting down", task.get_name())
-    finally:
-        log.info("shutting down")
-        for task in (*tasks, stopping):
-            task.cancel()
-        await asyncio.gather(*tasks, stopping, return_exceptions=True)
-        await server.stop(grace=1.0)
-        health.stop()
-        debug.stop()
-        host.unconfigure(config)
+        asyncio.run(serve(plugin_host(ctx), config, options))
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None

@@ -1,130 +1,55 @@
-"""``cpx translate``: the whole pipeline, offline: objects in, xDS and status out."""
+"""``cpx translate``: its flags and output format; the translation is :func:`cpx.offline.translate`."""
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+import json
 from pathlib import Path
 from typing import Any
 
-import attrs
+import click
 
-from cpx.config import Config
-from cpx.events import Event
-from cpx.objects import KubeObject, ObjectKey
-from cpx.plugins import PluginHost
-from cpx.snapshot import BuildError, SnapshotHandler
-from cpx.sources.admission import admit
-from cpx.sources.manifests import expand, parse_file
-from cpx.sources.standalone import StandaloneSource
-from cpx.xds.resource import Snapshot
-
-log = logging.getLogger("cpx.cli.translate")
-REDACTED = "[redacted]"
+from cpx.cli.options import (
+    PluginCommand,
+    core_config,
+    envoy_listener_options,
+    envoy_validate_options,
+    plugin_host,
+    plugins_option,
+)
+from cpx.errors import CpxError
 
 
-def _identity(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    ident: dict[str, Any] = {"name": meta.get("name")}
-    if meta.get("namespace"):
-        ident["namespace"] = meta["namespace"]
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": ident}
+@click.command(cls=PluginCommand, name="translate")
+@plugins_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("-o", "--output", "fmt", default="yaml", type=click.Choice(["yaml", "json"]), show_default=True)
+@envoy_listener_options
+@envoy_validate_options
+@click.pass_context
+def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, **params: Any) -> None:
+    """Translate manifests offline: print every object with its status, and the xDS resources.
 
-
-def redact_secrets(xds: dict[str, Any]) -> dict[str, Any]:
-    """Private keys never leave the process in readable form, not even in translate output."""
-    for secret in xds.get("secrets", ()):
-        tls = secret.get("tlsCertificate")
-        if tls and "privateKey" in tls:
-            tls["privateKey"] = {"inlineBytes": REDACTED}
-    return xds
-
-
-@attrs.define(eq=False)
-class _Apply:
-    """The event handler's part, at once: a loaded file's changes go straight to the pipeline."""
-
-    pipeline: SnapshotHandler
-
-    def upsert(self, obj: KubeObject, source: str = "") -> None:
-        self.pipeline.upsert(obj, validate=True)
-
-    def delete(self, obj: KubeObject, source: str = "") -> None:
-        self.pipeline.delete(obj)
-
-    def submit(self, event: Event) -> None:
-        pass  # one build at the end anyway
-
-
-def translate(
-    paths: Sequence[Path],
-    host: PluginHost,
-    config: Config,
-    *,
-    validator: Callable[[Snapshot], str | None] | None = None,
-) -> dict[str, Any]:
-    """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
-
-    Files are loaded as ``cpx serve`` loads them (refused documents, objects defined twice);
-    raises ManifestError when an input cannot be read or parsed at all.  With a ``validator``
-    (``--envoy-validate``) every build is checked by it (objects it refuses are left out, as in
-    ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
+    With --envoy-validate the output's `envoy` entry holds Envoy's verdict, and the exit code is 1
+    when Envoy refuses the configuration.
     """
-    pipeline = SnapshotHandler.create(host, config)
-    if validator is not None:
-        pipeline.checkers.append(validator)
-    loader = StandaloneSource(paths, pipeline)
-    apply = _Apply(pipeline)
-    read: list[dict[str, Any]] = []
-    unknown: dict[ObjectKey, str] = {}
-    for path in expand(paths):
-        positions: list[int] = []
-        objects, doc_errors = parse_file(path, positions)  # ManifestError propagates: input unreadable
-        admission = admit(pipeline, path, objects, positions)
-        unknown.update((e.key, e.message) for e in admission.unknown if e.key is not None)
-        loader.apply_file(path, admission, doc_errors, apply)
-        read += objects
-    build_errors = []
+    from cpx.offline import translate  # noqa: PLC0415
+
+    config = core_config(ctx, params)
     try:
-        pipeline.rebuild()
-    except BuildError as err:
-        build_errors.append(f"the build failed and nothing was published: {err}")
-    statuses = pipeline.statuses()
-    out_objects = []
-    for obj in read:
-        key = ObjectKey.of(obj)
-        entry = _identity(obj)
-        if key in unknown:
-            entry["status"] = {
-                "cpx": {
-                    "problems": [
-                        {
-                            "type": "UnknownKind",
-                            "reason": "NotHandled",
-                            "message": unknown[key],
-                            "severity": "error",
-                        }
-                    ]
-                }
-            }
-        elif key in statuses:
-            entry["status"] = statuses[key].to_dict()
-        elif key.group_kind in pipeline.status_writers and not pipeline.accepts(obj):
-            entry["status"] = {"cpx": {"ignored": "not selected by this cpx (class or filter)"}}
-        out_objects.append(entry)
-    errors = [message for messages in loader.problems.values() for message in messages]
-    errors += (  # `cpx serve` logs these too
-        note.message
-        for notes in pipeline.source_notes.values()
-        for note in notes
-        if note.reason == "DuplicateObject"
-    )
-    errors += build_errors
-    xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
-    doc: dict[str, Any] = {"objects": out_objects, "errors": errors, "xds": xds}
-    if validator is not None:
-        # The validator ran as a checker: objects Envoy refused are left out (their status says
-        # so) and what was published is what Envoy accepted; no snapshot means nothing was.
-        failed = pipeline.last_build_error
-        doc["envoy"] = {"accepted": True} if failed is None else {"accepted": False, "message": failed}
-    return doc
+        validator = None
+        if params["envoy_validate"]:
+            from cpx.xds.constraints.envoycheck import EnvoyValidator  # noqa: PLC0415
+
+            validator = EnvoyValidator.tested(params["envoy_binary"])
+        doc = translate(paths, plugin_host(ctx), config, validator=validator)
+    except CpxError as err:
+        raise click.ClickException(str(err)) from None
+    if fmt == "json":
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        import yaml  # noqa: PLC0415 (only this output needs it)
+
+        # Through JSON first: plain lists and dicts only (the status may hold tuples).
+        click.echo(yaml.safe_dump(json.loads(json.dumps(doc)), sort_keys=False), nl=False)
+    if not doc.get("envoy", {}).get("accepted", True):
+        ctx.exit(1)

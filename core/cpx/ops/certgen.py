@@ -23,8 +23,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-DEFAULT_NAMESPACE = "projectcontour"
-DEFAULT_LIFETIME_DAYS = 365
+from cpx.config import CertgenOptions
+
+DEFAULT_NAMESPACE = CertgenOptions().namespace
+DEFAULT_LIFETIME_DAYS = CertgenOptions().lifetime_days
 CA_CERT_FILE, CA_KEY_FILE = "cacert.pem", "cakey.pem"
 CPX_CERT_FILE, CPX_KEY_FILE = "cpxcert.pem", "cpxkey.pem"
 ENVOY_CERT_FILE, ENVOY_KEY_FILE = "envoycert.pem", "envoykey.pem"

@@ -11,7 +11,7 @@ Every kind goes through the core here (:func:`cpx.dag.services.lookup_service_po
   (:class:`cpx.sources.resolver.Resolver`) so that a slow resolver cannot hold up a build.
 
 DNS can change after the check (Envoy re-resolves); the check narrows the window, the admin
-interface on a Unix socket (:mod:`cpx.cli.bootstrap`) removes the target.  See
+interface on a Unix socket (:mod:`cpx.xds.envoy.bootstrap`) removes the target.  See
 docs/design/0007-externalname-and-admin.md.
 """
 

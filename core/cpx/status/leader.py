@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cpx.config import StatusWritingOptions
 from cpx.objects import GroupVersionKind
 from cpx.ops.metrics import Metrics
 from cpx.sources.kube.rest import (
@@ -45,6 +46,7 @@ log = logging.getLogger("cpx.status.leader")
 
 LEASE = GroupVersionKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases")
 JITTER_FACTOR = 1.2  # client-go's JitterFactor: the acquire retry waits retry_period * [1, 1.2)
+_DEFAULTS = StatusWritingOptions()
 
 
 def default_identity() -> str:
@@ -70,9 +72,9 @@ class LeaderElector:
         namespace: str,
         identity: str | None = None,
         *,
-        lease_duration: float = 15.0,
-        renew_deadline: float = 10.0,
-        retry_period: float = 2.0,
+        lease_duration: float = _DEFAULTS.leader_election_lease_duration,
+        renew_deadline: float = _DEFAULTS.leader_election_renew_deadline,
+        retry_period: float = _DEFAULTS.leader_election_retry_period,
         on_started_leading: Callable[[], None] | None = None,
         on_stopped_leading: Callable[[], None] | None = None,
         metrics: Metrics | None = None,

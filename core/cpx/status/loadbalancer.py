@@ -1,18 +1,20 @@
-"""``status.loadBalancer`` from ``--ingress-status-address``, shared by every kind that reports it.
+"""Load-balancer status from the flag: ``--ingress-status-address``, shared by every kind that reports it.
 
-Contour writes the Envoy Service's load-balancer address (or this flag) into Ingress and HTTPProxy
-status alike, so the core owns the option and its parsing.  The flag's address is put in the
-computed status by the plugins' processors; the Envoy Service's reaches the kinds whose
-``StatusWriterSpec.load_balancer`` is one of :func:`service_load_balancer` /
-:func:`ingress_load_balancer` (see :mod:`cpx.status.envoyservice`).
+Contour writes the Envoy Service's load-balancer address (or this flag, which then wins) into
+Ingress and HTTPProxy status alike, so the core owns the option and its parsing.  Where the address
+comes from decides the path:
+
+* the flag (here): the plugins' processors put :func:`load_balancer_status` in the computed status;
+* the Envoy Service (:mod:`cpx.status.loadbalancer_watch`): watched in Kubernetes mode, and
+  overlaid by the status updater on the kinds whose ``StatusWriterSpec.load_balancer`` turns the
+  Service's core/v1 LoadBalancerStatus into their own status shape (the plugins own those shapes).
 """
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from cpx.records import OptionSpec
@@ -57,21 +59,3 @@ def load_balancer_status(value: str | Iterable[str] | None) -> dict[str, Any] | 
     if not entries:
         return None
     return {"loadBalancer": {"ingress": entries}}
-
-
-def service_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
-    """``StatusWriterSpec.load_balancer`` for kinds whose ``status.loadBalancer`` is a core/v1
-    LoadBalancerStatus (HTTPProxy): the Envoy Service's, as it is."""
-    return {"loadBalancer": copy.deepcopy(dict(service_lb))}
-
-
-def ingress_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
-    """``StatusWriterSpec.load_balancer`` for networking/v1 IngressLoadBalancerStatus: the same
-    entries without the fields only core/v1 has (``ipMode``), as Contour's coreToNetworkingLBStatus."""
-    entries = []
-    for entry in service_lb.get("ingress") or ():
-        if not isinstance(entry, Mapping):
-            continue
-        out = {k: copy.deepcopy(entry[k]) for k in ("ip", "hostname", "ports") if k in entry}
-        entries.append(out)
-    return {"loadBalancer": {"ingress": entries} if entries else {}}

@@ -18,7 +18,7 @@ updater never writes a field the merge did not produce.  Metrics are Contour's
 
 :func:`start_status_writing` wires it for ``cpx serve`` in Kubernetes mode: the leader election
 (:mod:`cpx.status.leader`) switches the updater on (with a full rewrite) and off, and the Envoy
-Service's address (:mod:`cpx.status.envoyservice`) is overlaid on the kinds that opted in.
+Service's address (:mod:`cpx.status.loadbalancer_watch`) is overlaid on the kinds that opted in.
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ from typing import Any
 
 import attrs
 
+from cpx.config import StatusWritingOptions
 from cpx.objects import ObjectKey
 from cpx.ops.metrics import Metrics
 from cpx.records import StatusWriterSpec
 from cpx.snapshot import ObjectStatus, SnapshotHandler
 from cpx.sources.kube.rest import MERGE_PATCH, ApiException, object_path, request_json, status_code
-from cpx.status.envoyservice import ServiceLoadBalancerWatcher
 from cpx.status.leader import LeaderElector
+from cpx.status.loadbalancer_watch import ServiceLoadBalancerWatcher
 
 log = logging.getLogger("cpx.status.updater")
 
@@ -83,7 +84,7 @@ class StatusUpdater:
         writers: Mapping[tuple[str, str], StatusWriterSpec],
         metrics: Metrics,
         *,
-        concurrency: int = 16,
+        concurrency: int = StatusWritingOptions().concurrency,
         # Short: a status write is small, and Python joins in-flight pool threads at exit, so this
         # bounds how long a SIGTERM can wait for them.
         request_timeout: float = 4.0,
@@ -330,24 +331,6 @@ class StatusUpdater:
 # -- wiring for `cpx serve` ----------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class StatusWritingOptions:
-    """``cpx serve`` flags for status writing in Kubernetes mode (Contour's names and defaults)."""
-
-    leader_election_resource_name: str = "leader-elect"
-    leader_election_resource_namespace: str = "projectcontour"
-    leader_election_lease_duration: float = 15.0
-    leader_election_renew_deadline: float = 10.0
-    leader_election_retry_period: float = 2.0
-    disable_leader_election: bool = False
-    envoy_service_name: str = "envoy"
-    envoy_service_namespace: str = "projectcontour"
-    # --ingress-status-address (the core option): when set, the Envoy Service is not watched.
-    ingress_status_address: str | None = None
-    concurrency: int = 16
-    identity: str | None = None  # default: host name + a unique suffix
-
-
 @attrs.define(eq=False)
 class StatusWriting:
     """The running status writer of ``cpx serve``: feed it each rebuild's changed statuses."""
@@ -373,7 +356,7 @@ def start_status_writing(
     """Start the updater, the leader election and the Envoy Service watcher (on the running loop).
 
     Feed ``StatusWriting.submit`` with ``pipeline.changed_statuses()`` after every rebuild (the
-    :class:`cpx.cli.serve.StatusReporter` does, given it as ``sink``); ``await stop()`` on shutdown.
+    :class:`cpx.status.reporter.StatusReporter` does, given it as ``sink``); ``await stop()`` on shutdown.
     """
     updater = StatusUpdater(api_client, pipeline.status_writers, metrics, concurrency=options.concurrency)
     writing = StatusWriting(updater)

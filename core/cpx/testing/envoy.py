@@ -27,8 +27,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from cpx.cli.bootstrap import bootstrap_config
-from cpx.cli.envoyadmin import with_admin_socket
+from cpx.xds.envoy.admin import with_admin_socket
+from cpx.xds.envoy.bootstrap import bootstrap_config
 
 # Every Envoy we started and have not reaped; killed at interpreter exit whatever happened.
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -103,7 +103,7 @@ class EnvoyError(RuntimeError):
 
 
 class EnvoyProcess:
-    """A real Envoy running a given bootstrap (see :func:`cpx.cli.bootstrap.bootstrap_config`).
+    """A real Envoy running a given bootstrap (see :func:`cpx.xds.envoy.bootstrap.bootstrap_config`).
 
     ``with EnvoyProcess(config) as envoy:`` starts it and waits until the admin interface
     answers; leaving the block stops it. The log goes to ``<workdir>/envoy.log``.
@@ -149,7 +149,7 @@ class EnvoyProcess:
     ) -> EnvoyProcess:
         """An (unstarted) Envoy whose bootstrap points at a cpx xDS server on ``xds_port``.
 
-        ``bootstrap`` goes to :func:`cpx.cli.bootstrap.bootstrap_config` (e.g. the xDS TLS files).
+        ``bootstrap`` goes to :func:`cpx.xds.envoy.bootstrap.bootstrap_config` (e.g. the xDS TLS files).
         """
         config = bootstrap_config(xds_address=xds_address, xds_port=xds_port, **bootstrap)
         return cls(config, workdir=workdir, log_level=log_level)

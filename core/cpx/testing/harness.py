@@ -1,6 +1,6 @@
 """End-to-end test harness (no pytest dependency; fixtures live in the test suite's conftest).
 
-* :class:`EnvoyProcess` runs the real Envoy with a bootstrap from :mod:`cpx.cli.bootstrap`;
+* :class:`EnvoyProcess` runs the real Envoy with a bootstrap from :mod:`cpx.xds.envoy.bootstrap`;
   :meth:`EnvoyProcess.with_xds` points it at a cpx xDS server. It never outlives the test
   process (atexit and a parent-death signal).
 * :class:`EchoServer` / :class:`TCPEchoServer` are loopback backends (see

@@ -184,8 +184,9 @@ def tenant_stack(
 ) -> Iterator[TenantStack]:
     """A started :class:`TenantStack` in ``workdir``, its backend already served.
 
-    ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to :func:`cpx.cli.bootstrap.bootstrap_config`
-    (e.g. ``admin_port`` for the read-only admin listener), ``envoy_runtime`` into Envoy's static
+    ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to
+    :func:`cpx.xds.envoy.bootstrap.bootstrap_config` (e.g. ``admin_port`` for the read-only admin
+    listener), ``envoy_runtime`` into Envoy's static
     runtime layer; ``mtls`` serves xDS over mutual TLS (certificates from ``cpx certgen``)."""
     manifests = workdir / "manifests"
     status_file = workdir / "status.yaml"

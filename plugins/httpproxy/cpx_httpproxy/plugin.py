@@ -13,7 +13,6 @@ from typing import Any
 from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
 from cpx.config import Config
 from cpx.sources import ingressclass
-from cpx.status import loadbalancer as lbstatus
 
 from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
@@ -72,7 +71,7 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
         name="httpproxy",
         gvk=HTTPPROXY,
         merge=status.merge,
-        load_balancer=lbstatus.service_load_balancer,
+        load_balancer=status.envoy_load_balancer,
         refused=status.refused,
     )
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
 from cpx.sources import ingressclass
-from cpx.status import loadbalancer as lbstatus
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
@@ -37,7 +36,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     # status.loadBalancer: the Envoy Service's, as a networking/v1 IngressLoadBalancerStatus.
     yield StatusWriterSpec(
-        name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=lbstatus.ingress_load_balancer
+        name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=status.envoy_load_balancer
     )
 
 

@@ -14,7 +14,13 @@ from typing import Any
 
 from cpx.status.loadbalancer import load_balancer_status, parse_status_addresses
 
-__all__ = ["computed_status", "load_balancer_status", "merge_status", "parse_status_addresses"]
+__all__ = [
+    "computed_status",
+    "envoy_load_balancer",
+    "load_balancer_status",
+    "merge_status",
+    "parse_status_addresses",
+]
 
 
 def computed_status(template: Mapping[str, Any]) -> dict[str, Any]:
@@ -32,3 +38,16 @@ def merge_status(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Map
         return None
     merged = {**current, **computed}
     return None if merged == dict(current) else merged
+
+
+def envoy_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+    """StatusWriterSpec.load_balancer: the Envoy Service's core/v1 LoadBalancerStatus as a
+    networking/v1 IngressLoadBalancerStatus, i.e. without the fields only core/v1 has (``ipMode``),
+    as Contour's coreToNetworkingLBStatus."""
+    entries = []
+    for entry in service_lb.get("ingress") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        out = {k: copy.deepcopy(entry[k]) for k in ("ip", "hostname", "ports") if k in entry}
+        entries.append(out)
+    return {"loadBalancer": {"ingress": entries} if entries else {}}

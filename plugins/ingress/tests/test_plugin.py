@@ -9,9 +9,9 @@ import pytest
 
 import cpx_ingress.plugin
 from cpx.builtin import plugin as core
-from cpx.cli.translate import translate
 from cpx.config import Config
 from cpx.errors import ConfigError
+from cpx.offline import translate
 from cpx.plugins import GROUP, PluginHost
 from cpx.records import Phase
 from cpx.sources import ingressclass as classes

@@ -32,9 +32,9 @@ from google.protobuf import descriptor_pool, json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from cpx.cli.bootstrap import _import_package, bootstrap_config
-from cpx.cli.envoyadmin import ADMIN_CLUSTER
 from cpx.errors import CpxError
+from cpx.xds.envoy.admin import ADMIN_CLUSTER
+from cpx.xds.envoy.bootstrap import _import_package, bootstrap_config
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
 
 HCM = http_connection_manager_pb2.HttpConnectionManager

@@ -20,14 +20,14 @@ from typing import Any
 
 import yaml
 
-from cpx.cli.serve import ServeOptions, serve
-from cpx.config import Config
+from cpx.config import Config, ServeOptions
 from cpx.errors import CpxError
 from cpx.plugins import PluginHost
+from cpx.serving import serve
 from cpx.testing.backends import EchoServer
 from cpx.testing.envoy import EnvoyError, EnvoyProcess, envoy_binary, wait_for_port
 
-log = logging.getLogger("cpx.cli.demo")
+log = logging.getLogger("cpx.demo")
 
 
 def _backends(example: Path) -> list[dict[str, Any]]:

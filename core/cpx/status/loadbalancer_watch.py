@@ -1,10 +1,11 @@
-"""The Envoy Service's ``status.loadBalancer``, watched for the status of Ingress and HTTPProxy.
+"""Load-balancer status from the Envoy Service: its ``status.loadBalancer``, watched (Kubernetes mode).
 
 Contour's loadBalancerStatusWriter copies the Envoy Service's load-balancer address (or
 ``--ingress-status-address``, which then wins and the Service is not watched) into the status of
 the objects it serves.  In cpx the watcher here hands the Service's ``status.loadBalancer`` to
 :meth:`cpx.status.updater.StatusUpdater.set_load_balancer`, which overlays it on the computed status
-of every kind whose ``StatusWriterSpec.load_balancer`` opted in (see :mod:`cpx.status.loadbalancer`).
+of every kind whose ``StatusWriterSpec.load_balancer`` opted in (the flag's side is
+:mod:`cpx.status.loadbalancer`).
 
 The Service is read, then watched (with a field selector on its name); the watch is re-opened
 when the server ends it or the connection drops.  The blocking client runs in a thread.
@@ -22,7 +23,7 @@ from typing import Any
 from cpx.objects import SERVICE
 from cpx.sources.kube.rest import ApiException, collection_path, object_path, request_json, status_code
 
-log = logging.getLogger("cpx.status.envoyservice")
+log = logging.getLogger("cpx.status.loadbalancer_watch")
 
 
 def service_load_balancer(service: Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -18,8 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 ADMIN_CLUSTER = "envoy-admin"
-# Contour's default (``contour bootstrap --admin-address``).
-DEFAULT_ADMIN_SOCKET = "/admin/admin.sock"
 # Only Envoy's user may connect (connecting to a Unix socket needs write permission).
 SOCKET_MODE = 0o600
 # Contour's AdminListener paths: every one of them is read-only for GET.
