@@ -194,6 +194,17 @@ def test_a_bad_node_leaves_out_its_object_and_notes_why(
     assert expected[2] in message
 
 
+def test_a_served_listener_keeps_its_address_against_a_newcomer() -> None:
+    p = handler(echo("served", 10001, {"address": "127.0.0.2", "port": 9000}))
+    p.rebuild()
+    # Sorted (and added) before the served one: only having been served decides.
+    p.upsert(echo("a-newcomer", 10001, {"address": "127.0.0.3", "port": 9000}))
+    listeners = decoded(p, resource.LISTENER, listener_pb2.Listener)
+    assert list(listeners) == ["tcpecho/default/served"]
+    ((_, reason, message),) = problems(p, attrs.evolve(KEY, name="a-newcomer"))
+    assert reason == "AddressConflict" and "is bound by 'tcpecho/default/served'" in message
+
+
 def test_envoy_rules_apply_to_what_a_kind_builds() -> None:
     bad = echo("one", 10001, {"address": "not an address", "port": 9000})
     p = handler(echo("good", 10002, {"address": "127.0.0.2", "port": 9000}), bad)

@@ -5,7 +5,7 @@ whose one filter chain proxies TCP to a cluster of this plugin's kind: STATIC wh
 an ``address``, EDS (the Service port's endpoints) when it names a ``service``::
 
     spec: {port: 10001, backend: {address: 127.0.0.1, port: 9000}}
-    spec: {port: 10002, backend: {service: echo, port: 9000}}
+    spec: {port: 10002, backend: {service: echo, port: 80, portName: http}}
 
 ``spec.break`` makes the plugin misbehave on purpose: ``unclaimed`` adds a cluster node of a type no
 kind claims, ``crash`` makes the cluster build raise, ``nameless`` builds a Cluster without a name.
@@ -117,7 +117,12 @@ class TCPEchoProcessor:
         if fault == "unclaimed":
             dag.add_cluster_node(Unclaimed(name=name, origin=key))
         elif "service" in backend:
-            port = ServicePort(namespace=key.namespace, name=backend["service"], port=int(backend["port"]))
+            port = ServicePort(
+                namespace=key.namespace,
+                name=backend["service"],
+                port=int(backend["port"]),
+                port_name=str(backend.get("portName", "")),
+            )
             dag.add_cluster_node(EchoCluster(name=name, origin=key, service=port, fault=fault))
         else:
             node = EchoCluster(name=name, origin=key, address=backend["address"], port=int(backend["port"]))

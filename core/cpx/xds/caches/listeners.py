@@ -159,6 +159,8 @@ class ListenerCache:
         self._skeletons: dict[str, tuple[_Chain, ...]] = {}
         self._faults: list[Fault] = []
         self._kinds: KindTranslator[ListenerKindSpec] = KindTranslator(self.type_url, _listener_shape)
+        # Where each plugin listener of the last build was served: it keeps that address.
+        self._served_at: dict[str, tuple[str, int]] = {}
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._kinds.bind(contributions.listener_kinds)
@@ -171,7 +173,7 @@ class ListenerCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
-        custom = self._custom_listeners(dag) if dag.listener_nodes() else []
+        custom = self._custom_listeners(dag)
         previous, self._chains, self._faults = self._chains, {}, []
         resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
@@ -192,13 +194,16 @@ class ListenerCache:
         self._resources, self._skeletons = resources, skeletons
 
     def _custom_listeners(self, dag: DAG) -> list[Built]:
-        """Plugins' own listeners, less those binding an address another listener binds (the
-        core's first, then in the order they were added): Envoy would refuse the whole update."""
+        """Plugins' own listeners, less those binding an address another listener binds: Envoy
+        would refuse the whole update.  The core's listeners keep their addresses, then those a
+        plugin listener already served in the last build (a newcomer cannot take an address
+        over), then the order the nodes were added decides."""
         bound = {(listener.address, listener.port): listener.name for listener in dag.listeners.values()}
+        built = self._kinds.translate(dag.listener_nodes())
+        built.sort(key=lambda b: self._served_at.get(b[0].name) != _address(b[2]))
         kept: list[Built] = []
-        for node, res, message in self._kinds.translate(dag.listener_nodes()):
-            address = message.address.socket_address
-            key = (address.address, address.port_value)
+        for node, res, message in built:
+            key = _address(message)
             taken = bound.get(key) or next(
                 (name for (host, port), name in bound.items() if port == key[1] and _wildcard(host, key[0])),
                 None,
@@ -209,6 +214,7 @@ class ListenerCache:
                 continue
             bound[key] = node.name
             kept.append((node, res, message))
+        self._served_at = {node.name: _address(message) for node, _, message in kept}
         return kept
 
     def _resource(self, name: str, body: bytes) -> Resource:
@@ -356,6 +362,11 @@ _WILDCARDS = frozenset({"0.0.0.0", "::"})
 def _wildcard(host: str, other: str) -> bool:
     """Whether two addresses on one port overlap because either is a wildcard."""
     return host in _WILDCARDS or other in _WILDCARDS
+
+
+def _address(message: Any) -> tuple[str, int]:
+    socket_address = message.address.socket_address
+    return (socket_address.address, socket_address.port_value)
 
 
 def _listener_shape(message: Any) -> list[str]:
