@@ -37,16 +37,8 @@ from cpx.xds.naming import secret_name
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "plugins"))
 import cpx_test_tcpecho as tcpecho
 
+echo = tcpecho.manifest
 KEY = ObjectKey("tcpecho.cpx.test", "TCPEcho", "default", "one")
-
-
-def echo(name: str, port: int, backend: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "tcpecho.cpx.test/v1",
-        "kind": "TCPEcho",
-        "metadata": {"namespace": "default", "name": name},
-        "spec": {"port": port, "backend": backend, **extra},
-    }
 
 
 def endpoint_slice(service: str, address: str, port: int) -> dict[str, Any]:

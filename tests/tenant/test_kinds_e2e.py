@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,15 +26,8 @@ from cpx.testing.tenant import TenantStack, rejected_updates, tenant_stack, wait
 pytestmark = pytest.mark.e2e
 
 PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
-
-
-def tcpecho(name: str, port: int, backend: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "tcpecho.cpx.test/v1",
-        "kind": "TCPEcho",
-        "metadata": {"namespace": "default", "name": name},
-        "spec": {"port": port, "backend": backend, **extra},
-    }
+sys.path.insert(0, str(PLUGINS))
+from cpx_test_tcpecho import manifest as tcpecho  # noqa: E402
 
 
 def echoed(port: int, payload: bytes) -> bytes:

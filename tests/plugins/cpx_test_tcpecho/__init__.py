@@ -41,6 +41,16 @@ from cpx.sources.cache import SourceCache
 TCPECHO = GroupVersionKind(group="tcpecho.cpx.test", version="v1", kind="TCPEcho", plural="tcpechoes")
 
 
+def manifest(name: str, port: int, backend: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    """A TCPEcho object in namespace default (for tests)."""
+    return {
+        "apiVersion": "tcpecho.cpx.test/v1",
+        "kind": "TCPEcho",
+        "metadata": {"namespace": "default", "name": name},
+        "spec": {"port": port, "backend": backend, **extra},
+    }
+
+
 @attrs.frozen
 class EchoCluster:
     name: str
