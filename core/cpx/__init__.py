@@ -6,10 +6,13 @@ The public facade for plugin authors: the hook marker, the records plugins yield
 
 from __future__ import annotations
 
+from cpx.dag.nodes import CustomNode
 from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
 from cpx.objects import GroupVersionKind, ObjectKey
 from cpx.records import (
+    ClusterKindSpec,
+    ListenerKindSpec,
     Observer,
     OptionSpec,
     Phase,
@@ -23,7 +26,10 @@ from cpx.records import (
 
 __version__ = "0.1.0"
 __all__ = [
+    "ClusterKindSpec",
+    "CustomNode",
     "GroupVersionKind",
+    "ListenerKindSpec",
     "ObjectKey",
     "Observer",
     "OptionSpec",

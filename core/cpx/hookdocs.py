@@ -17,11 +17,21 @@ RECORDS = (
     records.ResourceCacheSpec,
     records.StatusWriterSpec,
     records.OptionSpec,
+    records.ListenerKindSpec,
+    records.ClusterKindSpec,
 )
 
 
 def _type_name(field: attrs.Attribute) -> str:  # type: ignore[type-arg]
     return str(field.type).replace("\n", " ") if field.type is not None else "?"
+
+
+def _default_text(default: object) -> str:
+    if default is attrs.NOTHING:
+        return "required"
+    if inspect.isfunction(default):
+        return inspect.getdoc(default) or default.__name__  # a repr would show an address
+    return repr(default)
 
 
 def render() -> str:
@@ -59,7 +69,7 @@ def render() -> str:
             "|---|---|---|",
         ]
         for field in attrs.fields(record):
-            default = "required" if field.default is attrs.NOTHING else repr(field.default)
+            default = _default_text(field.default)
             lines.append(f"| `{field.name}` | `{_type_name(field)}` | {default} |")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"

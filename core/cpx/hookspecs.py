@@ -23,7 +23,15 @@ import pluggy
 if TYPE_CHECKING:
     from cpx.config import Config
     from cpx.objects import ObjectKey
-    from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+    from cpx.records import (
+        ClusterKindSpec,
+        ListenerKindSpec,
+        OptionSpec,
+        ProcessorSpec,
+        ResourceCacheSpec,
+        StatusWriterSpec,
+        WatchSpec,
+    )
     from cpx.sources.cache import SourceCache
     from cpx.testing.strategies import KindStrategy
 
@@ -163,6 +171,84 @@ def cpx_status_writers() -> Iterable[StatusWriterSpec]:
         @hookimpl
         def cpx_status_writers():
             yield StatusWriterSpec(name="ingress", gvk=INGRESS)
+    """
+
+
+@hookspec
+def cpx_listener_kinds() -> Iterable[ListenerKindSpec]:
+    """Contribute listener kinds: Envoy listeners a plugin builds whole (address, port, protocol,
+    filter chains), e.g. a Gateway listener with a protocol the core does not know.
+
+    **When it is called**: once, after loading; the LDS cache then translates every node a
+    processor adds with ``dag.add_listener_node(node)`` through the kind whose ``node_type`` is
+    the node's type, once per distinct node value.  A listener served with the core's own chains
+    (HTTP routes, SNI virtual hosts, tcp_proxy) needs no kind: ``dag.ensure_listener(name,
+    protocol, address, port)`` on an address and port of the plugin's choosing.
+
+    **Returns**: an iterable of :class:`cpx.records.ListenerKindSpec`.
+
+    **Ordering and conflicts**: two kinds with the same name or node type is a start-up error
+    naming both plugins.  A node whose type no kind claims, whose build raises, or whose Listener
+    breaks Envoy's rules (or has no name, filter chain or port, or takes another listener's
+    name or address) is left out; its origin object gets the note.
+
+    **Example**::
+
+        @attrs.frozen
+        class EchoListener:
+            name: str
+            origin: ObjectKey | None
+            port: int
+            cluster: str
+
+        def echo_listener(node):
+            listener = listener_pb2.Listener(name=node.name)
+            ...  # address, filter chains with a tcp_proxy to node.cluster
+            return listener
+
+        @hookimpl
+        def cpx_listener_kinds():
+            yield ListenerKindSpec(name="echo", node_type=EchoListener, build=echo_listener,
+                                   clusters=lambda node: (node.cluster,))
+    """
+
+
+@hookspec
+def cpx_cluster_kinds() -> Iterable[ClusterKindSpec]:
+    """Contribute cluster kinds: Envoy clusters no route references, e.g. an ExtensionService's
+    gRPC cluster for ext_authz or a JWKS cluster.
+
+    **When it is called**: once, after loading; the CDS cache translates every node a processor
+    adds with ``dag.add_cluster_node(node)`` through the kind claiming its type (once per
+    distinct value), the EDS cache serves the endpoints of its ``service_ports`` and the SDS
+    cache its ``secrets``.
+
+    **Returns**: an iterable of :class:`cpx.records.ClusterKindSpec`.
+
+    **Ordering and conflicts**: two kinds with the same name or node type is a start-up error
+    naming both plugins.  Two nodes with one name keep the first (the later origin gets a
+    note); a node whose type no kind claims, whose build raises, whose Cluster breaks Envoy's
+    rules or takes a core cluster's name is left out and its origin gets the note.
+
+    **Example**::
+
+        @attrs.frozen
+        class AuthCluster:
+            name: str
+            origin: ObjectKey | None
+            upstream: ServicePort
+
+        def auth_cluster(node):
+            cluster = cluster_pb2.Cluster(name=node.name, type=cluster_pb2.Cluster.EDS)
+            cluster.eds_cluster_config.service_name = node.upstream.eds_name
+            cluster.eds_cluster_config.eds_config.ads.SetInParent()
+            cluster.eds_cluster_config.eds_config.resource_api_version = config_source_pb2.V3
+            return cluster
+
+        @hookimpl
+        def cpx_cluster_kinds():
+            yield ClusterKindSpec(name="auth", node_type=AuthCluster, build=auth_cluster,
+                                  service_ports=lambda node: (node.upstream,))
     """
 
 

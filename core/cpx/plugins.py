@@ -20,13 +20,22 @@ from cpx.config import Config
 from cpx.dag.builder import order_processors
 from cpx.errors import PluginError
 from cpx.objects import ObjectKey
-from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+from cpx.records import (
+    ClusterKindSpec,
+    ListenerKindSpec,
+    OptionSpec,
+    ProcessorSpec,
+    ResourceCacheSpec,
+    StatusWriterSpec,
+    WatchSpec,
+)
 from cpx.sources.cache import SourceCache
 from cpx.xds.contributions import Contributions
 
 GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
 T = TypeVar("T")
+K = TypeVar("K", ListenerKindSpec, ClusterKindSpec)
 
 
 @attrs.frozen(kw_only=True)
@@ -171,9 +180,25 @@ class PluginHost:
             "status writer for kind",
         )
 
+    def listener_kinds(self) -> list[ListenerKindSpec]:
+        return self._kinds("cpx_listener_kinds", ListenerKindSpec, "listener kind")
+
+    def cluster_kinds(self) -> list[ClusterKindSpec]:
+        return self._kinds("cpx_cluster_kinds", ClusterKindSpec, "cluster kind")
+
+    def _kinds(self, hook_name: str, record_type: type[K], what: str) -> list[K]:
+        """Kinds unique by name and by node type: one type has exactly one translation."""
+        pairs = self._collect(hook_name, record_type)
+        self._unique(
+            pairs, lambda r: r.node_type.__module__ + "." + r.node_type.__qualname__, f"{what} node type"
+        )
+        return self._unique(pairs, lambda r: r.name, what)
+
     def xds_contributions(self) -> Contributions:
         """Every HTTP filter, listener kind and cluster kind the plugins contribute, ordered."""
-        return Contributions()
+        return Contributions(
+            listener_kinds=tuple(self.listener_kinds()), cluster_kinds=tuple(self.cluster_kinds())
+        )
 
     def configure(self, config: Config) -> None:
         self.pm.hook.cpx_configure(config=config)

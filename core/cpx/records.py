@@ -7,7 +7,7 @@ The core inspects these records to order processors, refuse conflicts and descri
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
@@ -15,8 +15,12 @@ import attrs
 from cpx.objects import GroupVersionKind
 
 if TYPE_CHECKING:
+    from envoy.config.cluster.v3 import cluster_pb2
+    from envoy.config.listener.v3 import listener_pb2
+
     from cpx.config import Config
     from cpx.dag.dag import DAG, Note
+    from cpx.dag.nodes import Secret, ServicePort
     from cpx.isolation import Fault
     from cpx.sources.cache import SourceCache
     from cpx.xds.resource import Resource
@@ -140,3 +144,49 @@ class OptionSpec:
     @property
     def flag(self) -> str:
         return "--" + self.name.replace("_", "-")
+
+
+def _nothing(node: Any) -> tuple[()]:
+    """none (returns ``()``)"""
+    return ()
+
+
+@attrs.frozen(kw_only=True)
+class ClusterKindSpec:
+    """How to turn a plugin's own cluster node into an Envoy Cluster.
+
+    A processor adds nodes of ``node_type`` (a frozen attrs class with ``name`` and ``origin``,
+    see :class:`cpx.dag.nodes.CustomNode`) with ``dag.add_cluster_node(node)``; the CDS cache
+    calls ``build(node)`` once per distinct node value and publishes the result under the
+    node's name.  ``service_ports(node)`` are the Service ports whose endpoints the cluster reads
+    over EDS (one ClusterLoadAssignment per port, named by ``ServicePort.eds_name``: point the
+    cluster's ``eds_cluster_config.service_name`` at it); ``secrets(node)`` are the Secrets it
+    references over SDS (by ``cpx.xds.naming.secret_name``).  A node that fails to build or
+    breaks Envoy's rules is left out and its origin object gets the note.
+    """
+
+    name: str
+    node_type: type
+    build: Callable[[Any], cluster_pb2.Cluster]  # the whole Cluster, name included
+    service_ports: Callable[[Any], Iterable[ServicePort]] = _nothing
+    secrets: Callable[[Any], Iterable[Secret]] = _nothing
+    description: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ListenerKindSpec:
+    """How to turn a plugin's own listener node into an Envoy Listener.
+
+    A processor adds nodes of ``node_type`` with ``dag.add_listener_node(node)``; the LDS cache
+    calls ``build(node)`` once per distinct node value: the whole Listener, its own address,
+    port and filter chains.  ``secrets(node)`` are served over SDS; ``clusters(node)`` names the
+    clusters its chains reference.  (A listener that only needs the core's standard chains,
+    HTTP routes, SNI or tcp_proxy, is simpler: ``dag.ensure_listener(name, protocol, address, port)``.)
+    """
+
+    name: str
+    node_type: type
+    build: Callable[[Any], listener_pb2.Listener]
+    secrets: Callable[[Any], Iterable[Secret]] = _nothing
+    clusters: Callable[[Any], Iterable[str]] = _nothing  # cluster names it references
+    description: str = ""

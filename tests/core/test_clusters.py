@@ -21,7 +21,6 @@ from cpx.dag.nodes import (
     Cluster,
     CookieRewrite,
     Duration,
-    ExtensionCluster,
     HeadersPolicy,
     HeaderValue,
     HealthCheck,
@@ -35,16 +34,19 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
+from cpx.objects import ObjectKey
+from cpx.records import ClusterKindSpec
 from cpx.xds import resource
 from cpx.xds.caches import clusters as cds
 from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.contributions import Contributions
 from cpx.xds.naming import cluster_name, secret_name
 
 HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 KUARD = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
 
 
-def dag_of(*clusters: Cluster, extensions: Iterable[ExtensionCluster] = ()) -> DAG:
+def dag_of(*clusters: Cluster, extensions: Iterable[StaticNode] = ()) -> DAG:
     """A DAG with one route per cluster (and the same clusters again as a TCP proxy)."""
     dag = DAG()
     dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
@@ -52,12 +54,28 @@ def dag_of(*clusters: Cluster, extensions: Iterable[ExtensionCluster] = ()) -> D
     for i, c in enumerate(clusters):
         vhost.add_route(Route(path=PathMatch(kind=PathKind.PREFIX, value=f"/{i}"), clusters=(c,)))
     for ext in extensions:
-        dag.extension_clusters[ext.name] = ext
+        dag.add_cluster_node(ext)
     return dag
 
 
-def build(*clusters: Cluster, extensions: Iterable[ExtensionCluster] = ()) -> dict[str, cluster_v3.Cluster]:
+@attrs.frozen
+class StaticNode:
+    """A plugin's own cluster node (see tests/core/test_kinds.py for the kinds themselves)."""
+
+    name: str
+    origin: ObjectKey | None = None
+
+
+def static_cluster(node: StaticNode) -> cluster_v3.Cluster:
+    return cluster_v3.Cluster(name=node.name, type=cluster_v3.Cluster.STATIC)
+
+
+STATIC_KIND = ClusterKindSpec(name="static", node_type=StaticNode, build=static_cluster)
+
+
+def build(*clusters: Cluster, extensions: Iterable[StaticNode] = ()) -> dict[str, cluster_v3.Cluster]:
     cache = ClusterCache(Config())
+    cache.bind_contributions(Contributions(cluster_kinds=(STATIC_KIND,)))
     cache.on_change(dag_of(*clusters, extensions=extensions))
     out: dict[str, cluster_v3.Cluster] = {}
     for name, res in cache.contents().items():
@@ -351,62 +369,6 @@ def test_idle_connection_timeout_disabled_is_zero() -> None:
     assert opts.common_http_protocol_options.idle_timeout.seconds == 0
 
 
-# -- extension clusters ------------------------------------------------------------------------
-
-
-AUTH = ServicePort(namespace="auth", name="authz", port=9000, port_name="grpc")
-
-
-def test_extension_cluster_single_upstream() -> None:
-    ext = ExtensionCluster(name="extension/auth/authz", upstreams=(AUTH,))
-    (msg,) = build(extensions=[ext]).values()
-    assert msg.name == "extension/auth/authz"
-    assert msg.alt_stat_name == "extension_auth_authz"
-    assert msg.type == cluster_v3.Cluster.EDS
-    assert msg.eds_cluster_config.service_name == "auth/authz/grpc"
-    assert_ads(msg.eds_cluster_config.eds_config)
-    opts = protocol_options(msg)  # default protocol h2c
-    assert opts is not None and opts.explicit_http_config.HasField("http2_protocol_options")
-    assert not msg.HasField("transport_socket")
-    assert msg.common_lb_config.HasField("healthy_panic_threshold")
-
-
-def test_extension_cluster_several_upstreams_read_their_own_cla() -> None:
-    other = ServicePort(namespace="auth", name="authz-canary", port=9000, port_name="grpc")
-    ext = ExtensionCluster(name="extension/auth/authz", upstreams=(AUTH, other))
-    (msg,) = build(extensions=[ext]).values()
-    assert msg.eds_cluster_config.service_name == "extension/auth/authz"
-
-
-def test_extension_cluster_h2_tls() -> None:
-    ca = Secret(namespace="auth", name="ca", ca_pem=b"CA")
-    ext = ExtensionCluster(
-        name="extension/auth/authz",
-        upstreams=(AUTH,),
-        protocol=UpstreamProtocol.H2,
-        validation=UpstreamValidation(ca=ca, subject_names=("authz.auth",)),
-        sni="authz.auth",
-        load_balancer_policy="Random",
-        connect_timeout=5,
-        idle_connection_timeout=Duration(seconds=60),
-    )
-    (msg,) = build(extensions=[ext]).values()
-    ctx = tls_context(msg)
-    assert list(ctx.common_tls_context.alpn_protocols) == ["h2"]
-    assert ctx.sni == "authz.auth"
-    assert ctx.common_tls_context.validation_context.trusted_ca.inline_bytes == b"CA"
-    assert msg.lb_policy == cluster_v3.Cluster.RANDOM
-    assert msg.connect_timeout.seconds == 5
-    opts = protocol_options(msg)
-    assert opts is not None and opts.common_http_protocol_options.idle_timeout.seconds == 60
-
-
-def test_extension_cluster_http1() -> None:
-    ext = ExtensionCluster(name="extension/a/b", upstreams=(AUTH,), protocol=UpstreamProtocol.HTTP1)
-    (msg,) = build(extensions=[ext]).values()
-    assert protocol_options(msg) is None
-
-
 # -- the cache ---------------------------------------------------------------------------------
 
 
@@ -416,7 +378,7 @@ def test_one_cluster_per_name_sorted() -> None:
     c = Cluster(upstream=ServicePort(namespace="a", name="svc", port=80), load_balancer_policy="Random")
     # The same cluster in two routes and with another weight is still one Envoy cluster.
     weighted = attrs.evolve(a, weight=30)
-    got = build(a, b, c, weighted, b, extensions=[ExtensionCluster(name="extension/x/y", upstreams=(AUTH,))])
+    got = build(a, b, c, weighted, b, extensions=[StaticNode(name="extension/x/y")])
     assert list(got) == sorted(got)
     assert len(got) == 4
     assert {cluster_name(a), cluster_name(b), cluster_name(c), "extension/x/y"} == set(got)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
 
@@ -11,23 +12,25 @@ from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
     Cluster,
-    ExtensionCluster,
     HealthCheck,
     PathKind,
     PathMatch,
     Route,
     ServicePort,
 )
+from cpx.objects import ObjectKey
+from cpx.records import ClusterKindSpec
 from cpx.sources.cache import SourceCache
 from cpx.xds import resource
 from cpx.xds.caches import endpoints as eds
 from cpx.xds.caches.endpoints import EndpointCache
+from cpx.xds.contributions import Contributions
 
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
 
 
 def dag_of(
-    *ports: ServicePort, clusters: tuple[Cluster, ...] = (), extensions: tuple[ExtensionCluster, ...] = ()
+    *ports: ServicePort, clusters: tuple[Cluster, ...] = (), extensions: tuple[PortsNode, ...] = ()
 ) -> DAG:
     dag = DAG()
     dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
@@ -36,8 +39,22 @@ def dag_of(
     for i, c in enumerate(all_clusters):
         vhost.add_route(Route(path=PathMatch(kind=PathKind.PREFIX, value=f"/{i}"), clusters=(c,)))
     for ext in extensions:
-        dag.extension_clusters[ext.name] = ext
+        dag.add_cluster_node(ext)
     return dag
+
+
+@attrs.frozen
+class PortsNode:
+    """A plugin's own cluster node reading the endpoints of some Service ports."""
+
+    name: str
+    upstreams: tuple[ServicePort, ...]
+    origin: ObjectKey | None = None
+
+
+PORTS_KIND = ClusterKindSpec(
+    name="ports", node_type=PortsNode, build=lambda node: None, service_ports=lambda node: node.upstreams
+)
 
 
 def endpoint(ip: str, *more: str, ready: bool | None = None) -> dict[str, Any]:
@@ -90,8 +107,9 @@ def service(name: str, ports: list[dict[str, Any]], namespace: str = "default") 
     }
 
 
-def cache_for(source: SourceCache, dag: DAG) -> EndpointCache:
+def cache_for(source: SourceCache, dag: DAG, *kinds: ClusterKindSpec) -> EndpointCache:
     cache = EndpointCache(Config())
+    cache.bind_contributions(Contributions(cluster_kinds=kinds))
     cache.bind_source(source)
     cache.on_change(dag)
     return cache
@@ -263,17 +281,13 @@ def test_extension_clusters() -> None:
             "canary-a", [port("grpc", 9001)], [endpoint("10.1.0.2")], service="authz-canary", namespace="auth"
         )
     )
-    single = ExtensionCluster(name="extension/auth/one", upstreams=(auth,))
-    multi = ExtensionCluster(name="extension/auth/two", upstreams=(auth, canary))
-    got = decode(cache_for(source, dag_of(extensions=(single, multi))))
-    assert sorted(got) == ["auth/authz-canary/grpc", "auth/authz/grpc", "extension/auth/two"]
+    single = PortsNode(name="extension/auth/one", upstreams=(auth,))
+    multi = PortsNode(name="extension/auth/two", upstreams=(auth, canary))
+    got = decode(cache_for(source, dag_of(extensions=(single, multi)), PORTS_KIND))
+    # One CLA per Service port, shared by every node that reads it.
+    assert sorted(got) == ["auth/authz-canary/grpc", "auth/authz/grpc"]
     assert addresses(got["auth/authz/grpc"]) == [("10.1.0.1", 9001)]
-    two = got["extension/auth/two"]
-    # One locality per upstream Service.
-    assert [addresses(endpoint_v3.ClusterLoadAssignment(endpoints=[loc])) for loc in two.endpoints] == [
-        [("10.1.0.1", 9001)],
-        [("10.1.0.2", 9001)],
-    ]
+    assert addresses(got["auth/authz-canary/grpc"]) == [("10.1.0.2", 9001)]
 
 
 def test_on_change_needs_a_source() -> None:

@@ -20,7 +20,7 @@ import attrs
 from cpx.dag.nodes import (
     Cluster,
     CORSPolicy,
-    ExtensionCluster,
+    CustomNode,
     IPFilter,
     LocalRateLimit,
     Route,
@@ -114,7 +114,9 @@ class Note:
 @attrs.define(eq=False)
 class DAG:
     listeners: dict[str, Listener] = attrs.field(factory=dict)
-    extension_clusters: dict[str, ExtensionCluster] = attrs.field(factory=dict)
+    # Plugins' own nodes, translated by the kind that claims their type (cpx.records.*KindSpec).
+    _listener_nodes: dict[str, CustomNode] = attrs.field(factory=dict, init=False, repr=False)
+    _cluster_nodes: dict[str, CustomNode] = attrs.field(factory=dict, init=False, repr=False)
     # Computed status per source object (the object's status subresource content) and notes.
     statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
@@ -147,6 +149,35 @@ class DAG:
             return self.listeners[name]
         except KeyError:
             raise KeyError(f"no listener {name!r} in the DAG (is its processor enabled?)") from None
+
+    # -- plugins' own nodes ------------------------------------------------------------------------
+    def add_listener_node(self, node: CustomNode) -> None:
+        """Add a listener its plugin's kind builds whole (see :class:`cpx.records.ListenerKindSpec`)."""
+        self._add_node(self._listener_nodes, node, "Listener")
+
+    def add_cluster_node(self, node: CustomNode) -> None:
+        """Add a cluster a plugin's cluster kind builds (see :class:`cpx.records.ClusterKindSpec`)."""
+        self._add_node(self._cluster_nodes, node, "Cluster")
+
+    def listener_nodes(self) -> tuple[CustomNode, ...]:
+        """The plugins' own listener nodes, in the order they were added (one per name)."""
+        return tuple(self._listener_nodes.values())
+
+    def cluster_nodes(self) -> tuple[CustomNode, ...]:
+        """The plugins' own cluster nodes, in the order they were added (one per name)."""
+        return tuple(self._cluster_nodes.values())
+
+    def _add_node(self, nodes: dict[str, CustomNode], node: CustomNode, kind: str) -> None:
+        first = nodes.setdefault(node.name, node)
+        if first != node:
+            # The first one stays: one object cannot take another's resource name over.
+            self._note_node(
+                node, kind, f"{kind.lower()} name {node.name!r} is already used by another object"
+            )
+
+    def _note_node(self, node: CustomNode, kind: str, message: str) -> None:
+        if node.origin is not None:
+            self.add_note(node.origin, Note(type=f"{kind}Error", reason="NameConflict", message=message))
 
     # -- virtual hosts -----------------------------------------------------------------------
     def get_virtual_host(self, listener: str, fqdn: str) -> VirtualHost | None:
@@ -225,10 +256,7 @@ class DAG:
 
     def service_ports(self) -> set[ServicePort]:
         """Every Service port whose endpoints Envoy needs (EDS)."""
-        ports = {c.upstream for c in self.unique_clusters() if c.upstream.external_name is None}
-        for ext in self.extension_clusters.values():
-            ports.update(u for u in ext.upstreams if u.external_name is None)
-        return ports
+        return {c.upstream for c in self.unique_clusters() if c.upstream.external_name is None}
 
     def secrets(self) -> set[Secret]:
         found: set[Secret] = set()
@@ -252,3 +280,6 @@ class DAG:
             }
             if not (listener.virtual_hosts or listener.secure_virtual_hosts or listener.tcp_proxy):
                 del self.listeners[name]
+        for name in [n for n in self._listener_nodes if n in self.listeners]:
+            node = self._listener_nodes.pop(name)
+            self._note_node(node, "Listener", f"listener name {name!r} is already used by a core listener")

@@ -8,6 +8,7 @@ processors fill during a build (listeners, virtual hosts) live in :mod:`cpx.dag.
 from __future__ import annotations
 
 import enum
+import typing
 from typing import Any
 
 import attrs
@@ -210,18 +211,20 @@ class Cluster:
     extensions: tuple[tuple[str, Any], ...] = ()
 
 
-@attrs.frozen(cache_hash=True, kw_only=True)
-class ExtensionCluster:
-    """A cluster no route references directly (e.g. an ExtensionService for ext_authz)."""
+class CustomNode(typing.Protocol):
+    """A plugin's own listener or cluster node (see :class:`cpx.records.ListenerKindSpec` and
+    :class:`cpx.records.ClusterKindSpec`): a frozen attrs value, translated once per distinct value.
 
-    name: str
-    upstreams: tuple[ServicePort, ...]
-    protocol: UpstreamProtocol = UpstreamProtocol.H2C
-    load_balancer_policy: str = "RoundRobin"
-    validation: UpstreamValidation | None = None
-    sni: str = ""
-    connect_timeout: float = 2.0
-    idle_connection_timeout: Duration | None = None
+    ``name`` is the Envoy resource name; ``origin`` the source object it came from, which gets
+    the note (and is left out) when the node cannot be translated; None for a plugin's own
+    static node, which is then left out with an error in the log.
+    """
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def origin(self) -> ObjectKey | None: ...
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -11,12 +11,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import attrs
 
+from cpx.records import ClusterKindSpec, ListenerKindSpec
+
 
 @attrs.frozen(kw_only=True)
 class Contributions:
     http_filters: tuple[Any, ...] = ()  # HttpFilterSpec, in connection-manager order
-    listener_kinds: tuple[Any, ...] = ()  # ListenerKindSpec
-    cluster_kinds: tuple[Any, ...] = ()  # ClusterKindSpec
+    listener_kinds: tuple[ListenerKindSpec, ...] = ()
+    cluster_kinds: tuple[ClusterKindSpec, ...] = ()
 
 
 @runtime_checkable

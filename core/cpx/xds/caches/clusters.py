@@ -26,8 +26,8 @@ from cpx.dag.dag import DAG
 from cpx.dag.nodes import (
     CircuitBreakers,
     Cluster,
+    CustomNode,
     Duration,
-    ExtensionCluster,
     HeadersPolicy,
     HealthCheck,
     Secret,
@@ -36,7 +36,10 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
+from cpx.records import ClusterKindSpec
 from cpx.xds import resource
+from cpx.xds.caches.kinds import KindTranslator
+from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
 from cpx.xds.naming import alt_stat_name, cluster_name, secret_name
 from cpx.xds.resource import Resource
@@ -56,7 +59,6 @@ _NO_HEADERS = HeadersPolicy()
 
 # What a node translates to: its name, its Resource and its shape (see `cds_shape`).
 Entry = tuple[str, Resource, Cluster]
-ExtensionEntry = tuple[str, Resource]
 
 
 class ClusterCache:
@@ -70,16 +72,21 @@ class ClusterCache:
         # Memos of the last build only, so nodes that left the DAG are forgotten.
         self._by_node: dict[Cluster, Entry] = {}
         self._by_shape: dict[Cluster, Entry] = {}
-        self._by_extension: dict[ExtensionCluster, ExtensionEntry] = {}
+        # Plugins' own cluster nodes, built by their kinds (see bind_contributions).
+        self._kinds: KindTranslator[ClusterKindSpec] = KindTranslator(self.type_url)
         # The DAG's distinct nodes last time: the same (mostly identical) nodes mean nothing to do.
         # A set, since only which nodes are used matters (equal names mean equal clusters).
-        self._nodes: tuple[frozenset[Cluster], tuple[ExtensionCluster, ...]] | None = None
+        self._nodes: tuple[frozenset[Cluster], tuple[CustomNode, ...]] | None = None
+
+    def bind_contributions(self, contributions: Contributions) -> None:
+        self._kinds.bind(contributions.cluster_kinds)
+        self._nodes = None
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
-        nodes = (dag.cluster_set(), tuple(dag.extension_clusters.values()))
+        nodes = (dag.cluster_set(), dag.cluster_nodes())
         if nodes == self._nodes:
             return
         found: dict[str, Resource] = {}
@@ -91,14 +98,13 @@ class ClusterCache:
                 entry = by_node[node] = self._lookup(node, by_shape)
             # Contour keys clusters by name; the first node with a name wins.
             found.setdefault(entry[0], entry[1])
-        by_extension: dict[ExtensionCluster, ExtensionEntry] = {}
-        for ext in dag.extension_clusters.values():
-            ext_entry = by_extension.get(ext) or self._by_extension.get(ext)
-            if ext_entry is None:
-                ext_entry = (ext.name, Resource.from_message(ext.name, self.type_url, extension_cluster(ext)))
-            by_extension[ext] = ext_entry
-            found.setdefault(ext_entry[0], ext_entry[1])
-        self._by_node, self._by_shape, self._by_extension = by_node, by_shape, by_extension
+        for custom, res, _ in self._kinds.translate(nodes[1]):
+            if res.name in found:
+                message = f"cluster name {res.name!r} is already used by a route's cluster"
+                self._kinds.conflict(custom, "NameConflict", message)
+                continue
+            found[res.name] = res
+        self._by_node, self._by_shape = by_node, by_shape
         self._nodes = nodes
         resources = {name: found[name] for name in sorted(found)}
         # Same contents: hand out the same mapping, which observers can compare by identity.
@@ -223,30 +229,6 @@ def _cluster(c: Cluster) -> cluster_v3.Cluster:
     if c.slow_start is not None:
         _slow_start(msg, c.slow_start)
     return msg
-
-
-def extension_cluster(ext: ExtensionCluster) -> cluster_v3.Cluster:
-    """Contour's ``ExtensionCluster``: named 1:1 after the extension, always EDS."""
-    msg = _defaults(ext.load_balancer_policy, ext.connect_timeout)
-    msg.name = ext.name
-    # Extension names are globally unique, which makes them readable stat names too.
-    msg.alt_stat_name = ext.name.replace("/", "_")
-    msg.type = cluster_v3.Cluster.EDS
-    _eds(msg, extension_eds_name(ext))
-    _upstream_protocol(msg, ext.protocol, ext.validation, ext.sni, None)
-    _protocol_options(msg, ext.protocol, ext.idle_connection_timeout)
-    return msg
-
-
-def extension_eds_name(ext: ExtensionCluster) -> str:
-    """The CLA an extension cluster reads.
-
-    One upstream shares the CLA of its Service port; several are merged by the EDS cache into a
-    CLA named after the extension (one locality per upstream), as Contour's ServiceCluster does.
-    """
-    if len(ext.upstreams) == 1:
-        return ext.upstreams[0].eds_name
-    return ext.name
 
 
 def external_name_assignment(up: ServicePort) -> endpoint_v3.ClusterLoadAssignment:

@@ -22,10 +22,13 @@ from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
 from cpx import objects as k8s
 from cpx.config import Config
 from cpx.dag.dag import DAG
-from cpx.dag.nodes import Cluster, ExtensionCluster, ServicePort
+from cpx.dag.nodes import Cluster, CustomNode, ServicePort
 from cpx.objects import KubeObject, ObjectKey
+from cpx.records import ClusterKindSpec
 from cpx.sources.cache import SourceCache
 from cpx.xds import resource
+from cpx.xds.caches.kinds import KindTranslator, node_service_ports
+from cpx.xds.contributions import Contributions
 from cpx.xds.resource import Resource
 
 # Per feed: the resolved health port name and the slice objects it was computed from.
@@ -76,12 +79,18 @@ class EndpointCache:
         self._by_service: dict[tuple[str, str], list[str]] = {}
         # The last DAG's distinct nodes and what they asked for, and the source revision then:
         # a rebuild that changed neither the nodes nor any slice costs two comparisons.
-        self._nodes: tuple[frozenset[Cluster], tuple[ExtensionCluster, ...]] | None = None
+        self._nodes: tuple[frozenset[Cluster], tuple[CustomNode, ...]] | None = None
+        # Plugins' cluster kinds: which Service ports their own cluster nodes read.
+        self._kinds: KindTranslator[ClusterKindSpec] = KindTranslator(self.type_url)
         self._plan: dict[str, tuple[Feed, ...]] | None = None
         self._node_feeds: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
         self._seen = -1
         # The source revision the CLAs last caught up with (a build or the fast path).
         self._endpoints_seen = -1
+
+    def bind_contributions(self, contributions: Contributions) -> None:
+        self._kinds.bind(contributions.cluster_kinds)
+        self._plan = None
 
     def bind_source(self, source: SourceCache) -> None:
         """Where EndpointSlices come from; the pipeline calls this once, before any DAG."""
@@ -94,10 +103,10 @@ class EndpointCache:
         source = self._source
         if source is None:
             raise RuntimeError("EndpointCache.bind_source() must be called before the first DAG")
-        nodes = (dag.cluster_set(), tuple(dag.extension_clusters.values()))
+        nodes = (dag.cluster_set(), dag.cluster_nodes())
         plan = self._plan
         if plan is None or nodes != self._nodes:
-            plan = self._plan_for(dag.unique_clusters(), nodes[1])
+            plan = self._plan_for(dag.unique_clusters(), node_service_ports(self._kinds, nodes[1]))
         dirty = self._dirty_services(source)
         seen = source.revision
         if plan is self._plan and dirty is not None and not dirty:
@@ -138,7 +147,7 @@ class EndpointCache:
         return dirty
 
     def _plan_for(
-        self, clusters: tuple[Cluster, ...], extensions: tuple[ExtensionCluster, ...]
+        self, clusters: tuple[Cluster, ...], node_ports: Iterable[ServicePort]
     ) -> dict[str, tuple[Feed, ...]]:
         """What :func:`assignments` computes, reusing each unchanged node's Feed objects."""
         previous = self._node_feeds
@@ -159,15 +168,9 @@ class EndpointCache:
             current = plan.get(name)
             if current is None or _preferred(feeds[0], current[0]):
                 plan[name] = feeds
-        for ext in extensions:
-            for up in ext.upstreams:
-                if up.external_name is None and up.eds_name not in plan:
-                    plan[up.eds_name] = (Feed.of(up),)
-        for ext in extensions:
-            # See cpx.xds.caches.clusters.extension_eds_name: several upstreams share one CLA of that name.
-            ext_feeds = tuple(Feed.of(up) for up in ext.upstreams if up.external_name is None)
-            if len(ext.upstreams) > 1 and ext_feeds:
-                plan[ext.name] = ext_feeds
+        for up in node_ports:
+            if up.external_name is None and up.eds_name not in plan:
+                plan[up.eds_name] = (Feed.of(up),)
         self._node_feeds = memo
         return {name: plan[name] for name in sorted(plan)}
 
@@ -244,11 +247,6 @@ def assignments(dag: DAG) -> dict[str, tuple[Feed, ...]]:
         name = port.eds_name
         if name not in plan:
             plan[name] = (Feed.of(port),)
-    for ext in dag.extension_clusters.values():
-        # See cpx.xds.caches.clusters.extension_eds_name: several upstreams share one CLA of that name.
-        feeds = tuple(Feed.of(up) for up in ext.upstreams if up.external_name is None)
-        if len(ext.upstreams) > 1 and feeds:
-            plan[ext.name] = feeds
     return plan
 
 

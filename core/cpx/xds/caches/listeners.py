@@ -8,6 +8,8 @@
   tcp_proxy chain instead, and virtual hosts with a fallback certificate share one chain without
   SNI match (RDS ``ingress_fallbackcert``).
 - A plain TCP listener (Gateway TCPRoute) gets one tcp_proxy chain.
+- A plugin's own listener node is built whole by the listener kind that claims its type
+  (:mod:`cpx.xds.caches.kinds`), once per distinct node.
 
 Each filter chain is memoised by the frozen values it is built from, and each listener is
 assembled from cached serialised chains, so 10k secure virtual hosts are not rebuilt on every change.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 from envoy.config.listener.v3 import listener_components_pb2 as listener_components
@@ -27,10 +30,13 @@ from cpx.dag.dag import DAG, Listener, SecureVirtualHost
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
 from cpx.objects import ObjectKey
+from cpx.records import ListenerKindSpec
 from cpx.xds import resource
+from cpx.xds.caches.kinds import Built, KindTranslator
 from cpx.xds.caches.routes import fallback_route_config_name
 from cpx.xds.constraints.notes import violation_note
 from cpx.xds.constraints.validate import resource_violations, violations
+from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.listener import (
     FALLBACK_CHAIN,
@@ -152,6 +158,12 @@ class ListenerCache:
         self._chains: dict[_Chain, tuple[bytes, bytes]] = {}
         self._skeletons: dict[str, tuple[_Chain, ...]] = {}
         self._faults: list[Fault] = []
+        self._kinds: KindTranslator[ListenerKindSpec] = KindTranslator(self.type_url, _listener_shape)
+        # Where each plugin listener of the last build was served: it keeps that address.
+        self._served_at: dict[str, tuple[str, int]] = {}
+
+    def bind_contributions(self, contributions: Contributions) -> None:
+        self._kinds.bind(contributions.listener_kinds)
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
@@ -161,6 +173,7 @@ class ListenerCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
+        custom = self._custom_listeners(dag)
         previous, self._chains, self._faults = self._chains, {}, []
         resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
@@ -175,7 +188,34 @@ class ListenerCache:
                 skeletons.pop(name)  # checked again next time
             old = self._resources.get(name)
             resources[name] = old if old is not None and old.body == body else self._resource(name, body)
+        if custom:
+            resources.update((res.name, res) for _, res, _ in custom)
+            resources = {name: resources[name] for name in sorted(resources)}
         self._resources, self._skeletons = resources, skeletons
+
+    def _custom_listeners(self, dag: DAG) -> list[Built]:
+        """Plugins' own listeners, less those binding an address another listener binds: Envoy
+        would refuse the whole update.  The core's listeners keep their addresses, then those a
+        plugin listener already served in the last build (a newcomer cannot take an address
+        over), then the order the nodes were added decides."""
+        bound = {(listener.address, listener.port): listener.name for listener in dag.listeners.values()}
+        built = self._kinds.translate(dag.listener_nodes())
+        built.sort(key=lambda b: self._served_at.get(b[0].name) != _address(b[2]))
+        kept: list[Built] = []
+        for node, res, message in built:
+            key = _address(message)
+            taken = bound.get(key) or next(
+                (name for (host, port), name in bound.items() if port == key[1] and _wildcard(host, key[0])),
+                None,
+            )
+            if taken is not None:
+                why = f"address {key[0]}:{key[1]} of listener {node.name!r} is bound by {taken!r}"
+                self._kinds.conflict(node, "AddressConflict", why)
+                continue
+            bound[key] = node.name
+            kept.append((node, res, message))
+        self._served_at = {node.name: _address(message) for node, _, message in kept}
+        return kept
 
     def _resource(self, name: str, body: bytes) -> Resource:
         return Resource(name, self.type_url, body, content_version(body))
@@ -314,3 +354,28 @@ def _fallback_chain(listener: Listener) -> _FallbackChain | None:
                 client_validation=vhost.client_validation,
             )
     return None
+
+
+_WILDCARDS = frozenset({"0.0.0.0", "::"})
+
+
+def _wildcard(host: str, other: str) -> bool:
+    """Whether two addresses on one port overlap because either is a wildcard."""
+    return host in _WILDCARDS or other in _WILDCARDS
+
+
+def _address(message: Any) -> tuple[str, int]:
+    socket_address = message.address.socket_address
+    return (socket_address.address, socket_address.port_value)
+
+
+def _listener_shape(message: Any) -> list[str]:
+    """What a plugin's Listener needs beyond Envoy's declared rules to be served by every Envoy."""
+    problems = []
+    if not message.HasField("address") or not message.address.HasField("socket_address"):
+        problems.append("it has no socket address")
+    elif not 0 < message.address.socket_address.port_value <= 65535:
+        problems.append(f"port {message.address.socket_address.port_value} is not between 1 and 65535")
+    if not message.filter_chains and not message.HasField("default_filter_chain"):
+        problems.append("it has no filter chain")
+    return problems

@@ -14,7 +14,10 @@ from envoy.extensions.transport_sockets.tls.v3 import secret_pb2 as tls_secret
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import Secret
+from cpx.records import ClusterKindSpec, ListenerKindSpec
 from cpx.xds import resource
+from cpx.xds.caches.kinds import KindTranslator, node_secrets
+from cpx.xds.contributions import Contributions
 from cpx.xds.naming import secret_name
 from cpx.xds.resource import Resource
 
@@ -37,13 +40,25 @@ class SecretCache:
         self.config = config
         self._by_secret: dict[Secret, Resource] = {}
         self._resources: dict[str, Resource] = {}
+        # Plugins' kinds: which Secrets their own listener and cluster nodes reference.
+        self._listener_kinds: KindTranslator[ListenerKindSpec] = KindTranslator(resource.LISTENER)
+        self._cluster_kinds: KindTranslator[ClusterKindSpec] = KindTranslator(resource.CLUSTER)
+
+    def bind_contributions(self, contributions: Contributions) -> None:
+        self._listener_kinds.bind(contributions.listener_kinds)
+        self._cluster_kinds.bind(contributions.cluster_kinds)
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
+        secrets = dag.secrets()
+        if dag.listener_nodes() or dag.cluster_nodes():
+            secrets |= node_secrets(
+                self._listener_kinds, dag.listener_nodes(), self._cluster_kinds, dag.cluster_nodes()
+            )
         previous, self._by_secret = self._by_secret, {}
-        for secret in dag.secrets():
+        for secret in secrets:
             found = previous.get(secret)
             if found is None:
                 found = Resource.from_message(secret_name(secret), self.type_url, envoy_secret(secret))

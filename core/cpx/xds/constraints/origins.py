@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from cpx.dag.dag import DAG, Listener, VirtualHost
-from cpx.dag.nodes import Cluster, Route
+from cpx.dag.nodes import Cluster, CustomNode, Route
 from cpx.objects import ObjectKey
 from cpx.sources.cache import SourceCache
 from cpx.xds import resource
@@ -66,6 +66,14 @@ def _cluster_users(dag: DAG) -> dict[Cluster, set[ObjectKey]]:
     return users
 
 
+def _add_node_origins(out: Origins, nodes: Iterable[CustomNode]) -> None:
+    """Plugins' own nodes are named after their resource and know their origin."""
+    for node in nodes:
+        found = out.setdefault(node.name, set())
+        if node.origin is not None:
+            found.add(node.origin)
+
+
 def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Origins:
     """Resource name -> the objects that fed it, for the core's resource types."""
     out: Origins = {}
@@ -82,6 +90,7 @@ def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Ori
     elif type_url == resource.LISTENER:
         for listener in dag.listeners.values():
             out[listener.name] = _listener_origins(listener)
+        _add_node_origins(out, dag.listener_nodes())
     elif type_url == resource.SECRET:
         for secret in dag.secrets():
             out[secret_name(secret)] = {secret_key(secret.namespace, secret.name)}
@@ -92,6 +101,7 @@ def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Ori
             found = out.setdefault(cluster_name(cds_shape(cluster)), set())
             found.add(service_key(up.namespace, up.name))
             found |= users.get(cluster, set())
+        _add_node_origins(out, dag.cluster_nodes())
     elif type_url == resource.ENDPOINT:
         for cluster in dag.unique_clusters():
             up = cluster.upstream
