@@ -10,10 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
-from cpx.config import Config
-from cpx.sources import ingressclass
-from cpx.status import loadbalancer as lbstatus
+from cpx import (
+    Config,
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+    ingress_class_accepts,
+    service_load_balancer,
+)
 
 from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
@@ -49,7 +56,7 @@ def cpx_configure(config: Config) -> None:
 
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=HTTPPROXY, accept=ingressclass.accepts, validate=schema.validate)
+    yield WatchSpec(gvk=HTTPPROXY, accept=ingress_class_accepts, validate=schema.validate)
 
 
 @hookimpl
@@ -72,7 +79,7 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
         name="httpproxy",
         gvk=HTTPPROXY,
         merge=status.merge,
-        load_balancer=lbstatus.service_load_balancer,
+        load_balancer=service_load_balancer,
         refused=status.refused,
     )
 

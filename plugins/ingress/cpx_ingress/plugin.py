@@ -5,9 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
-from cpx.sources import ingressclass
-from cpx.status import loadbalancer as lbstatus
+from cpx import (
+    Phase,
+    ProcessorSpec,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+    ingress_class_accepts,
+    ingress_load_balancer,
+)
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
@@ -16,7 +22,7 @@ from cpx_ingress.processor import IngressProcessor
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
     # --ingress-class-name and --ingress-status-address are the core's (shared with HTTPProxy).
-    yield WatchSpec(gvk=INGRESS, accept=ingressclass.accepts, validate=schema.validate)
+    yield WatchSpec(gvk=INGRESS, accept=ingress_class_accepts, validate=schema.validate)
 
 
 @hookimpl
@@ -37,7 +43,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     # status.loadBalancer: the Envoy Service's, as a networking/v1 IngressLoadBalancerStatus.
     yield StatusWriterSpec(
-        name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=lbstatus.ingress_load_balancer
+        name="ingress", gvk=INGRESS, merge=status.merge_status, load_balancer=ingress_load_balancer
     )
 
 
