@@ -20,12 +20,13 @@ from typing import Any
 
 import yaml
 
+from cpx.cli.echoserver import EchoServer
+from cpx.cli.envoyproc import EnvoyError, EnvoyProcess, wait_for_port
 from cpx.cli.serve import ServeOptions, serve
 from cpx.config import Config
 from cpx.errors import CpxError
+from cpx.ops.envoybinary import envoy_binary
 from cpx.plugins import PluginHost
-from cpx.testing.backends import EchoServer
-from cpx.testing.envoy import EnvoyError, EnvoyProcess, envoy_binary, wait_for_port
 
 log = logging.getLogger("cpx.cli.demo")
 

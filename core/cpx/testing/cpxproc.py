@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from cpx.testing.envoy import _RUNNING, _die_with_parent_prefix, _kill, free_port
+from cpx.cli.envoyproc import _RUNNING, _die_with_parent_prefix, _kill, free_port
 
 if TYPE_CHECKING:
-    from cpx.testing.envoy import EnvoyProcess
+    from cpx.cli.envoyproc import EnvoyProcess
 
 PathLike = str | os.PathLike[str]
 
@@ -407,7 +407,7 @@ def cpx_with_envoy(
     On exit Envoy stops, then cpx gets SIGTERM (raising unless it exits promptly) and is killed.
     The caller waits for Envoy to be ready once its manifests are in place.
     """
-    from cpx.testing.envoy import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
+    from cpx.cli.envoyproc import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
 
     cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins)
     envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=Path(workdir) / "envoy", **envoy_bootstrap)

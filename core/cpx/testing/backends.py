@@ -1,0 +1,7 @@
+"""Loopback backends for end-to-end tests: the runtime's echo servers (:mod:`cpx.cli.echoserver`)."""
+
+from __future__ import annotations
+
+from cpx.cli.echoserver import EchoServer, TCPEchoServer, load_pem_chain, server_tls_context
+
+__all__ = ["EchoServer", "TCPEchoServer", "load_pem_chain", "server_tls_context"]

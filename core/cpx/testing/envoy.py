@@ -1,0 +1,8 @@
+"""A real Envoy for tests: the runtime's runner (:mod:`cpx.cli.envoyproc`), under its test-side name."""
+
+from __future__ import annotations
+
+from cpx.cli.envoyproc import EnvoyError, EnvoyProcess, free_port, listening_tcp_ports, wait_for_port
+from cpx.ops.envoybinary import envoy_binary
+
+__all__ = ["EnvoyError", "EnvoyProcess", "envoy_binary", "free_port", "listening_tcp_ports", "wait_for_port"]
