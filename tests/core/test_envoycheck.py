@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from cpx_httpproxy import testing as hp
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
@@ -25,7 +26,6 @@ from cpx.config import Config
 from cpx.plugins import PluginHost
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.manifests import expand, parse_file
-from cpx.testing import httpproxy_e2e as hp
 from cpx.testing.cpxproc import backend, ingress
 from cpx.testing.tls import make_ca_secret, make_tls_secret, weak_tls_secret
 from cpx.xds.constraints.envoycheck import (

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
 from cpx.testing.envoy import EnvoyProcess, envoy_binary, free_port, wait_for_port
@@ -106,7 +107,10 @@ def enabled(tmp_path_factory: pytest.TempPathFactory, admin_port: int) -> Iterat
         pytest.skip(str(err))
     workdir: Path = tmp_path_factory.mktemp("extname")
     with tenant_stack(
-        workdir, extra_args=["--enable-external-name-service"], envoy_bootstrap={"admin_port": admin_port}
+        workdir,
+        valid_object=valid_httpproxy,
+        extra_args=["--enable-external-name-service"],
+        envoy_bootstrap={"admin_port": admin_port},
     ) as stack:
         yield stack
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.cli import cli
 from cpx.testing.cpxproc import endpoint_slice, ingress, service, write_manifest
@@ -142,7 +143,7 @@ def test_cpx_starts_with_every_bad_file_present(tmp_path: Path) -> None:
     for row, (obj, _kind, _name, _problem) in ROWS.items():
         renamed = {**obj, "metadata": {**obj["metadata"], "name": row}}  # one object per file
         write_manifest(tmp_path / "manifests", f"{row}.json", _text(renamed))
-    with tenant_stack(tmp_path) as stack:
+    with tenant_stack(tmp_path, valid_object=valid_httpproxy) as stack:
         stack.add_valid("first")
         for row, (_obj, kind, _name, problem) in ROWS.items():
             stack.wait_status(kind, "default", row, problem.split(": ")[0])

@@ -19,10 +19,10 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -33,6 +33,9 @@ if TYPE_CHECKING:
     from cpx.cli.envoyproc import EnvoyProcess
 
 PathLike = str | os.PathLike[str]
+
+
+T = TypeVar("T")
 
 
 class CpxProcessError(RuntimeError):
@@ -422,3 +425,15 @@ def cpx_with_envoy(
                 cpx.stop()
         finally:
             cpx.kill()
+
+
+def eventually(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
+    """Call ``check`` until it returns without raising AssertionError or OSError; returns its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except (AssertionError, OSError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(interval)

@@ -1,17 +1,13 @@
-"""Extra builders for the Ingress plugin's end-to-end tests, on top of :mod:`cpx.testing.cpxproc`.
+"""Builders of networking.k8s.io/v1 Ingress objects for tests (any package's), as wire dicts.
 
-``cpxproc.ingress`` builds one pathType per Ingress; the Ingress tests need mixed pathTypes per
-rule, ``spec.defaultBackend`` and per-entry TLS, hence :func:`ingress` / :func:`ingress_rule` /
-:func:`ingress_path` here. :func:`eventually` polls until a check stops failing.
+Mixed pathTypes per rule, ``spec.defaultBackend`` and per-entry TLS: :func:`ingress` /
+:func:`ingress_rule` / :func:`ingress_path`; :func:`valid_ingress` is one host served by one Service.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def ingress_backend(service_name: str, port: int | str = 80) -> dict[str, Any]:
@@ -53,13 +49,8 @@ def ingress(
     return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
 
 
-def eventually(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
-    """Call ``check`` until it returns without raising AssertionError or OSError; returns its value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return check()
-        except (AssertionError, OSError):
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(interval)
+def valid_ingress(name: str, host: str, *, service: str, namespace: str = "default") -> dict[str, Any]:
+    """An Ingress serving every path of ``host`` from port 80 of ``service``."""
+    return ingress(
+        name, rules=[ingress_rule(host, ingress_path("/", "Prefix", service))], namespace=namespace
+    )
