@@ -45,7 +45,7 @@ class Translation:
         """Every DAG route on one listener, across its virtual hosts."""
         found = self.dag.listeners[listener]
         vhosts = [*found.virtual_hosts.values(), *found.secure_virtual_hosts.values()]
-        return [route for vhost in vhosts for route in vhost.routes]
+        return [route for vhost in vhosts for route in vhost.routes.values()]
 
 
 def plugin_host(
