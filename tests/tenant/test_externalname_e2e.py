@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 from cpx_httpproxy.testing import valid_httpproxy
 
-from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
 from cpx.testing.envoy import EnvoyProcess, envoy_binary, free_port, wait_for_port
 from cpx.testing.tenant import BACKEND, TenantStack, tenant_stack
+from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e
 
@@ -52,7 +53,7 @@ def httpproxy(name: str, fqdn: str, service: str, port: int) -> dict[str, Any]:
 def route_to(kind: str, name: str, host: str, service: str, port: int) -> dict[str, Any]:
     if kind == "Ingress":
         doc = ingress(name, [(host, "/", service)])
-        # cpxproc.ingress names port 80; point it at the Service's port.
+        # simple_ingress names port 80; point it at the Service's port.
         doc["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"] = {"number": port}
         return doc
     return httpproxy(name, host, service, port)

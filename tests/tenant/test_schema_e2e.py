@@ -19,9 +19,10 @@ from click.testing import CliRunner
 from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.cli import cli
-from cpx.testing.cpxproc import endpoint_slice, ingress, service, write_manifest
+from cpx.testing.cpxproc import endpoint_slice, service, write_manifest
 from cpx.testing.envoy import envoy_binary
 from cpx.testing.tenant import BACKEND, TenantStack, rejected_updates, tenant_stack
+from cpx_ingress.testing import simple_ingress as ingress
 
 DEEP = "(990 levels)"  # stands for the nested value until written out: json cannot write it either
 

@@ -5,7 +5,7 @@
 :class:`~cpx.testing.envoy.EnvoyProcess` it never outlives the test process (atexit and a
 parent-death signal). :func:`write_manifest` replaces a manifest file atomically (a temporary
 dotfile, which cpx ignores, then ``os.replace``), and the builders return the plain dicts of the
-Kubernetes objects a test needs: Services, EndpointSlices and Ingresses.
+Kubernetes objects a test needs: Services and EndpointSlices (a plugin's kinds: its own ``testing``).
 """
 
 from __future__ import annotations
@@ -362,43 +362,6 @@ def endpoint_slice(
 def backend(name: str, port: int, *, namespace: str = "default") -> list[dict[str, Any]]:
     """A Service (port 80) plus its EndpointSlice pointing at ``127.0.0.1:port``."""
     return [service(name, namespace=namespace), endpoint_slice(name, port, namespace=namespace)]
-
-
-def ingress(
-    name: str,
-    rules: Iterable[tuple[str | None, str, str]],
-    *,
-    namespace: str = "default",
-    port: int | str = 80,
-    path_type: str = "Prefix",
-    tls: Mapping[str, Sequence[str]] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    ingress_class: str | None = None,
-) -> dict[str, Any]:
-    """An Ingress from ``(host, path, service)`` rules (host None: any host), all on ``port``.
-
-    ``tls`` maps Secret names to the hosts they serve.
-    """
-    by_host: dict[str | None, list[dict[str, Any]]] = {}
-    service_port = {"number": port} if isinstance(port, int) else {"name": port}
-    for host, path, service_name in rules:
-        target = {"service": {"name": service_name, "port": service_port}}
-        by_host.setdefault(host, []).append({"path": path, "pathType": path_type, "backend": target})
-    spec_rules: list[dict[str, Any]] = []
-    for host, paths in by_host.items():
-        rule: dict[str, Any] = {"http": {"paths": paths}}
-        if host is not None:
-            rule = {"host": host, **rule}
-        spec_rules.append(rule)
-    spec: dict[str, Any] = {"rules": spec_rules}
-    if tls:
-        spec["tls"] = [{"hosts": list(hosts), "secretName": secret} for secret, hosts in tls.items()]
-    if ingress_class is not None:
-        spec["ingressClassName"] = ingress_class
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
 
 
 @contextlib.contextmanager

@@ -1,12 +1,13 @@
 """Builders of networking.k8s.io/v1 Ingress objects for tests (any package's), as wire dicts.
 
 Mixed pathTypes per rule, ``spec.defaultBackend`` and per-entry TLS: :func:`ingress` /
-:func:`ingress_rule` / :func:`ingress_path`; :func:`valid_ingress` is one host served by one Service.
+:func:`ingress_rule` / :func:`ingress_path`; :func:`simple_ingress` from ``(host, path, service)``
+triples; :func:`valid_ingress` is one host served by one Service.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -54,3 +55,40 @@ def valid_ingress(name: str, host: str, *, service: str, namespace: str = "defau
     return ingress(
         name, rules=[ingress_rule(host, ingress_path("/", "Prefix", service))], namespace=namespace
     )
+
+
+def simple_ingress(
+    name: str,
+    rules: Iterable[tuple[str | None, str, str]],
+    *,
+    namespace: str = "default",
+    port: int | str = 80,
+    path_type: str = "Prefix",
+    tls: Mapping[str, Sequence[str]] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    ingress_class: str | None = None,
+) -> dict[str, Any]:
+    """An Ingress from ``(host, path, service)`` rules, one pathType (host None: any host), all on ``port``.
+
+    ``tls`` maps Secret names to the hosts they serve.
+    """
+    by_host: dict[str | None, list[dict[str, Any]]] = {}
+    service_port = {"number": port} if isinstance(port, int) else {"name": port}
+    for host, path, service_name in rules:
+        target = {"service": {"name": service_name, "port": service_port}}
+        by_host.setdefault(host, []).append({"path": path, "pathType": path_type, "backend": target})
+    spec_rules: list[dict[str, Any]] = []
+    for host, paths in by_host.items():
+        rule: dict[str, Any] = {"http": {"paths": paths}}
+        if host is not None:
+            rule = {"host": host, **rule}
+        spec_rules.append(rule)
+    spec: dict[str, Any] = {"rules": spec_rules}
+    if tls:
+        spec["tls"] = [{"hosts": list(hosts), "secretName": secret} for secret, hosts in tls.items()]
+    if ingress_class is not None:
+        spec["ingressClassName"] = ingress_class
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
