@@ -35,6 +35,7 @@ def ingress(
     default_backend: Mapping[str, Any] | None = None,
     annotations: Mapping[str, str] | None = None,
     namespace: str = "default",
+    ingress_class: str | None = None,
 ) -> dict[str, Any]:
     """A networking.k8s.io/v1 Ingress from rules, ``spec.tls`` entries and a default backend."""
     spec: dict[str, Any] = {}
@@ -44,6 +45,8 @@ def ingress(
         spec["rules"] = [dict(r) for r in rules]
     if tls:
         spec["tls"] = [dict(t) for t in tls]
+    if ingress_class is not None:
+        spec["ingressClassName"] = ingress_class
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if annotations:
         meta["annotations"] = dict(annotations)
@@ -83,12 +86,12 @@ def simple_ingress(
         if host is not None:
             rule = {"host": host, **rule}
         spec_rules.append(rule)
-    spec: dict[str, Any] = {"rules": spec_rules}
-    if tls:
-        spec["tls"] = [{"hosts": list(hosts), "secretName": secret} for secret, hosts in tls.items()]
-    if ingress_class is not None:
-        spec["ingressClassName"] = ingress_class
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
+    entries = [{"hosts": list(hosts), "secretName": secret} for secret, hosts in (tls or {}).items()]
+    return ingress(
+        name,
+        rules=spec_rules,
+        tls=entries,
+        annotations=annotations,
+        namespace=namespace,
+        ingress_class=ingress_class,
+    )
