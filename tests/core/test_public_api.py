@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib
 import subprocess
 import sys
@@ -11,10 +10,10 @@ from pathlib import Path
 import pytest
 
 import cpx
+from cpx.testing.contract import private_imports
 
 ROOT = Path(__file__).resolve().parents[2]
 FACADES = ("cpx", "cpx.dag", "cpx.xds", "cpx.testing")
-PUBLIC = {*FACADES, "cpx.testing.strategies"}
 PLUGIN_PACKAGES = sorted(p for p in [*ROOT.glob("plugins/*/cpx_*"), *ROOT.glob("examples/plugins/*/cpx_*")])
 
 
@@ -41,18 +40,18 @@ def test_importing_cpx_loads_no_protobuf_grpc_or_cryptography() -> None:
         assert f"'{heavy}'" not in loaded
 
 
-def _cpx_imports(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-    return {m for m in found if m == "cpx" or m.startswith("cpx.")}
-
-
 @pytest.mark.parametrize("package", PLUGIN_PACKAGES, ids=lambda p: p.name)
 def test_plugin_packages_import_only_the_public_api(package: Path) -> None:
     assert package.is_dir()
-    private = {f"{p.relative_to(ROOT)}: {m}" for p in package.rglob("*.py") for m in _cpx_imports(p) - PUBLIC}
-    assert not private
+    assert private_imports(package) == []
+
+
+def test_a_private_import_breaks_the_contract(tmp_path: Path) -> None:
+    package = tmp_path / "cpx_sneaky"
+    package.mkdir()
+    (package / "__init__.py").write_text("from cpx import hookimpl\nfrom cpx.dag import DAG\n")
+    (package / "cache.py").write_text("from cpx.sources.cache import SourceCache\nimport cpx.snapshot\n")
+    assert private_imports(package) == [
+        "cpx_sneaky/cache.py: cpx.snapshot",
+        "cpx_sneaky/cache.py: cpx.sources.cache",
+    ]

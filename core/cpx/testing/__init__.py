@@ -15,6 +15,7 @@ Names                                        What for
 ``server_tls_context``
 ``write_manifest`` ``backend`` ``service``   manifests for ``cpx serve``: Services and EndpointSlices
 ``endpoint_slice``
+``private_imports`` ``PUBLIC_MODULES``       the contract check: imports of private cpx modules
 ``eventually`` ``free_port``                 polling and ports
 ``wait_for_port``
 ``make_tls_secret`` ``make_ca_secret``       TLS material from a per-process CA, and clients that
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from cpx.sources.externalname import ExternalNamePolicy
     from cpx.sources.resolver import Resolver
     from cpx.testing.backends import EchoServer, TCPEchoServer, server_tls_context
+    from cpx.testing.contract import PUBLIC_MODULES, private_imports
     from cpx.testing.cpxproc import (
         CpxProcess,
         backend,
@@ -91,6 +93,7 @@ _LAZY = {
     "ListenerProcessor": "cpx.builtin.plugin",
     "ObjectFault": "cpx.isolation",
     "PLUGIN_GROUP": "cpx.plugins:GROUP",
+    "PUBLIC_MODULES": "cpx.testing.contract",
     "PluginHost": "cpx.plugins",
     "Resolver": "cpx.sources.resolver",
     "Response": "cpx.testing.tls",
@@ -113,6 +116,7 @@ _LAZY = {
     "issue_cert": "cpx.testing.tls",
     "make_ca_secret": "cpx.testing.tls",
     "make_tls_secret": "cpx.testing.tls",
+    "private_imports": "cpx.testing.contract",
     "request": "cpx.testing.tls",
     "same_namespace_only": "cpx.sources.cache",
     "self_signed": "cpx.testing.tls",
@@ -129,6 +133,7 @@ __all__ = [
     "CORE_HTTPS_LISTENER",
     "CORE_HTTP_LISTENER",
     "PLUGIN_GROUP",
+    "PUBLIC_MODULES",
     "Builder",
     "CpxProcess",
     "EchoServer",
@@ -159,6 +164,7 @@ __all__ = [
     "issue_cert",
     "make_ca_secret",
     "make_tls_secret",
+    "private_imports",
     "request",
     "same_namespace_only",
     "self_signed",
