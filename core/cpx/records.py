@@ -114,7 +114,7 @@ class StatusWriterSpec:
     ``load_balancer`` opts the kind in to the Envoy Service's address (Contour's
     loadBalancerStatusWriter): given that Service's ``status.loadBalancer`` (a core/v1
     LoadBalancerStatus), it returns the status fields every object of the kind gets, e.g.
-    ``cpx.status.loadbalancer.service_load_balancer`` (HTTPProxy) or ``ingress_load_balancer`` (Ingress).
+    ``cpx.service_load_balancer`` (HTTPProxy) or ``cpx.ingress_load_balancer`` (Ingress).
     In Kubernetes mode the status updater overlays them on each computed status before ``merge``
     and rewrites the kind's objects when the address changes; with ``--ingress-status-address``
     the Service is not watched (the processors put the flag's address in the computed status).
