@@ -7,8 +7,9 @@ Disable it with ``-p no:cpx``.
 * ``cpx_translate(yaml_text, plugins=None, *, modules=(), options=None)`` builds once and returns a
   :class:`cpx.testing.translation.Translation`: ``.dag``, ``.snapshot``, ``.statuses``,
   ``.status(kind, name, namespace)``, ``.routes(listener)`` and ``.envoy_json()`` (Envoy JSON, as
-  ``cpx translate`` prints it).  ``plugins`` are installed plugins by entry-point name (None: all);
-  ``modules`` registers plugin objects directly (``[("mine", my_plugin_module)]``) next to the core.
+  ``cpx translate`` prints it).  ``plugins`` are installed plugins by entry-point name (None: all,
+  or none when ``modules`` are given); ``modules`` registers plugin objects directly
+  (``[("mine", my_plugin_module)]``), so a plugin is tested before it is installed.
 * ``cpx_envoy(yaml_text="", plugins=None)`` runs ``cpx serve`` on that config with a real Envoy in
   front and an echo backend (Service ``echo``, port 80) and returns a
   :class:`cpx.testing.served.ServedConfig`: ``.apply(text)``, ``.get(host, path)``,

@@ -6,6 +6,7 @@ writers), but returned as values a test can inspect: the DAG, the xDS snapshot, 
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -15,8 +16,9 @@ import yaml
 from cpx.cli.translate import redact_secrets
 from cpx.config import Config
 from cpx.dag.dag import DAG
+from cpx.errors import PluginError
 from cpx.objects import ObjectKey
-from cpx.plugins import PluginHost
+from cpx.plugins import GROUP, PluginHost
 from cpx.snapshot import SnapshotHandler, UnknownKindError
 from cpx.xds.resource import Snapshot
 
@@ -51,13 +53,21 @@ class Translation:
 def plugin_host(
     plugins: Sequence[str] | None = None, modules: Iterable[tuple[str, object]] = ()
 ) -> PluginHost:
-    """Installed plugins by entry-point name (None: all), or plugin objects given directly."""
+    """Installed plugins by entry-point name (None: all of them, or none when ``modules`` are given)
+    plus plugin objects registered directly, after the core's own."""
     given = list(modules)
     if not given:
         return PluginHost.load(plugins)
     from cpx.builtin import plugin as core  # noqa: PLC0415 (the core's own plugin is always first)
 
-    return PluginHost.from_modules([("core", core), *given])
+    installed = {ep.name: ep for ep in importlib.metadata.entry_points(group=GROUP)}
+    missing = [name for name in plugins or () if name not in installed]
+    if missing:
+        raise PluginError(
+            f"unknown plugin(s): {', '.join(missing)} (installed: {', '.join(sorted(installed))})"
+        )
+    named = [(name, installed[name].load()) for name in plugins or ()]
+    return PluginHost.from_modules([("core", core), *named, *given])
 
 
 def translate_yaml(
