@@ -1,16 +1,65 @@
 """cpx: an Envoy control plane that does what Project Contour does, built as a plugin framework.
 
-The public facade for plugin authors: the hook marker, the records plugins yield, and ``blame``
-(wrap each object's translation in it so that a crash leaves out that object, not the build).
+This module, :mod:`cpx.dag` and :mod:`cpx.xds` are the plugin API: everything a plugin may import.
+Every other module is private and may change between releases (tests for plugins also use
+:mod:`cpx.testing`).  docs/plugins.md walks through it; docs/hooks.md documents each hook and record.
+
+=================================================  ====================================================
+Names                                              What for
+=================================================  ====================================================
+``hookimpl``                                       marks a plugin's hook implementations
+``OptionSpec`` ``WatchSpec`` ``ProcessorSpec``     the records the registration hooks yield
+``ResourceCacheSpec`` ``StatusWriterSpec``
+``Phase`` ``Processor`` ``Observer``
+``ResourceCache`` ``CheckingCache``
+``ListenerKindSpec`` ``ClusterKindSpec``            Envoy listeners and clusters of a plugin's own kind
+``CustomNode``                                     (their DAG nodes)
+``Config``                                         options and settings, as ``cpx_configure`` sees them
+``blame``                                          wrap one object's translation: a crash drops the object
+``ObjectKey`` ``GroupVersionKind`` ``KubeObject``  Kubernetes objects as cpx holds them (plain dicts)
+``SERVICE`` ``ENDPOINT_SLICE`` ``SECRET``          the kinds the core itself watches
+``NAMESPACE``
+``annotations_of`` ``name_of`` ``namespace_of``    reading an object's metadata
+``SourceCache`` ``Key4``                           the watched objects, as processors receive them
+``NotFoundError`` ``SecretError``                  lookups a processor turns into status conditions
+``DelegationNotPermittedError``
+``lookup_service_port`` ``ServicePortError``       a Service's port by number or name, as a DAG value
+``INGRESS_CLASS_OPTION``                           the ``--ingress-class-name`` option and matching
+``ingress_class_accepts`` ``ingress_class_matches``
+``ingress_class_names``
+``STATUS_ADDRESS_OPTION``                          load-balancer addresses written into status
+``load_balancer_status`` ``parse_status_addresses``
+``capped`` ``json_type`` ``metadata_problems``     building ``WatchSpec.validate`` messages like the
+``must_be`` ``shown``                              core's (API-server wording)
+``MAX_ENVOY_DURATION_SECONDS``                     the largest duration Envoy accepts
+``ConfigError`` ``PluginError``                    a plugin's refusal of its configuration
+=================================================  ====================================================
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from cpx._lazy import exporter
+from cpx.config import Config
 from cpx.dag.nodes import CustomNode
+from cpx.errors import ConfigError, PluginError
 from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
-from cpx.objects import GroupVersionKind, ObjectKey
+from cpx.objects import (
+    ENDPOINT_SLICE,
+    NAMESPACE,
+    SECRET,
+    SERVICE,
+    GroupVersionKind,
+    KubeObject,
+    ObjectKey,
+    annotations_of,
+    name_of,
+    namespace_of,
+)
 from cpx.records import (
+    CheckingCache,
     ClusterKindSpec,
     ListenerKindSpec,
     Observer,
@@ -24,22 +73,91 @@ from cpx.records import (
     WatchSpec,
 )
 
+if TYPE_CHECKING:
+    from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
+    from cpx.dag.services import ServicePortError, lookup_service_port
+    from cpx.sources.cache import DelegationNotPermittedError, Key4, NotFoundError, SourceCache
+    from cpx.sources.ingressclass import CLASS_OPTION as INGRESS_CLASS_OPTION
+    from cpx.sources.ingressclass import accepts as ingress_class_accepts
+    from cpx.sources.ingressclass import class_names as ingress_class_names
+    from cpx.sources.ingressclass import matches as ingress_class_matches
+    from cpx.sources.secrets import SecretError
+    from cpx.status.loadbalancer import STATUS_ADDRESS_OPTION, load_balancer_status, parse_status_addresses
+    from cpx.xds.constraints.semantic import MAX_ENVOY_DURATION_SECONDS
+
+# Imported on first use (cryptography, protobuf): see cpx._lazy.
+_LAZY = {
+    "DelegationNotPermittedError": "cpx.sources.cache",
+    "INGRESS_CLASS_OPTION": "cpx.sources.ingressclass:CLASS_OPTION",
+    "Key4": "cpx.sources.cache",
+    "MAX_ENVOY_DURATION_SECONDS": "cpx.xds.constraints.semantic",
+    "NotFoundError": "cpx.sources.cache",
+    "STATUS_ADDRESS_OPTION": "cpx.status.loadbalancer",
+    "SecretError": "cpx.sources.secrets",
+    "ServicePortError": "cpx.dag.services",
+    "SourceCache": "cpx.sources.cache",
+    "capped": "cpx.builtin.typecheck",
+    "ingress_class_accepts": "cpx.sources.ingressclass:accepts",
+    "ingress_class_matches": "cpx.sources.ingressclass:matches",
+    "ingress_class_names": "cpx.sources.ingressclass:class_names",
+    "json_type": "cpx.builtin.typecheck",
+    "load_balancer_status": "cpx.status.loadbalancer",
+    "lookup_service_port": "cpx.dag.services",
+    "metadata_problems": "cpx.builtin.typecheck",
+    "must_be": "cpx.builtin.typecheck",
+    "parse_status_addresses": "cpx.status.loadbalancer",
+    "shown": "cpx.builtin.typecheck",
+}
+__getattr__ = exporter(__name__, _LAZY)
+
 __version__ = "0.1.0"
 __all__ = [
+    "ENDPOINT_SLICE",
+    "INGRESS_CLASS_OPTION",
+    "MAX_ENVOY_DURATION_SECONDS",
+    "NAMESPACE",
+    "SECRET",
+    "SERVICE",
+    "STATUS_ADDRESS_OPTION",
+    "CheckingCache",
     "ClusterKindSpec",
+    "Config",
+    "ConfigError",
     "CustomNode",
+    "DelegationNotPermittedError",
     "GroupVersionKind",
+    "Key4",
+    "KubeObject",
     "ListenerKindSpec",
+    "NotFoundError",
     "ObjectKey",
     "Observer",
     "OptionSpec",
     "Phase",
+    "PluginError",
     "Processor",
     "ProcessorSpec",
     "ResourceCache",
     "ResourceCacheSpec",
+    "SecretError",
+    "ServicePortError",
+    "SourceCache",
     "StatusWriterSpec",
     "WatchSpec",
+    "annotations_of",
     "blame",
+    "capped",
     "hookimpl",
+    "ingress_class_accepts",
+    "ingress_class_matches",
+    "ingress_class_names",
+    "json_type",
+    "load_balancer_status",
+    "lookup_service_port",
+    "metadata_problems",
+    "must_be",
+    "name_of",
+    "namespace_of",
+    "parse_status_addresses",
+    "shown",
 ]

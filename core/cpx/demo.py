@@ -22,10 +22,11 @@ import yaml
 
 from cpx.config import Config, ServeOptions
 from cpx.errors import CpxError
+from cpx.ops.echoserver import EchoServer
+from cpx.ops.envoybinary import envoy_binary
+from cpx.ops.envoyproc import EnvoyError, EnvoyProcess, wait_for_port
 from cpx.plugins import PluginHost
 from cpx.serving import serve
-from cpx.testing.backends import EchoServer
-from cpx.testing.envoy import EnvoyError, EnvoyProcess, envoy_binary, wait_for_port
 
 log = logging.getLogger("cpx.demo")
 

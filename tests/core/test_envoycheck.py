@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from cpx_httpproxy import testing as hp
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
@@ -25,8 +26,7 @@ from cpx.config import Config
 from cpx.plugins import PluginHost
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.manifests import expand, parse_file
-from cpx.testing import httpproxy_e2e as hp
-from cpx.testing.cpxproc import backend, ingress
+from cpx.testing.cpxproc import backend
 from cpx.testing.tls import make_ca_secret, make_tls_secret, weak_tls_secret
 from cpx.xds.constraints.envoycheck import (
     MAX_MESSAGE,
@@ -37,6 +37,7 @@ from cpx.xds.constraints.envoycheck import (
     render_bootstrap,
 )
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Resource, Snapshot, TypeSnapshot
+from cpx_ingress.testing import simple_ingress as ingress
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 HCM = http_connection_manager_pb2.HttpConnectionManager

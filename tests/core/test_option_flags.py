@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from cpx.cli import cli
-from cpx.testing.cpxproc import ingress, write_manifest
+from cpx.testing.cpxproc import write_manifest
+from cpx_ingress.testing import simple_ingress as ingress
 
 # The command itself: the cli group would point the root logger at the runner's stderr.
 TRANSLATE = cli.commands["translate"]

@@ -19,7 +19,7 @@ import attrs
 import pytest
 
 from cpx.ops import certgen
-from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, ingress, service, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, service, write_manifest
 from cpx.testing.harness import (
     EchoServer,
     EnvoyProcess,
@@ -29,6 +29,7 @@ from cpx.testing.harness import (
     make_tls_secret,
 )
 from cpx.testing.tls import weak_tls_secret
+from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e
 

@@ -15,9 +15,10 @@ import attrs
 import pytest
 
 from cpx import objects as k8s
-from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, ingress, service
+from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, service
 from cpx.testing.harness import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx.testing.kubeapi import KubeAPI
+from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e
 

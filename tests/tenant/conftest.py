@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.envoy import envoy_binary
 from cpx.testing.tenant import TenantStack, tenant_stack
@@ -18,7 +19,7 @@ def tenant(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TenantStack]:
     except FileNotFoundError as err:
         pytest.skip(str(err))
     workdir: Path = tmp_path_factory.mktemp("tenant")
-    with tenant_stack(workdir) as stack:
+    with tenant_stack(workdir, valid_object=valid_httpproxy) as stack:
         yield stack
         if not stack.cpx.running:
             print(stack.cpx.log_text()[-4000:])

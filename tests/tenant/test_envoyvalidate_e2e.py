@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.envoy import envoy_binary
 from cpx.testing.tenant import BACKEND, TenantStack, tenant_stack
@@ -19,7 +20,9 @@ def validating(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TenantStack
         envoy_binary()
     except FileNotFoundError as err:
         pytest.skip(str(err))
-    with tenant_stack(tmp_path_factory.mktemp("validating"), extra_args=["--envoy-validate"]) as stack:
+    with tenant_stack(
+        tmp_path_factory.mktemp("validating"), valid_object=valid_httpproxy, extra_args=["--envoy-validate"]
+    ) as stack:
         yield stack
         if not stack.cpx.running:
             print(stack.cpx.log_text()[-4000:])

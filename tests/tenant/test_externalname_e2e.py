@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
-from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
 from cpx.testing.envoy import EnvoyProcess, envoy_binary, free_port, wait_for_port
 from cpx.testing.tenant import BACKEND, TenantStack, tenant_stack
+from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e
 
@@ -51,7 +53,7 @@ def httpproxy(name: str, fqdn: str, service: str, port: int) -> dict[str, Any]:
 def route_to(kind: str, name: str, host: str, service: str, port: int) -> dict[str, Any]:
     if kind == "Ingress":
         doc = ingress(name, [(host, "/", service)])
-        # cpxproc.ingress names port 80; point it at the Service's port.
+        # simple_ingress names port 80; point it at the Service's port.
         doc["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"] = {"number": port}
         return doc
     return httpproxy(name, host, service, port)
@@ -106,7 +108,10 @@ def enabled(tmp_path_factory: pytest.TempPathFactory, admin_port: int) -> Iterat
         pytest.skip(str(err))
     workdir: Path = tmp_path_factory.mktemp("extname")
     with tenant_stack(
-        workdir, extra_args=["--enable-external-name-service"], envoy_bootstrap={"admin_port": admin_port}
+        workdir,
+        valid_object=valid_httpproxy,
+        extra_args=["--enable-external-name-service"],
+        envoy_bootstrap={"admin_port": admin_port},
     ) as stack:
         yield stack
 

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.envoy import envoy_binary
-from cpx.testing.tenant import TenantStack, tenant_stack, valid_httpproxy, wait_until
+from cpx.testing.tenant import BACKEND, TenantStack, tenant_stack, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +67,7 @@ def crashing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TenantS
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), saved["PYTHONPATH"]) if p)
     os.environ["CPX_TEST_CRASH_MARKER"] = str(marker)
     try:
-        with tenant_stack(workdir) as stack:
+        with tenant_stack(workdir, valid_object=valid_httpproxy) as stack:
             yield stack, marker
     finally:
         for key, value in saved.items():
@@ -78,7 +79,7 @@ def crashing(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TenantS
 
 def test_a_crash_on_one_object_leaves_out_that_object(crashing: tuple[TenantStack, Path]) -> None:
     stack, _ = crashing
-    bad = valid_httpproxy("crasher", "crasher.tenant.test")
+    bad = valid_httpproxy("crasher", "crasher.tenant.test", service=BACKEND)
     bad["metadata"]["annotations"] = {"tenant.test/crash": "yes"}
     shown = stack.check_bad_input(
         "crasher.yaml", [bad], kind="HTTPProxy", name="crasher", problem="TranslationFailed"
@@ -92,7 +93,7 @@ def test_a_failing_build_keeps_its_changes_and_readyz_says_so(crashing: tuple[Te
     control = stack.add_valid("control")
     marker.touch()
     try:
-        stack.apply("pending.yaml", [valid_httpproxy("pending", "pending.tenant.test")])
+        stack.apply("pending.yaml", [valid_httpproxy("pending", "pending.tenant.test", service=BACKEND)])
         wait_until(lambda: stack.cpx.get("/readyz")[0] == 503, what="/readyz 503")
         _, body = stack.cpx.get("/readyz")
         assert "the last DAG build failed" in body and "marker file exists" in body

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.envoy import envoy_binary
 from cpx.testing.tenant import BACKEND, TenantStack, rejected_updates, tenant_stack, wait_until
@@ -45,7 +46,9 @@ def strict(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     except FileNotFoundError as err:
         pytest.skip(str(err))
     workdir = tmp_path_factory.mktemp(f"strict-{request.param}")
-    with tenant_stack(workdir, envoy_runtime=STRICT_RE2, mtls=request.param == "mtls") as stack:
+    with tenant_stack(
+        workdir, valid_object=valid_httpproxy, envoy_runtime=STRICT_RE2, mtls=request.param == "mtls"
+    ) as stack:
         yield stack
 
 

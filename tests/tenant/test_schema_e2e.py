@@ -16,11 +16,13 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.cli import cli
-from cpx.testing.cpxproc import endpoint_slice, ingress, service, write_manifest
+from cpx.testing.cpxproc import endpoint_slice, service, write_manifest
 from cpx.testing.envoy import envoy_binary
 from cpx.testing.tenant import BACKEND, TenantStack, rejected_updates, tenant_stack
+from cpx_ingress.testing import simple_ingress as ingress
 
 DEEP = "(990 levels)"  # stands for the nested value until written out: json cannot write it either
 
@@ -142,7 +144,7 @@ def test_cpx_starts_with_every_bad_file_present(tmp_path: Path) -> None:
     for row, (obj, _kind, _name, _problem) in ROWS.items():
         renamed = {**obj, "metadata": {**obj["metadata"], "name": row}}  # one object per file
         write_manifest(tmp_path / "manifests", f"{row}.json", _text(renamed))
-    with tenant_stack(tmp_path) as stack:
+    with tenant_stack(tmp_path, valid_object=valid_httpproxy) as stack:
         stack.add_valid("first")
         for row, (_obj, kind, _name, problem) in ROWS.items():
             stack.wait_status(kind, "default", row, problem.split(": ")[0])

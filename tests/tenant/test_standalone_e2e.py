@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 import yaml
+from cpx_httpproxy.testing import valid_httpproxy
 
-from cpx.testing.tenant import TenantStack, valid_httpproxy, wait_until
+from cpx.testing.tenant import BACKEND, TenantStack, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -22,13 +23,13 @@ def _problems(status: dict[str, Any] | str | None) -> str:
 def _served_proxy(tenant: TenantStack, name: str) -> str:
     """A valid HTTPProxy ``name`` in ``name.yaml``, served; returns its host."""
     host = f"{name}.tenant.test"
-    tenant.apply(f"{name}.yaml", [valid_httpproxy(name, host)])
+    tenant.apply(f"{name}.yaml", [valid_httpproxy(name, host, service=BACKEND)])
     tenant.wait_served(host)
     return host
 
 
 def test_a_new_object_with_an_unknown_field_is_reported_at_once(tenant: TenantStack) -> None:
-    doc = valid_httpproxy("unknown-field", "unknown-field.tenant.test")
+    doc = valid_httpproxy("unknown-field", "unknown-field.tenant.test", service=BACKEND)
     doc["spec"]["colour"] = "blue"
     log_start = len(tenant.cpx.log_text())
     started = time.monotonic()
@@ -64,7 +65,7 @@ def _check_refused_edit(
 
 
 def test_a_refused_edit_keeps_the_previous_version_served(tenant: TenantStack) -> None:
-    bad = valid_httpproxy("misplaced", "misplaced.tenant.test")
+    bad = valid_httpproxy("misplaced", "misplaced.tenant.test", service=BACKEND)
     bad["spec"]["fqdn"] = bad["spec"].pop("virtualhost")["fqdn"]  # one level too high
     _check_refused_edit(
         tenant,
@@ -78,7 +79,7 @@ def test_a_refused_edit_keeps_the_previous_version_served(tenant: TenantStack) -
 
 
 def test_an_edit_to_a_bad_name_keeps_the_previous_version_served(tenant: TenantStack) -> None:
-    bad = valid_httpproxy("Bad_Name", "bad-name.tenant.test")
+    bad = valid_httpproxy("Bad_Name", "bad-name.tenant.test", service=BACKEND)
     _check_refused_edit(
         tenant,
         "bad-name",
@@ -90,7 +91,7 @@ def test_an_edit_to_a_bad_name_keeps_the_previous_version_served(tenant: TenantS
 
 
 def test_a_bad_namespace_is_refused(tenant: TenantStack) -> None:
-    doc = valid_httpproxy("elsewhere", "elsewhere.tenant.test", namespace="Team_A")
+    doc = valid_httpproxy("elsewhere", "elsewhere.tenant.test", namespace="Team_A", service=BACKEND)
     tenant.check_bad_input(
         "bad-namespace.yaml",
         [doc],
@@ -102,10 +103,10 @@ def test_a_bad_namespace_is_refused(tenant: TenantStack) -> None:
 
 
 def test_an_object_in_two_files_is_a_conflict_served_from_the_first_file(tenant: TenantStack) -> None:
-    later = valid_httpproxy("twice", "twice-b.tenant.test")
+    later = valid_httpproxy("twice", "twice-b.tenant.test", service=BACKEND)
     tenant.apply("twice-b.yaml", [later])
     tenant.wait_served("twice-b.tenant.test")
-    first = valid_httpproxy("twice", "twice-a.tenant.test")
+    first = valid_httpproxy("twice", "twice-a.tenant.test", service=BACKEND)
     shown = tenant.check_bad_input(
         "twice-a.yaml", [first], kind="HTTPProxy", name="twice", problem="is defined in 2 files"
     )
@@ -117,9 +118,9 @@ def test_an_object_in_two_files_is_a_conflict_served_from_the_first_file(tenant:
 
 
 def test_the_first_file_wins_whichever_was_written_last(tenant: TenantStack) -> None:
-    tenant.apply("order-a.yaml", [valid_httpproxy("order", "order-a.tenant.test")])
+    tenant.apply("order-a.yaml", [valid_httpproxy("order", "order-a.tenant.test", service=BACKEND)])
     tenant.wait_served("order-a.tenant.test")
-    tenant.apply("order-b.yaml", [valid_httpproxy("order", "order-b.tenant.test")])
+    tenant.apply("order-b.yaml", [valid_httpproxy("order", "order-b.tenant.test", service=BACKEND)])
     tenant.wait_status("HTTPProxy", "default", "order", "is defined in 2 files")
     assert tenant.get("order-a.tenant.test") == 200 and tenant.get("order-b.tenant.test") == 404
     tenant.remove("order-a.yaml")

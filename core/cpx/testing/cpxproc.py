@@ -5,7 +5,7 @@
 :class:`~cpx.testing.envoy.EnvoyProcess` it never outlives the test process (atexit and a
 parent-death signal). :func:`write_manifest` replaces a manifest file atomically (a temporary
 dotfile, which cpx ignores, then ``os.replace``), and the builders return the plain dicts of the
-Kubernetes objects a test needs: Services, EndpointSlices and Ingresses.
+Kubernetes objects a test needs: Services and EndpointSlices (a plugin's kinds: its own ``testing``).
 """
 
 from __future__ import annotations
@@ -19,20 +19,23 @@ import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from cpx.testing.envoy import _RUNNING, _die_with_parent_prefix, _kill, free_port
+from cpx.ops.envoyproc import _RUNNING, _die_with_parent_prefix, _kill, free_port
 
 if TYPE_CHECKING:
-    from cpx.testing.envoy import EnvoyProcess
+    from cpx.ops.envoyproc import EnvoyProcess
 
 PathLike = str | os.PathLike[str]
+
+
+T = TypeVar("T")
 
 
 class CpxProcessError(RuntimeError):
@@ -361,43 +364,6 @@ def backend(name: str, port: int, *, namespace: str = "default") -> list[dict[st
     return [service(name, namespace=namespace), endpoint_slice(name, port, namespace=namespace)]
 
 
-def ingress(
-    name: str,
-    rules: Iterable[tuple[str | None, str, str]],
-    *,
-    namespace: str = "default",
-    port: int | str = 80,
-    path_type: str = "Prefix",
-    tls: Mapping[str, Sequence[str]] | None = None,
-    annotations: Mapping[str, str] | None = None,
-    ingress_class: str | None = None,
-) -> dict[str, Any]:
-    """An Ingress from ``(host, path, service)`` rules (host None: any host), all on ``port``.
-
-    ``tls`` maps Secret names to the hosts they serve.
-    """
-    by_host: dict[str | None, list[dict[str, Any]]] = {}
-    service_port = {"number": port} if isinstance(port, int) else {"name": port}
-    for host, path, service_name in rules:
-        target = {"service": {"name": service_name, "port": service_port}}
-        by_host.setdefault(host, []).append({"path": path, "pathType": path_type, "backend": target})
-    spec_rules: list[dict[str, Any]] = []
-    for host, paths in by_host.items():
-        rule: dict[str, Any] = {"http": {"paths": paths}}
-        if host is not None:
-            rule = {"host": host, **rule}
-        spec_rules.append(rule)
-    spec: dict[str, Any] = {"rules": spec_rules}
-    if tls:
-        spec["tls"] = [{"hosts": list(hosts), "secretName": secret} for secret, hosts in tls.items()]
-    if ingress_class is not None:
-        spec["ingressClassName"] = ingress_class
-    meta: dict[str, Any] = {"name": name, "namespace": namespace}
-    if annotations:
-        meta["annotations"] = dict(annotations)
-    return {"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta, "spec": spec}
-
-
 @contextlib.contextmanager
 def cpx_with_envoy(
     manifests: PathLike, workdir: PathLike, *, plugins: Sequence[str] | None = None, **envoy_bootstrap: Any
@@ -407,7 +373,7 @@ def cpx_with_envoy(
     On exit Envoy stops, then cpx gets SIGTERM (raising unless it exits promptly) and is killed.
     The caller waits for Envoy to be ready once its manifests are in place.
     """
-    from cpx.testing.envoy import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
+    from cpx.ops.envoyproc import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
 
     cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins)
     envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=Path(workdir) / "envoy", **envoy_bootstrap)
@@ -422,3 +388,15 @@ def cpx_with_envoy(
                 cpx.stop()
         finally:
             cpx.kill()
+
+
+def eventually(check: Callable[[], T], timeout: float = 10.0, interval: float = 0.05) -> T:
+    """Call ``check`` until it returns without raising AssertionError or OSError; returns its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return check()
+        except (AssertionError, OSError):
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(interval)

@@ -75,23 +75,22 @@ class KubeAPIError(RuntimeError):
     """The emulator answered a request with an error status."""
 
 
+class _Plurals(dict[str, str]):
+    def __missing__(self, kind: str) -> str:
+        lower = kind.lower()
+        if lower.endswith("s"):
+            return lower + "es"
+        return lower[:-1] + "ies" if lower.endswith("y") else lower + "s"
+
+
 class KubeAPI:
     """A KubernetesEmulator served on 127.0.0.1 from a background thread (its own event loop).
 
-    ``plurals`` maps a kind to its plural for the kinds :meth:`create` etc. are used with, beyond
-    the four the core knows and Ingress/HTTPProxy.
+    Kinds are found by their plural: the ``plural`` of a :class:`GroupVersionKind` in ``kinds``,
+    else ``plurals`` (kind -> plural), else the English rule Kubernetes' kinds follow
+    (``Service`` -> ``services``, ``...Proxy`` -> ``...proxies``, ``...ss`` -> ``...sses``).
     """
 
-    PLURALS: Mapping[str, str] = {
-        "Service": "services",
-        "EndpointSlice": "endpointslices",
-        "Secret": "secrets",
-        "Namespace": "namespaces",
-        "Ingress": "ingresses",
-        "HTTPProxy": "httpproxies",
-        "TLSCertificateDelegation": "tlscertificatedelegations",
-        "ExtensionService": "extensionservices",
-    }
     CLUSTER_SCOPED = frozenset({"Namespace"})
 
     def __init__(
@@ -102,7 +101,9 @@ class KubeAPI:
         kinds: Iterable[GroupVersionKind | str] = (),
         objects: Iterable[Mapping[str, Any]] = (),
     ) -> None:
-        self.plurals = {**self.PLURALS, **(plurals or {})}
+        kinds = list(kinds)
+        given = {k.kind: k.plural for k in kinds if isinstance(k, GroupVersionKind)}
+        self.plurals = _Plurals({**given, **(plurals or {})})
         self.port = port
         # Served from the start (a restart on the same port can bring back a known state).
         self.kinds = [_resource_key(k) for k in kinds]

@@ -7,7 +7,8 @@ bad input, as a tenant would write it while cpx serves:
 1. a control host, served before the bad input, keeps being served;
 2. the bad input is applied; cpx keeps running;
 3. the bad object's status (status file) names the problem;
-4. a new, valid HTTPProxy (or Ingress, when HTTPProxy is not enabled) added afterwards is served;
+4. a new, valid object added afterwards is served (the stack's ``valid_object``: a kind of the
+   plugin under test, e.g. ``cpx_httpproxy.testing.valid_httpproxy``);
 5. no Envoy ``*.update_rejected`` counter moved.
 """
 
@@ -25,7 +26,7 @@ import yaml
 
 from cpx.ops import certgen
 from cpx.testing.backends import EchoServer
-from cpx.testing.cpxproc import CpxProcess, backend, ingress, write_manifest
+from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
 from cpx.testing.envoy import EnvoyProcess
 from cpx.testing.tls import http_get
 
@@ -47,13 +48,9 @@ def rejected_updates(envoy: EnvoyProcess) -> int:
     return sum(v for k, v in envoy.stats(r"update_rejected$").items() if k.endswith(".update_rejected"))
 
 
-def valid_httpproxy(name: str, fqdn: str, *, namespace: str = "default") -> dict[str, Any]:
-    return {
-        "apiVersion": "projectcontour.io/v1",
-        "kind": "HTTPProxy",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"virtualhost": {"fqdn": fqdn}, "routes": [{"services": [{"name": BACKEND, "port": 80}]}]},
-    }
+# A valid object of the kind under test: (name, host, backend Service) -> the object, serving every
+# path of host from port 80 of that Service.
+ValidObject = Callable[..., Mapping[str, Any]]
 
 
 @attrs.define(eq=False)
@@ -63,7 +60,7 @@ class TenantStack:
     manifests: Path
     status_file: Path
     echo: EchoServer
-    httpproxy: bool = True
+    valid_object: ValidObject
     _serial: Iterator[int] = attrs.field(factory=itertools.count)
 
     # -- manifests ---------------------------------------------------------------------------
@@ -91,12 +88,7 @@ class TenantStack:
         """A new valid object with a host of its own; returns the host once Envoy serves it."""
         n = next(self._serial)
         host = f"{prefix}-{n}.tenant.test"
-        doc = (
-            valid_httpproxy(f"{prefix}-{n}", host)
-            if self.httpproxy
-            else ingress(f"{prefix}-{n}", [(host, "/", BACKEND)])
-        )
-        self.apply(f"{prefix}-{n}.yaml", [doc])
+        self.apply(f"{prefix}-{n}.yaml", [self.valid_object(f"{prefix}-{n}", host, service=BACKEND)])
         self.wait_served(host)
         return host
 
@@ -176,13 +168,15 @@ class TenantStack:
 def tenant_stack(
     workdir: Path,
     *,
+    valid_object: ValidObject,
     plugins: Sequence[str] | None = None,
     extra_args: Sequence[str] = (),
     envoy_bootstrap: Mapping[str, Any] | None = None,
     envoy_runtime: Mapping[str, Any] | None = None,
     mtls: bool = False,
 ) -> Iterator[TenantStack]:
-    """A started :class:`TenantStack` in ``workdir``, its backend already served.
+    """A started :class:`TenantStack` in ``workdir``, its backend already served; ``valid_object``
+    makes the valid objects of :meth:`TenantStack.add_valid`.
 
     ``extra_args`` go to ``cpx serve``, ``envoy_bootstrap`` to
     :func:`cpx.xds.envoy.bootstrap.bootstrap_config` (e.g. ``admin_port`` for the read-only admin
@@ -219,8 +213,7 @@ def tenant_stack(
             cpx.start()
             envoy.start()
             envoy.wait_ready()
-            httpproxy = plugins is None or "httpproxy" in plugins
-            yield TenantStack(cpx, envoy, manifests, status_file, echo, httpproxy=httpproxy)
+            yield TenantStack(cpx, envoy, manifests, status_file, echo, valid_object)
         finally:
             envoy.stop()
             try:

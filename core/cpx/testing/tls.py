@@ -13,9 +13,7 @@ import http.client
 import ipaddress
 import json
 import ssl
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from cpx.ops import certgen
+from cpx.ops.echoserver import load_pem_chain
 
 
 @functools.cache
@@ -133,16 +132,6 @@ def client_tls_context(
         load_pem_chain(ctx, client_cert.cert_pem, client_cert.key_pem)
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
-
-
-def load_pem_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
-    """``ctx.load_cert_chain`` from PEM bytes (it reads files only; they live for the call)."""
-    with tempfile.TemporaryDirectory(prefix="cpx-tls-") as tmp:
-        cert, key = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-        key.touch(0o600)
-        cert.write_bytes(cert_pem)
-        key.write_bytes(key_pem)
-        ctx.load_cert_chain(cert, key)
 
 
 def request(

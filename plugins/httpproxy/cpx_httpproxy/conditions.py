@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 import re2
-from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, PathMatch, QueryMatch, QueryMatchKind
+from cpx.dag import HeaderMatch, HeaderMatchKind, PathKind, PathMatch, QueryMatch, QueryMatchKind
 
 from cpx_httpproxy.model import MatchCondition
 

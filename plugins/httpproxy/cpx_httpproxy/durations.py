@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from cpx.dag.nodes import Duration
+from cpx.dag import Duration
 
 # Go's time.unitMap, in nanoseconds.
 _UNITS = {

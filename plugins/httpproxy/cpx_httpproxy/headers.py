@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from cpx.dag.nodes import HeadersPolicy, HeaderValue
+from cpx.dag import HeadersPolicy, HeaderValue
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import quote

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from cpx import objects as k8s
-from cpx.objects import GroupVersionKind
+from cpx import GroupVersionKind
 
 HTTPPROXY = GroupVersionKind(group="projectcontour.io", version="v1", kind="HTTPProxy", plural="httpproxies")
 
@@ -11,5 +10,3 @@ HTTPPROXY = GroupVersionKind(group="projectcontour.io", version="v1", kind="HTTP
 # importing this plugin never drags in the core's xDS caches.
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
-
-annotations_of = k8s.annotations_of

@@ -10,9 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
-from cpx.config import Config
-from cpx.sources import ingressclass
+from cpx import (
+    Config,
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+    ingress_class_accepts,
+)
 
 from cpx_httpproxy import schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
@@ -48,7 +55,7 @@ def cpx_configure(config: Config) -> None:
 
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=HTTPPROXY, accept=ingressclass.accepts, validate=schema.validate)
+    yield WatchSpec(gvk=HTTPPROXY, accept=ingress_class_accepts, validate=schema.validate)
 
 
 @hookimpl

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 import re2
-from cpx.dag.nodes import (
+from cpx import MAX_ENVOY_DURATION_SECONDS
+from cpx.dag import (
     CookieRewrite,
     CORSPolicy,
     DirectResponse,
@@ -34,7 +35,6 @@ from cpx.dag.nodes import (
     SlowStart,
     TimeoutPolicy,
 )
-from cpx.xds.constraints.semantic import MAX_ENVOY_DURATION_SECONDS
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import (

@@ -24,15 +24,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx import blame
-from cpx.config import Config
-from cpx.dag.dag import DAG, SecureVirtualHost
-from cpx.dag.nodes import DirectResponse, PathKind, Route, Secret, TCPProxy
-from cpx.errors import ConfigError
-from cpx.objects import ObjectKey
-from cpx.sources.cache import DelegationNotPermittedError, SourceCache
-from cpx.sources.secrets import SecretError
-from cpx.status import loadbalancer as lbstatus
+from cpx import (
+    STATUS_ADDRESS_OPTION,
+    Config,
+    ConfigError,
+    DelegationNotPermittedError,
+    ObjectKey,
+    SecretError,
+    SourceCache,
+    blame,
+    load_balancer_status,
+)
+from cpx.dag import DAG, DirectResponse, PathKind, Route, Secret, SecureVirtualHost, TCPProxy
 
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild
@@ -151,7 +154,7 @@ class HTTPProxyProcessor:
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPProxyProcessor:
-        lb = lbstatus.load_balancer_status(config.option(lbstatus.STATUS_ADDRESS_OPTION.name))
+        lb = load_balancer_status(config.option(STATUS_ADDRESS_OPTION.name))
         return cls(config=config, settings=Settings.from_config(config), load_balancer=lb)
 
     def run(self, dag: DAG, source: SourceCache) -> None:

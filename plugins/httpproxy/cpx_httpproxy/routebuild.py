@@ -16,8 +16,8 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 from __future__ import annotations
 
 import attrs
-from cpx.config import Config
-from cpx.dag.nodes import (
+from cpx import Config, ObjectKey, ServicePortError, SourceCache
+from cpx.dag import (
     Cluster,
     CookieRewrite,
     CORSPolicy,
@@ -33,9 +33,6 @@ from cpx.dag.nodes import (
     TCPProxy,
     TimeoutPolicy,
 )
-from cpx.dag.services import ServicePortError
-from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
 
 from cpx_httpproxy import model, policies
 from cpx_httpproxy.headers import (

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import re2
-from cpx.builtin.typecheck import capped, metadata_problems, shown
+from cpx import capped, metadata_problems, shown
 
 from cpx_httpproxy import crd
 

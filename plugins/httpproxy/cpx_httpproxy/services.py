@@ -6,12 +6,8 @@
 from __future__ import annotations
 
 import attrs
-from cpx.config import Config
-from cpx.dag.nodes import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
-from cpx.dag.services import lookup_service_port
-from cpx.objects import ObjectKey
-from cpx.sources.cache import DelegationNotPermittedError, SourceCache
-from cpx.sources.secrets import SecretError
+from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, SourceCache, lookup_service_port
+from cpx.dag import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import quote

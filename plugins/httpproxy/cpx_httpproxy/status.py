@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx.dag.dag import Note
+from cpx.dag import Note
 
 # currentStatus values (internal/status/proxystatus.go).
 VALID = "valid"

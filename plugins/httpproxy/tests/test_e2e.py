@@ -19,19 +19,26 @@ from typing import Any
 
 import attrs
 import pytest
-from cpx.testing.cpxproc import CpxProcess, backend, cpx_with_envoy, write_manifest
-from cpx.testing.harness import (
+from cpx.testing import (
+    CpxProcess,
     EchoServer,
     EnvoyProcess,
     Response,
     TCPEchoServer,
+    backend,
     client_tls_context,
+    cpx_with_envoy,
     envoy_binary,
+    eventually,
     issue_cert,
     make_tls_secret,
     request,
+    write_manifest,
 )
-from cpx.testing.httpproxy_e2e import (
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from cpx_httpproxy.testing import (
     child,
     exact,
     header,
@@ -47,9 +54,6 @@ from cpx.testing.httpproxy_e2e import (
     tcpproxy,
     tls,
 )
-from cpx.testing.ingress_e2e import eventually
-from websockets.exceptions import InvalidStatus
-from websockets.sync.client import connect
 
 pytestmark = pytest.mark.e2e
 

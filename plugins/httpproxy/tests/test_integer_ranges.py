@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 from click.testing import CliRunner
-from cpx.cli import cli
+from cpx.testing import cli
 
 from cpx_httpproxy import policies
 

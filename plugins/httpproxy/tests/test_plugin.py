@@ -6,10 +6,10 @@ import importlib.metadata
 from typing import Any
 
 import pytest
-from cpx.builtin import plugin as core
-from cpx.config import Config
-from cpx.plugins import GROUP, PluginHost
-from cpx.sources import ingressclass as classes
+from cpx import Config, ingress_class_accepts
+from cpx.testing import PLUGIN_GROUP as GROUP
+from cpx.testing import PluginHost
+from cpx.testing import builtin_plugin as core
 
 import cpx_httpproxy.plugin
 from cpx_httpproxy import schema, status
@@ -27,7 +27,7 @@ def test_loads_through_the_plugin_host() -> None:
     host = PluginHost.load(["httpproxy"])
     assert host.names == ("core", "httpproxy")
     [watch] = [w for w in host.watches() if w.gvk == HTTPPROXY]
-    assert watch.validate is schema.validate and watch.accept is classes.accepts
+    assert watch.validate is schema.validate and watch.accept is ingress_class_accepts
     [writer] = [w for w in host.status_writers() if w.gvk == HTTPPROXY]
     assert writer.name == "httpproxy" and writer.merge is status.merge
 
@@ -66,4 +66,4 @@ def _proxy(annotations: dict[str, str] | None = None, class_name: str | None = N
 )
 def test_class_selection(obj: dict[str, Any], configured: Any, accepted: bool) -> None:
     config = Config(options={} if configured is None else {"ingress_class_name": configured})
-    assert classes.accepts(obj, config) is accepted
+    assert ingress_class_accepts(obj, config) is accepted

@@ -13,26 +13,29 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
-from cpx.builtin.plugin import ListenerProcessor
-from cpx.config import Config
-from cpx.dag.builder import Builder
-from cpx.dag.dag import DAG, Note, SecureVirtualHost
-from cpx.dag.nodes import (
+from cpx import (
+    Config,
+    KubeObject,
+    ObjectKey,
+    SourceCache,
+    WatchSpec,
+    ingress_class_accepts,
+)
+from cpx.dag import (
+    DAG,
     DirectResponse,
     HeaderMatch,
     HeaderMatchKind,
+    Note,
     PathKind,
     PathMatch,
     QueryMatch,
     QueryMatchKind,
     Route,
+    SecureVirtualHost,
     TCPProxy,
 )
-from cpx.objects import KubeObject, ObjectKey
-from cpx.records import WatchSpec
-from cpx.sources import ingressclass as classes
-from cpx.sources.cache import SecretPolicy, SourceCache, same_namespace_only
-from cpx.testing.tls import make_tls_secret
+from cpx.testing import Builder, ListenerProcessor, SecretPolicy, make_tls_secret, same_namespace_only
 
 from cpx_httpproxy import status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
@@ -149,10 +152,10 @@ def build(
     secret_policy: SecretPolicy = same_namespace_only,
 ) -> DAG:
     config = Config(options=dict(options or {}))
-    watch = WatchSpec(gvk=HTTPPROXY, accept=classes.accepts)
+    watch = WatchSpec(gvk=HTTPPROXY, accept=ingress_class_accepts)
     source = SourceCache(watches={HTTPPROXY.group_kind: watch}, secret_policy=secret_policy)
     for obj in objects:
-        if ObjectKey.of(obj).group_kind == HTTPPROXY.group_kind and not classes.accepts(obj, config):
+        if ObjectKey.of(obj).group_kind == HTTPPROXY.group_kind and not ingress_class_accepts(obj, config):
             continue
         source.insert(obj)
     processor = HTTPProxyProcessor.from_config(config)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, PathMatch, QueryMatch, QueryMatchKind
+from cpx.dag import HeaderMatch, HeaderMatchKind, PathKind, PathMatch, QueryMatch, QueryMatchKind
 
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy.model import MatchCondition

@@ -13,13 +13,8 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from cpx.cli import cli
-from cpx.config import Config
-from cpx.errors import ConfigError
-from cpx.objects import KubeObject
-from cpx.plugins import PluginHost
-from cpx.snapshot import SnapshotHandler
-from cpx.testing.tls import make_tls_secret
+from cpx import Config, ConfigError, KubeObject
+from cpx.testing import PluginHost, SnapshotHandler, cli, make_tls_secret
 
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
 

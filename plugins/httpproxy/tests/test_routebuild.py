@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from cpx.config import Config
-from cpx.dag.nodes import (
+from cpx import Config, ObjectKey, SourceCache
+from cpx.dag import (
     Cluster,
     CookieRewrite,
     DirectResponse,
@@ -29,11 +29,7 @@ from cpx.dag.nodes import (
     TimeoutPolicy,
     UpstreamProtocol,
 )
-from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
-from cpx.sources.externalname import ExternalNamePolicy
-from cpx.sources.resolver import Resolver
-from cpx.testing.tls import default_ca
+from cpx.testing import ExternalNamePolicy, Resolver, default_ca
 
 from cpx_httpproxy import model
 from cpx_httpproxy.routebuild import RouteParts, build_route, unsupported_route_fields

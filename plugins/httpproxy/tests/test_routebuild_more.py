@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from cpx.config import Config
-from cpx.dag.nodes import (
+from cpx import Config, ObjectKey, SourceCache
+from cpx.dag import (
     Cluster,
     CORSPolicy,
     Duration,
@@ -22,10 +22,7 @@ from cpx.dag.nodes import (
     TCPProxy,
     UpstreamProtocol,
 )
-from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
-from cpx.sources.externalname import ExternalNamePolicy
-from cpx.sources.resolver import Resolver
+from cpx.testing import ExternalNamePolicy, Resolver
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import DurationError, parse_go_duration, parse_max_age, parse_timeout

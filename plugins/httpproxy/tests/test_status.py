@@ -6,7 +6,7 @@ import copy
 import datetime as dt
 from typing import Any
 
-from cpx.dag.dag import Note
+from cpx.dag import Note
 
 from cpx_httpproxy import status
 from cpx_httpproxy.status import ProxyStatus, fixed_clock, merge

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from cpx.cli import cli
-from cpx.testing.cpxproc import backend, write_manifest
-from cpx.testing.httpproxy_e2e import (
+from cpx.testing import backend, cli, make_tls_secret, write_manifest
+
+from cpx_httpproxy import schema
+from cpx_httpproxy.testing import (
     child,
     exact,
     header,
@@ -28,9 +29,6 @@ from cpx.testing.httpproxy_e2e import (
     tcpproxy,
     tls,
 )
-from cpx.testing.tls import make_tls_secret
-
-from cpx_httpproxy import schema
 
 GENERATION = 3
 VALID_MESSAGE = "Valid HTTPProxy"

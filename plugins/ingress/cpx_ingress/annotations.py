@@ -13,10 +13,8 @@ from typing import Any
 
 import attrs
 
-from cpx.dag.dag import Note
-from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
-from cpx.xds.constraints.semantic import MAX_ENVOY_DURATION_SECONDS
-from cpx_ingress.kinds import annotations_of
+from cpx import MAX_ENVOY_DURATION_SECONDS, annotations_of
+from cpx.dag import Duration, Note, RetryPolicy, TimeoutPolicy
 
 FORCE_SSL_REDIRECT = "ingress.kubernetes.io/force-ssl-redirect"
 ALLOW_HTTP = "kubernetes.io/ingress.allow-http"

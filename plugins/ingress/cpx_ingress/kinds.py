@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from cpx import objects as k8s
-from cpx.objects import GroupVersionKind
+from cpx import GroupVersionKind
 
 INGRESS = GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses")
 
@@ -11,6 +10,3 @@ INGRESS = GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingres
 # importing this plugin never drags in the core's xDS caches.
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
-
-
-annotations_of = k8s.annotations_of

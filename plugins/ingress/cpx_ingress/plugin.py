@@ -5,8 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from cpx import Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
-from cpx.sources import ingressclass
+from cpx import (
+    Phase,
+    ProcessorSpec,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+    ingress_class_accepts,
+)
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
@@ -15,7 +21,7 @@ from cpx_ingress.processor import IngressProcessor
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
     # --ingress-class-name and --ingress-status-address are the core's (shared with HTTPProxy).
-    yield WatchSpec(gvk=INGRESS, accept=ingressclass.accepts, validate=schema.validate)
+    yield WatchSpec(gvk=INGRESS, accept=ingress_class_accepts, validate=schema.validate)
 
 
 @hookimpl

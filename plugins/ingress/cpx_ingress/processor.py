@@ -18,14 +18,28 @@ from typing import Any
 import attrs
 import re2
 
-from cpx import blame
-from cpx.config import Config
-from cpx.dag.dag import DAG, Note, SecureVirtualHost, VirtualHost
-from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, TLSParams
-from cpx.dag.services import ServicePortError, lookup_service_port
-from cpx.objects import ObjectKey
-from cpx.sources.cache import Key4, SourceCache
-from cpx.sources.secrets import SecretError
+from cpx import (
+    Config,
+    Key4,
+    ObjectKey,
+    SecretError,
+    ServicePortError,
+    SourceCache,
+    blame,
+    lookup_service_port,
+)
+from cpx.dag import (
+    DAG,
+    Cluster,
+    Note,
+    PathKind,
+    PathMatch,
+    Route,
+    Secret,
+    SecureVirtualHost,
+    TLSParams,
+    VirtualHost,
+)
 from cpx_ingress import status
 from cpx_ingress.annotations import IngressAnnotations, unsupported_annotations
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
+from cpx import capped, json_type, metadata_problems, must_be, shown
 
 PATH_TYPES = ("Exact", "ImplementationSpecific", "Prefix")
 _INVALID_PATH_SEQUENCES = ("//", "/./", "/../", "%2f", "%2F")

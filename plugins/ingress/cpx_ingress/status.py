@@ -12,7 +12,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from cpx.status.loadbalancer import load_balancer_status, parse_status_addresses
+from cpx import load_balancer_status, parse_status_addresses
 
 __all__ = [
     "computed_status",

@@ -11,15 +11,16 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from cpx.builtin.plugin import ListenerProcessor
-from cpx.config import Config
-from cpx.dag.builder import Builder
-from cpx.dag.dag import DAG
-from cpx.objects import KubeObject, ObjectKey
-from cpx.records import WatchSpec
-from cpx.sources import ingressclass as classes
-from cpx.sources.cache import SecretPolicy, SourceCache, same_namespace_only
-from cpx.testing.tls import self_signed
+from cpx import (
+    Config,
+    KubeObject,
+    ObjectKey,
+    SourceCache,
+    WatchSpec,
+    ingress_class_accepts,
+)
+from cpx.dag import DAG
+from cpx.testing import Builder, ListenerProcessor, SecretPolicy, same_namespace_only, self_signed
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
 
@@ -145,10 +146,10 @@ def make_source(
     objects: Iterable[KubeObject], config: Config, secret_policy: SecretPolicy = same_namespace_only
 ) -> SourceCache:
     """A source cache holding the objects, with Ingresses filtered by class as the pipeline does."""
-    spec = WatchSpec(gvk=INGRESS, accept=classes.accepts)
+    spec = WatchSpec(gvk=INGRESS, accept=ingress_class_accepts)
     source = SourceCache(watches={INGRESS.group_kind: spec}, secret_policy=secret_policy)
     for obj in objects:
-        if ObjectKey.of(obj).group_kind == INGRESS.group_kind and not classes.accepts(obj, config):
+        if ObjectKey.of(obj).group_kind == INGRESS.group_kind and not ingress_class_accepts(obj, config):
             continue
         source.insert(obj)
     return source

@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from cpx.dag.nodes import Duration, RetryPolicy, TimeoutPolicy
+from cpx.dag import Duration, RetryPolicy, TimeoutPolicy
 from cpx_ingress.annotations import (
     IngressAnnotations,
     num_retries,

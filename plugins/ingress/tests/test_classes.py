@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from cpx.config import Config
-from cpx.sources.ingressclass import accepts, class_names, matches
+from cpx import Config
+from cpx import ingress_class_accepts as accepts
+from cpx import ingress_class_matches as matches
+from cpx import ingress_class_names as class_names
 from cpx_ingress.kinds import HTTP_LISTENER
 
 PC, K8S = "projectcontour.io/ingress.class", "kubernetes.io/ingress.class"

@@ -18,17 +18,21 @@ import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from cpx.testing.cpxproc import CpxProcess, backend, cpx_with_envoy, write_manifest
-from cpx.testing.harness import (
+from cpx.testing import (
+    CpxProcess,
     EchoServer,
     EnvoyProcess,
     Response,
+    backend,
+    cpx_with_envoy,
     envoy_binary,
+    eventually,
     http_get,
     https_get,
     make_tls_secret,
+    write_manifest,
 )
-from cpx.testing.ingress_e2e import eventually, ingress, ingress_backend, ingress_path, ingress_rule
+from cpx_ingress.testing import ingress, ingress_backend, ingress_path, ingress_rule
 
 pytestmark = pytest.mark.e2e
 

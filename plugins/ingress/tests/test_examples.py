@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cpx.cli import cli
+from cpx.testing import cli
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "ingress"
 

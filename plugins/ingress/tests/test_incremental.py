@@ -16,16 +16,9 @@ from typing import Any
 import attrs
 import pytest
 
-from cpx.builtin.plugin import ListenerProcessor
-from cpx.config import Config
-from cpx.dag.builder import Builder
-from cpx.dag.dag import DAG
-from cpx.dag.nodes import HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
-from cpx.isolation import ObjectFault
-from cpx.objects import KubeObject, ObjectKey
-from cpx.sources.cache import SourceCache
-from cpx.sources.externalname import ExternalNamePolicy
-from cpx.sources.resolver import Resolver
+from cpx import Config, KubeObject, ObjectKey, SourceCache
+from cpx.dag import DAG, HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
+from cpx.testing import Builder, ExternalNamePolicy, ListenerProcessor, ObjectFault, Resolver
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor

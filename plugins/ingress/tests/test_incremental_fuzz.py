@@ -19,11 +19,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpx.config import Config
-from cpx.objects import KubeObject, ObjectKey
-from cpx.plugins import PluginHost
-from cpx.snapshot import SnapshotHandler
-from cpx.testing.tls import make_ca_secret, make_tls_secret
+from cpx import Config, KubeObject, ObjectKey
+from cpx.testing import PluginHost, SnapshotHandler, make_ca_secret, make_tls_secret
 
 NAMESPACES = ("a", "b", "c")
 INGRESS_NAMES = ("i1", "i2", "i3")

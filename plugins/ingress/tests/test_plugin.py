@@ -8,13 +8,10 @@ from pathlib import Path
 import pytest
 
 import cpx_ingress.plugin
-from cpx.builtin import plugin as core
-from cpx.config import Config
-from cpx.errors import ConfigError
-from cpx.offline import translate
-from cpx.plugins import GROUP, PluginHost
-from cpx.records import Phase
-from cpx.sources import ingressclass as classes
+from cpx import Config, ConfigError, Phase, ingress_class_accepts
+from cpx.testing import PLUGIN_GROUP as GROUP
+from cpx.testing import PluginHost, translate
+from cpx.testing import builtin_plugin as core
 from cpx_ingress import schema, status
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS
 from cpx_ingress.processor import IngressProcessor
@@ -40,7 +37,7 @@ def test_listener_names_match_the_core() -> None:
 
 @pytest.fixture
 def host() -> PluginHost:
-    from cpx.builtin import plugin as core
+    from cpx.testing import builtin_plugin as core
 
     # The core owns --ingress-class-name and --ingress-status-address (shared with HTTPProxy).
     return PluginHost.from_modules([("core", core), ("ingress", cpx_ingress.plugin)])
@@ -63,7 +60,7 @@ def test_records(host: PluginHost) -> None:
 
     [watch] = [w for w in host.watches() if w.gvk == INGRESS]
     assert (watch.gvk.api_version, watch.gvk.plural) == ("networking.k8s.io/v1", "ingresses")
-    assert watch.accept is classes.accepts and watch.validate is schema.validate
+    assert watch.accept is ingress_class_accepts and watch.validate is schema.validate
 
     [writer] = host.status_writers()
     assert writer.gvk == INGRESS and writer.merge is status.merge_status

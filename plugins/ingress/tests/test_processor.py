@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 
-from cpx.dag.dag import DAG, Note
-from cpx.dag.nodes import (
+from cpx import ObjectKey
+from cpx.dag import (
+    DAG,
     Cluster,
     Duration,
+    Note,
     PathKind,
     PathMatch,
     RetryPolicy,
@@ -19,7 +21,6 @@ from cpx.dag.nodes import (
     ServicePort,
     TimeoutPolicy,
 )
-from cpx.objects import ObjectKey
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor, path_match, validate_regex
 

@@ -7,10 +7,8 @@ from typing import Any
 
 import pytest
 
-from cpx.dag.dag import DAG, Note, SecureVirtualHost
-from cpx.dag.nodes import Route, TLSParams
-from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
+from cpx import ObjectKey, SourceCache
+from cpx.dag import DAG, Note, Route, SecureVirtualHost, TLSParams
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 
 KEY = ObjectKey("networking.k8s.io", "Ingress", "default", "web")

