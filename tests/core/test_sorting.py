@@ -221,7 +221,7 @@ def _conditions_less(lhs: Route, rhs: Route) -> bool:
     )
 
 
-def contour_less(a: Route, b: Route) -> bool:
+def contour_less(a: Route, b: Route) -> bool:  # noqa: PLR0911  (why: a transcription of Contour's comparison)
     ka, kb = a.path.kind, b.path.kind
     va, vb = a.path.value, b.path.value
     prefixes = (PathKind.PREFIX, PathKind.SEGMENT_PREFIX)

@@ -235,7 +235,7 @@ def _threshold(monitor: str, value: float) -> dict[str, Any]:
 XDS_API_TYPES = {"delta": "DELTA_GRPC", "sotw": "GRPC"}
 
 
-def bootstrap_config(
+def bootstrap_config(  # noqa: PLR0913  (why: one keyword per `cpx bootstrap` option)
     *,
     xds_address: str = "127.0.0.1",
     xds_port: int = 8001,

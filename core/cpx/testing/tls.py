@@ -145,7 +145,7 @@ def load_pem_chain(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None
         ctx.load_cert_chain(cert, key)
 
 
-def request(
+def request(  # noqa: PLR0913  (why: one keyword per request knob of the TLS client)
     url: str,
     *,
     method: str = "GET",

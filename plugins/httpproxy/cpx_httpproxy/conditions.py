@@ -74,7 +74,7 @@ def include_conditions_error(conditions: Sequence[MatchCondition]) -> str | None
     return path_conditions_error(conditions)
 
 
-def header_conditions_error(conditions: Iterable[MatchCondition]) -> str | None:
+def header_conditions_error(conditions: Iterable[MatchCondition]) -> str | None:  # noqa: PLR0911  (why: one return per Contour error message)
     """Contour's headerMatchConditionsValid over a whole chain: no two ``exact`` on one header,
     and no ``present``/``notpresent``, ``exact``/``notexact`` or ``contains``/``notcontains`` pair
     on one header with the same value; header names compare case-insensitively.  A header regex

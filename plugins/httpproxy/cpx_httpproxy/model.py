@@ -60,7 +60,7 @@ def _scalar_load(kind: type) -> Load:
     return lambda v: v if isinstance(v, kind) else _MISSING
 
 
-def _converters(hint: Any) -> tuple[Load, Dump]:
+def _converters(hint: Any) -> tuple[Load, Dump]:  # noqa: C901  (why: one branch per supported type hint form)
     """How to read and write an attribute of this (resolved) type."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (types.UnionType, typing.Union):  # X | None: None (unset) differs from any value

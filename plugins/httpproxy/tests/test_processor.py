@@ -45,7 +45,7 @@ NOW_TEXT = "2026-01-02T03:04:05Z"
 # -- objects ----------------------------------------------------------------------------------------
 
 
-def httpproxy(
+def httpproxy(  # noqa: PLR0913  (why: a builder: one keyword per field)
     name: str = "root",
     namespace: str = "default",
     *,

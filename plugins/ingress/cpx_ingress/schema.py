@@ -94,7 +94,7 @@ def _list(value: Any, field: str, problems: list[str]) -> list[Any]:
     return value
 
 
-def _backend(backend: Any, field: str, problems: list[str]) -> None:
+def _backend(backend: Any, field: str, problems: list[str]) -> None:  # noqa: C901, PLR0912  (why: one check per backend field)
     backend = _mapping(backend, field, problems)
     service, resource = backend.get("service"), backend.get("resource")
     if service is not None and resource is not None:

@@ -66,7 +66,7 @@ def _cluster_users(dag: DAG) -> dict[Cluster, set[ObjectKey]]:
     return users
 
 
-def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Origins:
+def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Origins:  # noqa: C901, PLR0912  (why: one branch per xDS type and node kind)
     """Resource name -> the objects that fed it, for the core's resource types."""
     out: Origins = {}
     if type_url == resource.ROUTE:
