@@ -118,7 +118,8 @@ class PublicApiContract(Contract):
         return ContractCheck(kept=not links, warnings=[], metadata={"links": links})
 
     def render_broken_contract(self, check: ContractCheck) -> None:
-        output.print_error(f"Only these modules are public: {', '.join(self.public)}", bold=False)  # type: ignore[call-overload]  # a parsed ListField is a list
+        public = cast("list[str]", self.public)
+        output.print_error(f"Only these modules are public: {', '.join(public)}", bold=False)
         output.new_line()
         _render(check.metadata["links"])
 
