@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -24,6 +25,19 @@ from cpx.xds.caches import endpoints as eds
 from cpx.xds.caches.endpoints import EndpointCache
 
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
+
+
+Translate = Callable[[str, Iterable[eds.PortEndpoints]], endpoint_v3.ClusterLoadAssignment]
+
+
+def _recorded(calls: list[str], real: Translate) -> Translate:
+    """``real``, noting the name of each cluster it translates."""
+
+    def translate(name: str, feeds: Iterable[eds.PortEndpoints]) -> endpoint_v3.ClusterLoadAssignment:
+        calls.append(name)
+        return real(name, feeds)
+
+    return translate
 
 
 def dag_of(
@@ -302,9 +316,7 @@ def test_rebuild_with_nothing_changed_keeps_everything(monkeypatch: pytest.Monke
     identities = {name: id(r) for name, r in before.items()}
     calls: list[str] = []
     real = eds.cluster_load_assignment
-    monkeypatch.setattr(
-        eds, "cluster_load_assignment", lambda name, feeds: calls.append(name) or real(name, feeds)
-    )
+    monkeypatch.setattr(eds, "cluster_load_assignment", _recorded(calls, real))
     cache.on_change(dag_of(*ports))
     assert calls == []
     assert cache.contents() is before
@@ -419,9 +431,7 @@ def test_rebuild_after_fast_path_reuses_fast_path_results(monkeypatch: pytest.Mo
     after_fast = cache.contents()
     calls: list[str] = []
     real = eds.cluster_load_assignment
-    monkeypatch.setattr(
-        eds, "cluster_load_assignment", lambda name, feeds: calls.append(name) or real(name, feeds)
-    )
+    monkeypatch.setattr(eds, "cluster_load_assignment", _recorded(calls, real))
     cache.on_change(dag_of(*ports))
     assert calls == []
     assert cache.contents() is after_fast

@@ -898,9 +898,8 @@ def test_redirect_and_direct_response_routes() -> None:
         )
     )
     routes = http_routes(dag)
-    assert (
-        routes[P + "/old"].redirect is not None and routes[P + "/old"].redirect.hostname == "new.example.com"
-    )
+    redirect = routes[P + "/old"].redirect
+    assert redirect is not None and redirect.hostname == "new.example.com"
     assert routes[P + "/gone"].direct_response == DirectResponse(status_code=410, body="gone")
     assert current(dag) == "valid"
 

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import pytest
 
+from cpx import Processor
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -294,7 +295,7 @@ def test_routes_merge_into_vhosts_of_an_earlier_processor(k8s: types.SimpleNames
     inc = Incremental()
     inc.source.insert(k8s.service())
     inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com", k8s.path("/"))]))
-    processors = [
+    processors: list[tuple[str, Processor]] = [
         ("listeners", ListenerProcessor(inc.config)),
         ("earlier", EarlierRoutes(secret)),
         ("ingress", inc.processor),
@@ -318,7 +319,7 @@ def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleN
     inc = Incremental()
     inc.source.insert(k8s.service())
     inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com")]))
-    processors = [
+    processors: list[tuple[str, Processor]] = [
         ("listeners", ListenerProcessor(inc.config)),
         ("ingress", inc.processor),
         ("edit", AddHeader()),
