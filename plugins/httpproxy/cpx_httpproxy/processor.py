@@ -499,7 +499,7 @@ class _Run:
             return self._tcp_proxy(target, self._status(target), visited)
 
     # -- routes and includes ---------------------------------------------------------------------
-    def _routes(  # noqa: C901, PLR0912, PLR0915  (why: see build_route)
+    def _routes(  # noqa: C901, PLR0912, PLR0915  (why: Contour's route checks, in order, as build_route)
         self,
         status: ProxyStatus,
         proxy: _Proxy,
