@@ -101,7 +101,7 @@ def rebuild_on_late_dns_answers(pipeline: SnapshotHandler, handler: EventHandler
     pipeline.source.external_names.resolver.on_late_answer = resync
 
 
-async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:
+async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:  # noqa: C901, PLR0915  (why: wires every serve component, in start-up order)
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
     pipeline = SnapshotHandler.create(host, config)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import http.client
 import json
@@ -339,8 +340,8 @@ def bench_converge(n: int, iterations: int, interval: float) -> dict[str, Any]:
         manifests.mkdir()
         objs = objects(n, "hosts", target_port=echo.port)
         chunk = 3000
-        for start in range(0, len(objs), chunk):
-            write_atomic(manifests / f"base-{start // chunk:04d}.yaml", objs[start : start + chunk])
+        for offset in range(0, len(objs), chunk):
+            write_atomic(manifests / f"base-{offset // chunk:04d}.yaml", objs[offset : offset + chunk])
         del objs
         t0 = time.perf_counter()
         with cpx_serve(manifests, root / "cpx", timeout=300) as cpx:
@@ -365,7 +366,7 @@ def bench_converge(n: int, iterations: int, interval: float) -> dict[str, Any]:
                     doc = ingress(n + 1, "hosts", host=host, service_index=k % n, name="probe", rv=f"p{k}")
                     start = time.perf_counter()
                     write_atomic(probe_file, [doc])
-                    took = wait_until(lambda h=host: probe(cpx.http_port, h, 0.5), 30, interval)
+                    took = wait_until(functools.partial(probe, cpx.http_port, host, 0.5), 30, interval)
                     if took is None:
                         failures += 1
                     elif k == 0:

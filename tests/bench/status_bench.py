@@ -62,7 +62,7 @@ def _fast(emulator_cls: Any, latency: float) -> Any:
     import kmock
 
     @attrs.define(kw_only=True)
-    class FastEmulator(emulator_cls):  # type: ignore[misc, valid-type]
+    class FastEmulator(emulator_cls):  # type: ignore[misc]  # kmock has no type hints
         async def _handle(self, request: Any) -> Any:
             del self._requests[:-1]  # keep only this one: its reactions are matched against it
             direct = (kmock.action.FETCH, kmock.action.UPDATE)

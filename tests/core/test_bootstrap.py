@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import grpc
 import pytest
@@ -71,8 +71,18 @@ def test_admin_address_must_be_a_socket_path(address: str) -> None:
         bootstrap.bootstrap_config(admin_address=address)
 
 
-def _tls_files(certs: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in certs.items() if k != "dir"}
+class _TLSFiles(TypedDict):
+    xds_cafile: str
+    xds_cert_file: str
+    xds_key_file: str
+
+
+def _tls_files(certs: dict[str, str]) -> _TLSFiles:
+    return _TLSFiles(
+        xds_cafile=certs["xds_cafile"],
+        xds_cert_file=certs["xds_cert_file"],
+        xds_key_file=certs["xds_key_file"],
+    )
 
 
 def test_defaults_match_contour() -> None:
@@ -273,7 +283,7 @@ def test_envoy_runs_without_xds_server(envoy_factory: Callable[..., EnvoyProcess
     assert envoy.wait_stat(f"cluster.projectcontour_contour_{xds_port}.upstream_cx_connect_fail") >= 1
 
 
-class _Recorder(grpc.GenericRpcHandler):
+class _Recorder(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no type hints
     """Accepts any RPC, records its method and the client certificate's name, then ends it."""
 
     def __init__(self) -> None:
@@ -281,7 +291,7 @@ class _Recorder(grpc.GenericRpcHandler):
         self.called = threading.Event()
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        method: str = handler_call_details.method  # type: ignore[attr-defined]
+        method: str = handler_call_details.method
 
         def behaviour(requests: Any, context: grpc.ServicerContext) -> Any:
             self.calls.append((method, context.auth_context().get("x509_common_name", [])))

@@ -65,7 +65,9 @@ def test_envoy_client_certificate(bundle: certgen.Bundle) -> None:
     cert.verify_directly_issued_by(bundle.ca.cert)
     assert _sans(cert) == (["envoy", "envoy.edge", "envoy.edge.svc", "envoy.edge.svc.cluster.local"], [])
     assert _usages(cert) == [ExtendedKeyUsageOID.CLIENT_AUTH]
-    assert bundle.envoy.private_key().public_key().public_numbers() == cert.public_key().public_numbers()
+    public_key = cert.public_key()
+    assert isinstance(public_key, rsa.RSAPublicKey)
+    assert bundle.envoy.private_key().public_key().public_numbers() == public_key.public_numbers()
 
 
 def test_lifetime() -> None:

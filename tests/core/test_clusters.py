@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -44,6 +44,18 @@ from cpx.xds.naming import cluster_name, secret_name
 
 HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 KUARD = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
+
+
+def _recorded(
+    calls: list[Cluster], real: Callable[[Cluster], cluster_v3.Cluster]
+) -> Callable[[Cluster], cluster_v3.Cluster]:
+    """``real``, noting each Cluster node it translates."""
+
+    def translate(cluster: Cluster) -> cluster_v3.Cluster:
+        calls.append(cluster)
+        return real(cluster)
+
+    return translate
 
 
 def dag_of(*clusters: Cluster, extensions: Iterable[StaticNode] = ()) -> DAG:
@@ -407,7 +419,7 @@ def test_unchanged_rebuild_keeps_resources_and_mapping(monkeypatch: pytest.Monke
 
     calls: list[Cluster] = []
     real = cds.cluster
-    monkeypatch.setattr(cds, "cluster", lambda c: calls.append(c) or real(c))
+    monkeypatch.setattr(cds, "cluster", _recorded(calls, real))
     cache.on_change(dag_of(*[copy(n) for n in nodes]))
     assert calls == []  # nothing translated again
     assert cache.contents() is before
@@ -422,7 +434,7 @@ def test_weight_and_route_level_fields_do_not_rebuild(monkeypatch: pytest.Monkey
 
     calls: list[Cluster] = []
     real = cds.cluster
-    monkeypatch.setattr(cds, "cluster", lambda c: calls.append(c) or real(c))
+    monkeypatch.setattr(cds, "cluster", _recorded(calls, real))
     headers = HeadersPolicy(set=(HeaderValue(name="x-a", value="b"),))
     variant = attrs.evolve(node, weight=70, request_headers=headers, extensions=(("p", 1),))
     cache.on_change(dag_of(variant))
@@ -439,7 +451,7 @@ def test_cookie_rewrites_shape_routes_not_clusters(monkeypatch: pytest.MonkeyPat
 
     calls: list[Cluster] = []
     real = cds.cluster
-    monkeypatch.setattr(cds, "cluster", lambda c: calls.append(c) or real(c))
+    monkeypatch.setattr(cds, "cluster", _recorded(calls, real))
     variant = attrs.evolve(node, cookie_rewrites=(CookieRewrite(name="session", secure=True),))
     assert cluster_name(variant) == cluster_name(node)
     cache.on_change(dag_of(variant))

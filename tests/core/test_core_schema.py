@@ -96,8 +96,9 @@ def test_type_confusion_is_answered_not_raised() -> None:
     assert validate_secret({"metadata": {"annotations": {1: "x"}}}) == [
         "metadata.annotations: Invalid value: 1: keys must be strings"
     ]
+    odd: Any
     for odd in (None, 7, "x", [], {"spec": []}, {"metadata": "x"}):
-        assert validate_service(odd)  # type: ignore[arg-type]
+        assert validate_service(odd)
 
 
 def test_values_in_messages_are_escaped_and_bounded() -> None:

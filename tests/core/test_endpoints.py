@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import attrs
@@ -27,6 +28,19 @@ from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.contributions import Contributions
 
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
+
+
+Translate = Callable[[str, Iterable[eds.PortEndpoints]], endpoint_v3.ClusterLoadAssignment]
+
+
+def _recorded(calls: list[str], real: Translate) -> Translate:
+    """``real``, noting the name of each cluster it translates."""
+
+    def translate(name: str, feeds: Iterable[eds.PortEndpoints]) -> endpoint_v3.ClusterLoadAssignment:
+        calls.append(name)
+        return real(name, feeds)
+
+    return translate
 
 
 def dag_of(
@@ -316,9 +330,7 @@ def test_rebuild_with_nothing_changed_keeps_everything(monkeypatch: pytest.Monke
     identities = {name: id(r) for name, r in before.items()}
     calls: list[str] = []
     real = eds.cluster_load_assignment
-    monkeypatch.setattr(
-        eds, "cluster_load_assignment", lambda name, feeds: calls.append(name) or real(name, feeds)
-    )
+    monkeypatch.setattr(eds, "cluster_load_assignment", _recorded(calls, real))
     cache.on_change(dag_of(*ports))
     assert calls == []
     assert cache.contents() is before
@@ -433,9 +445,7 @@ def test_rebuild_after_fast_path_reuses_fast_path_results(monkeypatch: pytest.Mo
     after_fast = cache.contents()
     calls: list[str] = []
     real = eds.cluster_load_assignment
-    monkeypatch.setattr(
-        eds, "cluster_load_assignment", lambda name, feeds: calls.append(name) or real(name, feeds)
-    )
+    monkeypatch.setattr(eds, "cluster_load_assignment", _recorded(calls, real))
     cache.on_change(dag_of(*ports))
     assert calls == []
     assert cache.contents() is after_fast

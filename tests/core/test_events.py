@@ -26,7 +26,8 @@ class RecordingPipeline:
     rejected: dict[object, object] = attrs.field(factory=dict)
 
     def upsert(self, obj: dict[str, Any], validate: bool = False) -> bool:
-        return obj["kind"] != "EndpointSlice"
+        kind: str = obj["kind"]
+        return kind != "EndpointSlice"
 
     def delete(self, obj: dict[str, Any]) -> bool:
         return True

@@ -46,7 +46,7 @@ def test_resource_from_betterproto_equals_resource_from_upb() -> None:
     upb = route_v3.RouteConfiguration(
         name="r", virtual_hosts=[route_components.VirtualHost(name="v", domains=["*"])]
     )
-    a = Resource.from_message("r", resource.ROUTE, bp)  # type: ignore[arg-type]
+    a = Resource.from_message("r", resource.ROUTE, bp)
     b = Resource.from_message("r", resource.ROUTE, upb)
     assert a == b
 

@@ -56,6 +56,7 @@ from cpx.dag.nodes import (
 from cpx.xds import resource
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.envoy.filters import COOKIE_REWRITE_LUA
+from cpx.xds.envoy.route import build_route
 from cpx.xds.naming import cluster_name
 
 HTTP, HTTPS = "ingress_http", "ingress_https"
@@ -457,7 +458,7 @@ def test_body_is_canonical_serialisation() -> None:
 
 def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Route] = []
-    real = routes_module.build_route
+    real = build_route
 
     def counting(route: Route, *args: Any) -> route_components.Route:
         calls.append(route)
@@ -855,7 +856,7 @@ def policy_dag(cors_origin: str = "*", limit: int = 5) -> DAG:
 
 def test_vhost_policy_change_reuses_routes(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[Route] = []
-    real = routes_module.build_route
+    real = build_route
 
     def counting(route: Route, *args: Any) -> route_components.Route:
         calls.append(route)

@@ -205,7 +205,7 @@ def test_the_system_resolver_is_used_by_default() -> None:
     # of this host, which is the case name checks miss.
     hostname = socket.gethostname()
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(hostname, None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(hostname, None)}
     except OSError:
         pytest.skip(f"{hostname} does not resolve here")
     if not any(a.startswith("127.") or a == "::1" for a in addresses):

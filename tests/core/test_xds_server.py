@@ -30,7 +30,8 @@ from envoy.service.listener.v3 import lds_pb2_grpc
 from google.protobuf import any_pb2, duration_pb2
 
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
-from cpx.xds.server.ads import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer, wire
+from cpx.xds.server import wire
+from cpx.xds.server.ads import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer
 
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 QUIET = 0.3  # how long "nothing arrives" is watched

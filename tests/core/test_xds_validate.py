@@ -66,7 +66,7 @@ _COUNTER = itertools.count()
 
 def _field(
     name: str, number: int, kind: str, rules: Mapping[str, Any] | None, repeated: bool = False
-) -> _FIELD:
+) -> descriptor_pb2.FieldDescriptorProto:
     field = _FIELD(
         name=name, number=number, label=_FIELD.LABEL_REPEATED if repeated else _FIELD.LABEL_OPTIONAL
     )
@@ -122,7 +122,8 @@ def message_with(
         message.field[0].proto3_optional = True
     descriptor_pool.Default().Add(file)
     descriptor = descriptor_pool.Default().FindMessageTypeByName(f"{package}.M")
-    return message_factory.GetMessageClass(descriptor)
+    message_class: type[Message] = message_factory.GetMessageClass(descriptor)
+    return message_class
 
 
 def rules_broken(message: Message) -> list[str]:

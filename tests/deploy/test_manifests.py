@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import copy
 import importlib.util
-import inspect
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -149,7 +148,7 @@ def _unwrap(type_name: str) -> str:
     return m.group(1) if m else type_name
 
 
-def _schema_errors(value: Any, type_name: str, where: str) -> Iterator[str]:
+def _schema_errors(value: Any, type_name: str, where: str) -> Iterator[str]:  # noqa: C901  (why: one branch per OpenAPI schema keyword)
     """Walk ``value`` against the client's OpenAPI model ``type_name``: unknown fields, wrong types."""
     type_name = _unwrap(type_name)
     if m := re.fullmatch(r"(?:List\[|list\[)(.*)\]", type_name):
@@ -195,15 +194,8 @@ def _schema_errors(value: Any, type_name: str, where: str) -> Iterator[str]:
 
 def _deserialize(doc: Mapping[str, Any], model: str) -> Any:
     """The client's own deserialisation: raises ValueError when a required field is missing."""
-    api = kubernetes.client.ApiClient()
-    text = json.dumps(doc)
-    if "response_text" in inspect.signature(api.deserialize).parameters:
-        return api.deserialize(text, model, "application/json")
-
-    class Response:
-        data = text
-
-    return api.deserialize(Response(), model)
+    # kubernetes>=37 (pyproject.toml): deserialize takes the response text and content type.
+    return kubernetes.client.ApiClient().deserialize(json.dumps(doc), model, "application/json")
 
 
 @pytest.mark.parametrize("item", DOCS, ids=_id)
@@ -539,7 +531,9 @@ def test_every_secret_mounted_is_one_certgen_makes() -> None:
 # -- RBAC ------------------------------------------------------------------------------------------
 
 
-def _grants(kind: str, binding_kind: str, service_account: str, namespace: str | None = None) -> dict:
+def _grants(
+    kind: str, binding_kind: str, service_account: str, namespace: str | None = None
+) -> dict[tuple[str, str], set[str]]:
     """{(apiGroup, resource): verbs} of the roles of ``kind`` bound to a service account."""
     roles = set()
     for binding in objects(binding_kind):

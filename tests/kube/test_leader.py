@@ -211,7 +211,8 @@ async def test_two_replicas_one_lease_only_the_leader_writes_status(kmock: kmock
 
     def written(name: str) -> bool:
         obj = kmock.objects["projectcontour.io/v1/httpproxies", "default", name]
-        return obj.get("status", {}).get("currentStatus") == "valid"
+        state: str | None = obj.get("status", {}).get("currentStatus")
+        return state == "valid"
 
     try:
         await until(lambda: written("p1") and written("p2"))

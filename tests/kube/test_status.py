@@ -274,7 +274,7 @@ async def test_the_envoy_service_address_reaches_ingress_and_httpproxy_status(cl
     watcher = ServiceLoadBalancerWatcher(cluster.api, "envoy", "projectcontour", updater.set_load_balancer)
     watch = asyncio.create_task(watcher.run())
 
-    async def lb_of(gvk: GroupVersionKind, name: str) -> Any:
+    async def lb_of(gvk: GroupVersionKind, name: str) -> object:
         return (await cluster.get(gvk, "default", name)).get("status", {}).get("loadBalancer")
 
     async def until(check: Callable[[], Any]) -> None:

@@ -63,7 +63,7 @@ def loopback_hostname() -> str | None:
     """This machine's host name when it resolves to loopback (a name no name check catches)."""
     name = socket.gethostname()
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(name, None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
     except OSError:
         return None
     return name if any(a.startswith("127.") or a == "::1" for a in addresses) else None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cpx_httpproxy.testing import valid_httpproxy
 
 from cpx.testing.backends import TCPEchoServer
 from cpx.testing.cpxproc import endpoint_slice, service
@@ -65,7 +66,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TenantStac
     saved = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(info.parent), str(PLUGINS), saved) if p)
     try:
-        with TCPEchoServer() as backend, tenant_stack(workdir) as tenant:
+        with TCPEchoServer() as backend, tenant_stack(workdir, valid_object=valid_httpproxy) as tenant:
             yield tenant, backend
     finally:
         if saved is None:

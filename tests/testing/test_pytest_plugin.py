@@ -65,7 +65,7 @@ class Tagger:
 
 def route_config(envoy_json: dict[str, Any], name: str) -> dict[str, Any]:
     [found] = [r for r in envoy_json["routes"] if r["name"] == name]
-    return found
+    return dict(found)
 
 
 def test_translate_gives_the_dag_the_xds_and_the_statuses(cpx_translate: Any) -> None:

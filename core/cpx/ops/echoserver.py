@@ -29,8 +29,11 @@ import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlsplit
+
+if TYPE_CHECKING:
+    from websockets.server import ServerProtocol
 
 _QUIET_ERRORS = (ConnectionError, TimeoutError, ssl.SSLError, OSError)
 
@@ -240,8 +243,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _websocket(self, echo: EchoServer) -> None:
-        from websockets.frames import Frame, Opcode  # noqa: PLC0415 (a test-only dependency)
-        from websockets.http11 import Request  # noqa: PLC0415
+        from websockets.http11 import Request  # noqa: PLC0415 (a test-only dependency)
         from websockets.protocol import State  # noqa: PLC0415
         from websockets.server import ServerProtocol  # noqa: PLC0415
 
@@ -258,9 +260,7 @@ class _EchoHandler(BaseHTTPRequestHandler):
         protocol.send_response(response)
         echo.record({"server": echo.name, "method": "WEBSOCKET", "path": urlsplit(self.path).path})
         while protocol.state is not State.CLOSED:
-            for chunk in protocol.data_to_send():
-                if chunk:
-                    self.wfile.write(chunk)
+            self._send_pending(protocol)
             if protocol.close_expected():
                 break
             data = self.rfile.read1(65536)
@@ -268,18 +268,28 @@ class _EchoHandler(BaseHTTPRequestHandler):
                 protocol.receive_data(data)
             else:
                 protocol.receive_eof()
-            for frame in protocol.events_received():
-                if not isinstance(frame, Frame):
-                    continue
-                if frame.opcode is Opcode.TEXT:
-                    protocol.send_text(frame.data, fin=frame.fin)
-                elif frame.opcode is Opcode.BINARY:
-                    protocol.send_binary(frame.data, fin=frame.fin)
-                elif frame.opcode is Opcode.CONT:
-                    protocol.send_continuation(frame.data, fin=frame.fin)
+            _echo_frames(protocol)
+        self._send_pending(protocol)
+
+    def _send_pending(self, protocol: ServerProtocol) -> None:
         for chunk in protocol.data_to_send():
             if chunk:
                 self.wfile.write(chunk)
+
+
+def _echo_frames(protocol: ServerProtocol) -> None:
+    """Send back each data frame received (websockets answers pings and closes itself)."""
+    from websockets.frames import Frame, Opcode  # noqa: PLC0415 (a test-only dependency)
+
+    for frame in protocol.events_received():
+        if not isinstance(frame, Frame):
+            continue
+        if frame.opcode is Opcode.TEXT:
+            protocol.send_text(frame.data, fin=frame.fin)
+        elif frame.opcode is Opcode.BINARY:
+            protocol.send_binary(frame.data, fin=frame.fin)
+        elif frame.opcode is Opcode.CONT:
+            protocol.send_continuation(frame.data, fin=frame.fin)
 
 
 for _method in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", "TRACE"):

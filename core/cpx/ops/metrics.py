@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+
 import attrs
 from prometheus_client import CollectorRegistry, Counter, Gauge, Summary
 
@@ -93,6 +95,6 @@ class Metrics:
         self.quarantined_objects = Gauge(
             "cpx_quarantined_objects", "Objects left out because translating them broke something", registry=r
         )
-        from cpx import __version__  # noqa: PLC0415 (avoid an import cycle at module load)
-
-        self.build_info.labels(version=__version__, implementation="cpx").set(1)
+        # The installed distribution's version (the same string as cpx.__version__): importing the
+        # facade from here would make this low layer depend on everything the facade re-exports.
+        self.build_info.labels(version=importlib.metadata.version("cpx"), implementation="cpx").set(1)

@@ -65,7 +65,7 @@ class LeaderElector:
     ``on_started_leading`` / ``on_stopped_leading`` are called on the event loop.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (why: Lease timings are separate knobs, as in Contour)
         self,
         api_client: Any,
         name: str,

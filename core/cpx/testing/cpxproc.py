@@ -57,7 +57,7 @@ class CpxProcess:
     log (stderr and stdout) goes to ``<workdir>/<name>.log`` and is appended to across restarts.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (why: one keyword per `cpx serve` option under test)
         self,
         manifests: PathLike | Sequence[PathLike],
         workdir: PathLike,

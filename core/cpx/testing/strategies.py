@@ -234,7 +234,7 @@ def _integer(schema: Mapping[str, Any], hostile: bool) -> Strategy[Any]:
     return mostly(good, hostile_ints()) if hostile else good
 
 
-def from_schema(
+def from_schema(  # noqa: PLR0911  (why: one return per JSON-schema type)
     schema: Mapping[str, Any],
     overrides: Overrides = MappingProxyType({}),
     *,

@@ -134,7 +134,7 @@ def client_tls_context(
     return ctx
 
 
-def request(
+def request(  # noqa: PLR0913  (why: one keyword per request knob of the TLS client)
     url: str,
     *,
     method: str = "GET",

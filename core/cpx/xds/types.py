@@ -9,14 +9,17 @@ from envoy.config.route.v3 import route_pb2
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
 from google.protobuf.message import Message
 
-from cpx.xds import resource
-
+# Keyed by the type URL each message declares, so that this module needs nothing from
+# cpx.xds.resource (which imports it to decode).
 _CLASSES: dict[str, type[Message]] = {
-    resource.LISTENER: listener_pb2.Listener,
-    resource.ROUTE: route_pb2.RouteConfiguration,
-    resource.CLUSTER: cluster_pb2.Cluster,
-    resource.ENDPOINT: endpoint_pb2.ClusterLoadAssignment,
-    resource.SECRET: secret_pb2.Secret,
+    f"type.googleapis.com/{cls.DESCRIPTOR.full_name}": cls
+    for cls in (
+        listener_pb2.Listener,
+        route_pb2.RouteConfiguration,
+        cluster_pb2.Cluster,
+        endpoint_pb2.ClusterLoadAssignment,
+        secret_pb2.Secret,
+    )
 }
 
 

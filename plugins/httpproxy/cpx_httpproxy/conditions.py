@@ -87,29 +87,39 @@ def header_conditions_error(conditions: Iterable[MatchCondition]) -> str | None:
             continue
         name = header.name.lower()
         op, value = _header_operator(cond)
-        if op == "present" and (name, "notpresent", "") in seen:
-            return _CONTRADICTION.format("present", "notpresent")
-        if op == "notpresent" and (name, "present", "") in seen:
-            return _CONTRADICTION.format("present", "notpresent")
-        if op == "exact":
-            if name in exact_headers:
-                return "cannot specify duplicate header 'exact match' conditions in the same route"
-            exact_headers.add(name)
-            if (name, "notexact", value) in seen:
-                return _CONTRADICTION.format("exact", "notexact")
-        if op == "notexact" and (name, "exact", value) in seen:
-            return _CONTRADICTION.format("exact", "notexact")
-        if op == "contains" and (name, "notcontains", value) in seen:
-            return _CONTRADICTION.format("contains", "notcontains")
-        if op == "notcontains" and (name, "contains", value) in seen:
-            return _CONTRADICTION.format("contains", "notcontains")
-        if op == "regex" and regex_error(value) is not None:
-            return "invalid regular expression specified for 'regex' condition"
+        problem = _header_condition_error(name, op, value, seen, exact_headers)
+        if problem is not None:
+            return problem
         seen.add((name, op, value))
     return None
 
 
+def _header_condition_error(
+    name: str, op: str, value: str, seen: set[tuple[str, str, str]], exact_headers: set[str]
+) -> str | None:
+    """What is wrong with one header condition, given those before it in the chain."""
+    if op == "exact":
+        if name in exact_headers:
+            return "cannot specify duplicate header 'exact match' conditions in the same route"
+        exact_headers.add(name)
+    opposite = _OPPOSITES.get(op)
+    if opposite is not None and (name, opposite, value) in seen:
+        return _CONTRADICTION.format(*sorted((op, opposite), key=len))
+    if op == "regex" and regex_error(value) is not None:
+        return "invalid regular expression specified for 'regex' condition"
+    return None
+
+
 _CONTRADICTION = "cannot specify contradictory '{}' and '{}' conditions for the same route and header"
+# Header operators that contradict each other on one header and value (present's value is "").
+_OPPOSITES = {
+    "present": "notpresent",
+    "notpresent": "present",
+    "exact": "notexact",
+    "notexact": "exact",
+    "contains": "notcontains",
+    "notcontains": "contains",
+}
 
 
 def _header_operator(cond: MatchCondition) -> tuple[str, str]:

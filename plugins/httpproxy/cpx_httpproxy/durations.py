@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+import re
+
 from cpx.dag import Duration
 
 # Go's time.unitMap, in nanoseconds.
@@ -19,6 +21,8 @@ _UNITS = {
 }
 _MAX_NANOS = 2**63 - 1
 _DIGITS = "0123456789"
+# One component: digits, an optional fraction, then everything up to the next number is the unit.
+_COMPONENT = re.compile(r"(?P<whole>[0-9]*)(?:\.(?P<fraction>[0-9]*))?(?P<unit>[^0-9.]*)")
 
 
 class DurationError(ValueError):
@@ -51,37 +55,30 @@ def parse_go_duration_nanos(text: str) -> int:
         raise invalid
     total = 0
     while s:
-        if not (s[0] == "." or s[0] in _DIGITS):
-            raise invalid
-        i = 0
-        while i < len(s) and s[i] in _DIGITS:
-            i += 1
-        whole, s = s[:i], s[i:]
-        fraction = ""
-        if s.startswith("."):
-            s = s[1:]
-            j = 0
-            while j < len(s) and s[j] in _DIGITS:
-                j += 1
-            fraction, s = s[:j], s[j:]
-        if not whole and not fraction:
-            raise invalid
-        j = 0
-        while j < len(s) and s[j] != "." and s[j] not in _DIGITS:
-            j += 1
-        if j == 0:
-            raise DurationError(f"time: missing unit in duration {_quote(text)}")
-        unit_name, s = s[:j], s[j:]
-        unit = _UNITS.get(unit_name)
-        if unit is None:
-            raise DurationError(f"time: unknown unit {_quote(unit_name)} in duration {_quote(text)}")
-        value = int(whole or "0") * unit
-        if fraction:
-            value += int(int(fraction) * unit / 10 ** len(fraction))
+        value, s = _component(text, s, invalid)
         total += value
         if total > _MAX_NANOS + (1 if negative else 0):
             raise invalid
     return -total if negative else total
+
+
+def _component(text: str, s: str, invalid: DurationError) -> tuple[int, str]:
+    """The nanoseconds of the leading number-and-unit of ``s`` (part of ``text``), and the rest."""
+    match = _COMPONENT.match(s)
+    if match is None or not (s[0] == "." or s[0] in _DIGITS):
+        raise invalid
+    whole, fraction, unit_name = match["whole"], match["fraction"] or "", match["unit"]
+    if not whole and not fraction:
+        raise invalid
+    if not unit_name:
+        raise DurationError(f"time: missing unit in duration {_quote(text)}")
+    unit = _UNITS.get(unit_name)
+    if unit is None:
+        raise DurationError(f"time: unknown unit {_quote(unit_name)} in duration {_quote(text)}")
+    value = int(whole or "0") * unit
+    if fraction:
+        value += int(int(fraction) * unit / 10 ** len(fraction))
+    return value, s[match.end() :]
 
 
 def parse_go_duration(text: str) -> float:

@@ -66,7 +66,18 @@ def _converters(hint: Any) -> tuple[Load, Dump]:
     if origin in (types.UnionType, typing.Union):  # X | None: None (unset) differs from any value
         (inner,) = (a for a in args if a is not type(None))
         return _converters(inner)
-    if origin is tuple and args == (tuple[str, str], Ellipsis):  # StringMap
+    if origin is tuple:
+        return _tuple_converters(args)
+    if isinstance(hint, type) and issubclass(hint, Model):
+        return (lambda v: hint.from_dict(v) if isinstance(v, Mapping) else _MISSING), (lambda v: v.to_dict())
+    if hint in (str, bool, int):
+        return _scalar_load(hint), (lambda v: v)
+    raise TypeError(f"cpx_httpproxy.model: no converter for {hint!r}")
+
+
+def _tuple_converters(args: tuple[Any, ...]) -> tuple[Load, Dump]:
+    """A StringMap (``tuple[tuple[str, str], ...]``, a JSON object) or a list of one type."""
+    if args == (tuple[str, str], Ellipsis):
 
         def load_map(v: Any) -> Any:
             if not isinstance(v, Mapping):
@@ -74,29 +85,23 @@ def _converters(hint: Any) -> tuple[Load, Dump]:
             return tuple((str(k), item) for k, item in v.items() if isinstance(item, str))
 
         return load_map, dict
-    if origin is tuple:
-        item_load, item_dump = _converters(args[0])
-        empty_item: Any = args[0]() if isinstance(args[0], type) and issubclass(args[0], Model) else _MISSING
+    item_load, item_dump = _converters(args[0])
+    empty_item: Any = args[0]() if isinstance(args[0], type) and issubclass(args[0], Model) else _MISSING
 
-        def load_list(v: Any) -> Any:
-            if not isinstance(v, list):
-                return _MISSING
-            out = []
-            for x in v:
-                loaded = item_load(x)
-                if loaded is _MISSING:
-                    if empty_item is _MISSING:
-                        continue  # an odd scalar item is dropped
-                    loaded = empty_item  # an odd object item becomes an empty one: indices stay right
-                out.append(loaded)
-            return tuple(out)
+    def load_list(v: Any) -> Any:
+        if not isinstance(v, list):
+            return _MISSING
+        out = []
+        for x in v:
+            loaded = item_load(x)
+            if loaded is _MISSING:
+                if empty_item is _MISSING:
+                    continue  # an odd scalar item is dropped
+                loaded = empty_item  # an odd object item becomes an empty one: indices stay right
+            out.append(loaded)
+        return tuple(out)
 
-        return load_list, (lambda v: [item_dump(x) for x in v])
-    if isinstance(hint, type) and issubclass(hint, Model):
-        return (lambda v: hint.from_dict(v) if isinstance(v, Mapping) else _MISSING), (lambda v: v.to_dict())
-    if hint in (str, bool, int):
-        return _scalar_load(hint), (lambda v: v)
-    raise TypeError(f"cpx_httpproxy.model: no converter for {hint!r}")
+    return load_list, (lambda v: [item_dump(x) for x in v])
 
 
 @attrs.frozen

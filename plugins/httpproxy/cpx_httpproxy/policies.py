@@ -156,7 +156,7 @@ def load_balancer_strategy(policy: model.LoadBalancerPolicy | None) -> str:
     return policy.strategy
 
 
-def request_hash_policies(
+def request_hash_policies(  # noqa: C901, PLR0912  (why: one branch per hash policy kind)
     policy: model.LoadBalancerPolicy | None, status: ProxyStatus
 ) -> tuple[tuple[HashPolicy, ...], str]:
     """Contour's loadBalancerRequestHashPolicies: the hash policies and the strategy to use

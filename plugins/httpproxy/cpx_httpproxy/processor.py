@@ -261,7 +261,7 @@ class _Run:
         return self.statuses[(proxy.key.namespace, proxy.key.name)]
 
     # -- one root ------------------------------------------------------------------------------
-    def _root(self, proxy: _Proxy) -> None:
+    def _root(self, proxy: _Proxy) -> None:  # noqa: C901, PLR0911, PLR0912  (why: Contour's root checks, in order)
         status = self._status(proxy)
         vhost = proxy.spec.virtualhost
         assert vhost is not None
@@ -356,7 +356,7 @@ class _Run:
             secure.tcp_proxy = tcp_proxy
 
     # -- TLS -----------------------------------------------------------------------------------
-    def _tls(self, proxy: _Proxy, tls: model.TLS, status: ProxyStatus) -> _TLS | None:
+    def _tls(self, proxy: _Proxy, tls: model.TLS, status: ProxyStatus) -> _TLS | None:  # noqa: PLR0911  (why: one return per Contour TLS error)
         if tls.passthrough and tls.enable_fallback_certificate:
             status.add_error(
                 st.TLS_ERROR,
@@ -502,7 +502,7 @@ class _Run:
             return self._tcp_proxy(target, self._status(target), visited)
 
     # -- routes and includes ---------------------------------------------------------------------
-    def _routes(
+    def _routes(  # noqa: C901, PLR0912, PLR0915  (why: Contour's route checks, in order, as build_route)
         self,
         status: ProxyStatus,
         proxy: _Proxy,

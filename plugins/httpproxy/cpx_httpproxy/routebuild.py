@@ -190,7 +190,7 @@ def _header_and_cookie_policies(
     return request, response, cookies
 
 
-def build_route(
+def build_route(  # noqa: C901, PLR0911, PLR0912, PLR0915  (why: every HTTPProxy route field, in Contour's order)
     route: model.Route,
     *,
     namespace: str,

@@ -143,7 +143,7 @@ def ip_rule(cidr: str, source: str = "Peer") -> dict[str, str]:
 # -- objects --------------------------------------------------------------------------------------
 
 
-def httpproxy(
+def httpproxy(  # noqa: PLR0913  (why: a builder: one keyword per HTTPProxy field)
     name: str,
     *,
     namespace: str = "default",

@@ -48,7 +48,7 @@ NOW_TEXT = "2026-01-02T03:04:05Z"
 # -- objects ----------------------------------------------------------------------------------------
 
 
-def httpproxy(
+def httpproxy(  # noqa: PLR0913  (why: a builder: one keyword per field)
     name: str = "root",
     namespace: str = "default",
     *,
@@ -901,9 +901,8 @@ def test_redirect_and_direct_response_routes() -> None:
         )
     )
     routes = http_routes(dag)
-    assert (
-        routes[P + "/old"].redirect is not None and routes[P + "/old"].redirect.hostname == "new.example.com"
-    )
+    redirect = routes[P + "/old"].redirect
+    assert redirect is not None and redirect.hostname == "new.example.com"
     assert routes[P + "/gone"].direct_response == DirectResponse(status_code=410, body="gone")
     assert current(dag) == "valid"
 

@@ -105,38 +105,46 @@ def _backend(backend: Any, field: str, problems: list[str]) -> None:
             if not resource.get(key):
                 problems.append(_required(f"{field}.resource.{key}", f"{key} is required"))
     elif service is not None:
-        service = _mapping(service, f"{field}.service", problems)
-        name = service.get("name")
-        if not name:
-            problems.append(_required(f"{field}.service.name"))
-        elif not isinstance(name, str) or len(name) > 63 or not _DNS1035_LABEL.fullmatch(name):
-            problems.append(
-                _invalid(
-                    f"{field}.service.name",
-                    name,
-                    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
-                    "start with an alphabetic character, and end with an alphanumeric character",
-                )
-            )
-        port = _mapping(service.get("port"), f"{field}.service.port", problems)
-        port_name = _string(port.get("name"), f"{field}.service.port.name", problems)
-        port_number = port.get("number")
-        if port_name and port_number:
-            problems.append(_invalid(field, "", "cannot set both port name & port number"))
-        elif port_name:
-            for msg in _port_name_problems(port_name):
-                problems.append(_invalid(f"{field}.service.port.name", port_name, msg))
-        elif port_number is not None and json_type(port_number) != "integer":
-            problems.append(must_be(f"{field}.service.port.number", port_number, "integer"))
-        elif port_number:
-            is_int = isinstance(port_number, int) and not isinstance(port_number, bool)
-            if not is_int or not 0 < port_number < 65536:
-                message = "must be between 1 and 65535, inclusive"
-                problems.append(_invalid(f"{field}.service.port.number", port_number, message))
-        else:
-            problems.append(_required(field, "port name or number is required"))
+        _service_backend(service, field, problems)
     else:
         problems.append(_invalid(field, "", "resource or service backend is required"))
+
+
+def _service_backend(service: Any, field: str, problems: list[str]) -> None:
+    service = _mapping(service, f"{field}.service", problems)
+    name = service.get("name")
+    if not name:
+        problems.append(_required(f"{field}.service.name"))
+    elif not isinstance(name, str) or len(name) > 63 or not _DNS1035_LABEL.fullmatch(name):
+        problems.append(
+            _invalid(
+                f"{field}.service.name",
+                name,
+                "a DNS-1035 label must consist of lower case alphanumeric characters or '-', "
+                "start with an alphabetic character, and end with an alphanumeric character",
+            )
+        )
+    _service_port(service.get("port"), field, problems)
+
+
+def _service_port(port: Any, field: str, problems: list[str]) -> None:
+    port = _mapping(port, f"{field}.service.port", problems)
+    port_name = _string(port.get("name"), f"{field}.service.port.name", problems)
+    port_number = port.get("number")
+    if port_name and port_number:
+        problems.append(_invalid(field, "", "cannot set both port name & port number"))
+    elif port_name:
+        for msg in _port_name_problems(port_name):
+            problems.append(_invalid(f"{field}.service.port.name", port_name, msg))
+    elif port_number is not None and json_type(port_number) != "integer":
+        problems.append(must_be(f"{field}.service.port.number", port_number, "integer"))
+    elif port_number:
+        is_int = isinstance(port_number, int) and not isinstance(port_number, bool)
+        if not is_int or not 0 < port_number < 65536:
+            message = "must be between 1 and 65535, inclusive"
+            problems.append(_invalid(f"{field}.service.port.number", port_number, message))
+    else:
+        problems.append(_required(field, "port name or number is required"))
 
 
 def _path(path: Any, field: str, problems: list[str]) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import pytest
 
-from cpx import Config, KubeObject, ObjectKey, SourceCache
+from cpx import Config, KubeObject, ObjectKey, Processor, SourceCache
 from cpx.dag import DAG, HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
 from cpx.testing import Builder, ExternalNamePolicy, ListenerProcessor, ObjectFault, Resolver
 from cpx_ingress import processor as module
@@ -287,7 +287,7 @@ def test_routes_merge_into_vhosts_of_an_earlier_processor(k8s: types.SimpleNames
     inc = Incremental()
     inc.source.insert(k8s.service())
     inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com", k8s.path("/"))]))
-    processors = [
+    processors: list[tuple[str, Processor]] = [
         ("listeners", ListenerProcessor(inc.config)),
         ("earlier", EarlierRoutes(secret)),
         ("ingress", inc.processor),
@@ -311,7 +311,7 @@ def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleN
     inc = Incremental()
     inc.source.insert(k8s.service())
     inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com")]))
-    processors = [
+    processors: list[tuple[str, Processor]] = [
         ("listeners", ListenerProcessor(inc.config)),
         ("ingress", inc.processor),
         ("edit", AddHeader()),

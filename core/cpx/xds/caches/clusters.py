@@ -178,7 +178,7 @@ def cluster(c: Cluster) -> cluster_v3.Cluster:
 
 
 @functools.lru_cache(maxsize=256)
-def _eds_template(
+def _eds_template(  # noqa: PLR0913  (why: one keyword per Cluster field it sets)
     *,
     load_balancer_policy: str,
     connect_timeout: float,

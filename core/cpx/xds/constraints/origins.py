@@ -8,7 +8,7 @@ never on the hot path.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from cpx.dag.dag import DAG, Listener, VirtualHost
 from cpx.dag.nodes import Cluster, CustomNode, Route
@@ -76,36 +76,60 @@ def _add_node_origins(out: Origins, nodes: Iterable[CustomNode]) -> None:
 
 def resource_origins(dag: DAG, source: SourceCache | None, type_url: str) -> Origins:
     """Resource name -> the objects that fed it, for the core's resource types."""
+    of_type = _ORIGINS_BY_TYPE.get(type_url)
+    return of_type(dag, source) if of_type is not None else {}
+
+
+def _route_config_origins(dag: DAG, source: SourceCache | None) -> Origins:
     out: Origins = {}
-    if type_url == resource.ROUTE:
-        for listener in dag.listeners.values():
-            if listener.virtual_hosts:
-                name = listener.http_route_config_name()
-                out.setdefault(name, set()).update(_vhost_origins(listener.virtual_hosts.values()))
-            for vhost in listener.secure_virtual_hosts.values():
-                found = _route_origins(vhost.routes.values())
-                out.setdefault(listener.secure_route_config_name(vhost.name), set()).update(found)
-                if vhost.fallback_certificate is not None:
-                    out.setdefault(fallback_route_config_name(listener), set()).update(found)
-    elif type_url == resource.LISTENER:
-        for listener in dag.listeners.values():
-            out[listener.name] = _listener_origins(listener)
-        _add_node_origins(out, dag.listener_nodes())
-    elif type_url == resource.SECRET:
-        for secret in dag.secrets():
-            out[secret_name(secret)] = {secret_key(secret.namespace, secret.name)}
-    elif type_url == resource.CLUSTER:
-        users = _cluster_users(dag)
-        for cluster in dag.unique_clusters():
-            up = cluster.upstream
-            found = out.setdefault(cluster_name(cds_shape(cluster)), set())
-            found.add(service_key(up.namespace, up.name))
-            found |= users.get(cluster, set())
-        _add_node_origins(out, dag.cluster_nodes())
-    elif type_url == resource.ENDPOINT:
-        for cluster in dag.unique_clusters():
-            up = cluster.upstream
-            found = out.setdefault(up.eds_name, {service_key(up.namespace, up.name)})
-            if source is not None:
-                found.update(ObjectKey.of(s) for s in source.endpoint_slices(up.namespace, up.name))
+    for listener in dag.listeners.values():
+        if listener.virtual_hosts:
+            name = listener.http_route_config_name()
+            out.setdefault(name, set()).update(_vhost_origins(listener.virtual_hosts.values()))
+        for vhost in listener.secure_virtual_hosts.values():
+            found = _route_origins(vhost.routes.values())
+            out.setdefault(listener.secure_route_config_name(vhost.name), set()).update(found)
+            if vhost.fallback_certificate is not None:
+                out.setdefault(fallback_route_config_name(listener), set()).update(found)
     return out
+
+
+def _listener_resource_origins(dag: DAG, source: SourceCache | None) -> Origins:
+    out = {listener.name: _listener_origins(listener) for listener in dag.listeners.values()}
+    _add_node_origins(out, dag.listener_nodes())
+    return out
+
+
+def _secret_origins(dag: DAG, source: SourceCache | None) -> Origins:
+    return {secret_name(secret): {secret_key(secret.namespace, secret.name)} for secret in dag.secrets()}
+
+
+def _cluster_origins(dag: DAG, source: SourceCache | None) -> Origins:
+    out: Origins = {}
+    users = _cluster_users(dag)
+    for cluster in dag.unique_clusters():
+        up = cluster.upstream
+        found = out.setdefault(cluster_name(cds_shape(cluster)), set())
+        found.add(service_key(up.namespace, up.name))
+        found |= users.get(cluster, set())
+    _add_node_origins(out, dag.cluster_nodes())
+    return out
+
+
+def _endpoint_origins(dag: DAG, source: SourceCache | None) -> Origins:
+    out: Origins = {}
+    for cluster in dag.unique_clusters():
+        up = cluster.upstream
+        found = out.setdefault(up.eds_name, {service_key(up.namespace, up.name)})
+        if source is not None:
+            found.update(ObjectKey.of(s) for s in source.endpoint_slices(up.namespace, up.name))
+    return out
+
+
+_ORIGINS_BY_TYPE: dict[str, Callable[[DAG, SourceCache | None], Origins]] = {
+    resource.ROUTE: _route_config_origins,
+    resource.LISTENER: _listener_resource_origins,
+    resource.SECRET: _secret_origins,
+    resource.CLUSTER: _cluster_origins,
+    resource.ENDPOINT: _endpoint_origins,
+}

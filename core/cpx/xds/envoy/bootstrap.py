@@ -231,7 +231,7 @@ XDS_API_TYPES = {"delta": "DELTA_GRPC", "sotw": "GRPC"}
 _DEFAULTS = BootstrapOptions()
 
 
-def bootstrap_config(
+def bootstrap_config(  # noqa: PLR0913  (why: one keyword per `cpx bootstrap` option)
     *,
     xds_address: str = _DEFAULTS.xds_address,
     xds_port: int = _DEFAULTS.xds_port,
