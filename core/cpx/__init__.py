@@ -10,6 +10,8 @@ from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
 from cpx.objects import GroupVersionKind, ObjectKey
 from cpx.records import (
+    FilterSite,
+    HttpFilterSpec,
     Observer,
     OptionSpec,
     Phase,
@@ -17,13 +19,16 @@ from cpx.records import (
     ProcessorSpec,
     ResourceCache,
     ResourceCacheSpec,
+    RouteSite,
     StatusWriterSpec,
     WatchSpec,
 )
 
 __version__ = "0.1.0"
 __all__ = [
+    "FilterSite",
     "GroupVersionKind",
+    "HttpFilterSpec",
     "ObjectKey",
     "Observer",
     "OptionSpec",
@@ -32,6 +37,7 @@ __all__ = [
     "ProcessorSpec",
     "ResourceCache",
     "ResourceCacheSpec",
+    "RouteSite",
     "StatusWriterSpec",
     "WatchSpec",
     "blame",

@@ -17,6 +17,9 @@ RECORDS = (
     records.ResourceCacheSpec,
     records.StatusWriterSpec,
     records.OptionSpec,
+    records.HttpFilterSpec,
+    records.FilterSite,
+    records.RouteSite,
 )
 
 

@@ -23,7 +23,14 @@ import pluggy
 if TYPE_CHECKING:
     from cpx.config import Config
     from cpx.objects import ObjectKey
-    from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+    from cpx.records import (
+        HttpFilterSpec,
+        OptionSpec,
+        ProcessorSpec,
+        ResourceCacheSpec,
+        StatusWriterSpec,
+        WatchSpec,
+    )
     from cpx.sources.cache import SourceCache
     from cpx.testing.strategies import KindStrategy
 
@@ -163,6 +170,43 @@ def cpx_status_writers() -> Iterable[StatusWriterSpec]:
         @hookimpl
         def cpx_status_writers():
             yield StatusWriterSpec(name="ingress", gvk=INGRESS)
+    """
+
+
+@hookspec
+def cpx_http_filters() -> Iterable[HttpFilterSpec]:
+    """Contribute Envoy HTTP filters to every HTTP connection manager, with their per-virtual-host,
+    per-route and per-weighted-cluster ``typed_per_filter_config``.
+
+    **When it is called**: once, after loading.  The listener and route caches then call the
+    records' functions while they translate: ``config`` for each connection manager's site
+    (:class:`cpx.records.FilterSite`; None leaves the filter off that chain), ``per_virtual_host``,
+    ``per_route`` (or ``per_route_at``, which also gets the :class:`cpx.records.RouteSite`) and
+    ``per_weighted_cluster`` for each new DAG node (None: no config there).  They return plain
+    protobuf messages; a node's own data comes from its ``attachments``
+    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's CORS, local rate
+    limit, cookie-rewrite, RBAC, 421 and router filters are contributions of the builtin plugin.
+
+    **Returns**: an iterable of :class:`cpx.records.HttpFilterSpec`.
+
+    **Ordering and conflicts**: filters sort topologically by ``after``/``before`` (filter names),
+    ties broken by plugin (load order, the core first) then by name; the router is always last,
+    so a filter without constraints lands after the core's policy filters, just before it.  A
+    duplicate name, a constraint naming a filter no enabled plugin contributes, and a cycle are
+    start-up errors naming the plugins involved.
+
+    **Example**::
+
+        HEADERS = AttachmentKey("my-plugin/headers", HeaderMutationPerRoute)
+
+        @hookimpl
+        def cpx_http_filters():
+            yield HttpFilterSpec(
+                name="envoy.filters.http.header_mutation",
+                config=lambda site: HeaderMutation(),
+                after=("envoy.filters.http.rbac",),
+                per_route=lambda route: route.attachments.get(HEADERS),
+            )
     """
 
 

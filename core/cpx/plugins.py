@@ -20,9 +20,17 @@ from cpx.config import Config
 from cpx.dag.builder import order_processors
 from cpx.errors import PluginError
 from cpx.objects import ObjectKey
-from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+from cpx.records import (
+    HttpFilterSpec,
+    OptionSpec,
+    ProcessorSpec,
+    ResourceCacheSpec,
+    StatusWriterSpec,
+    WatchSpec,
+)
 from cpx.sources.cache import SourceCache
 from cpx.xds.contributions import Contributions
+from cpx.xds.httpfilters import order_http_filters
 
 GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
@@ -171,9 +179,13 @@ class PluginHost:
             "status writer for kind",
         )
 
+    def http_filters(self) -> list[HttpFilterSpec]:
+        """Every contributed HTTP filter in connection-manager order (the router last)."""
+        return list(order_http_filters(self._collect("cpx_http_filters", HttpFilterSpec)))
+
     def xds_contributions(self) -> Contributions:
         """Every HTTP filter, listener kind and cluster kind the plugins contribute, ordered."""
-        return Contributions()
+        return Contributions(http_filters=tuple(self.http_filters()))
 
     def configure(self, config: Config) -> None:
         self.pm.hook.cpx_configure(config=config)

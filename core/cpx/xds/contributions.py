@@ -7,14 +7,17 @@ the snapshot handler hands them to every resource cache that declares it uses th
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
+
+if TYPE_CHECKING:
+    from cpx.records import HttpFilterSpec
 
 
 @attrs.frozen(kw_only=True)
 class Contributions:
-    http_filters: tuple[Any, ...] = ()  # HttpFilterSpec, in connection-manager order
+    http_filters: tuple[HttpFilterSpec, ...] = ()  # in connection-manager order (the router last)
     listener_kinds: tuple[Any, ...] = ()  # ListenerKindSpec
     cluster_kinds: tuple[Any, ...] = ()  # ClusterKindSpec
 
