@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import graphlib
 import heapq
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from google.protobuf import any_pb2
@@ -28,8 +28,9 @@ HttpFilters = tuple[HttpFilterSpec, ...]
 
 
 def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> HttpFilters:
-    """(plugin, spec) pairs in connection-manager order: ``after``/``before`` constraints first,
-    ties by plugin (in load order, the core first) and then by name; the router always last.
+    """(plugin, spec) pairs in connection-manager order: ``after``/``before`` constraints first;
+    otherwise each filter goes as late as they allow, in plugin order (the core first) and then by
+    name, so a filter without constraints lands just before the router, which is always last.
 
     A duplicate name, a constraint naming a filter no enabled plugin contributes, and a cycle
     are start-up errors naming the plugins involved.
@@ -46,7 +47,6 @@ def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> Htt
                 f"HTTP filter {spec.name!r} of plugin {plugin!r} sets both per_route and per_route_at"
             )
         owners[spec.name], specs[spec.name] = plugin, spec
-    rank = {plugin: i for i, plugin in enumerate(dict.fromkeys(owners.values()))}
     preceding: dict[str, set[str]] = {name: set() for name in specs}
     for name, spec in specs.items():
         for other in (*spec.after, *spec.before):
@@ -65,27 +65,30 @@ def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> Htt
     except graphlib.CycleError as err:
         cycle = " -> ".join(f"{n!r} ({owners[n]})" for n in err.args[1])
         raise PluginError(f"HTTP filter ordering has a cycle: {cycle}") from None
-    return tuple(specs[name] for name in _kahn(preceding, lambda n: (rank[owners[n]], n)))
+    rank = {plugin: i for i, plugin in enumerate(dict.fromkeys(owners.values()))}
+    base = sorted(specs, key=lambda n: (rank[owners[n]], n))
+    return tuple(specs[name] for name in _latest_first(preceding, base))
 
 
-def _kahn(preceding: dict[str, set[str]], sort_key: Callable[[str], tuple[int, str]]) -> list[str]:
-    """Topological order taking, among the ready names, the smallest ``sort_key`` each time."""
-    waiting = {name: len(before) for name, before in preceding.items()}
-    following: dict[str, list[str]] = {name: [] for name in preceding}
-    for name, before in preceding.items():
-        for other in before:
-            following[other].append(name)
-    ready = [(sort_key(n), n) for n, count in waiting.items() if count == 0]
+def _latest_first(preceding: dict[str, set[str]], base: list[str]) -> list[str]:
+    """A topological order built from the back: of the names nothing still placed needs to come
+    before, the latest in ``base`` goes last each time."""
+    position = {name: i for i, name in enumerate(base)}
+    waiting = dict.fromkeys(preceding, 0)  # names after this one not placed yet
+    for before in preceding.values():
+        for name in before:
+            waiting[name] += 1
+    ready = [-position[n] for n, count in waiting.items() if count == 0]
     heapq.heapify(ready)
-    out: list[str] = []
+    backwards: list[str] = []
     while ready:
-        _, name = heapq.heappop(ready)
-        out.append(name)
-        for later in following[name]:
-            waiting[later] -= 1
-            if waiting[later] == 0:
-                heapq.heappush(ready, (sort_key(later), later))
-    return out
+        name = base[-heapq.heappop(ready)]
+        backwards.append(name)
+        for earlier in preceding[name]:
+            waiting[earlier] -= 1
+            if waiting[earlier] == 0:
+                heapq.heappush(ready, -position[earlier])
+    return backwards[::-1]
 
 
 # -- packing, memoised by identity -------------------------------------------------------------------
