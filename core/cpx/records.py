@@ -145,7 +145,7 @@ class OptionSpec:
         return "--" + self.name.replace("_", "-")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class FilterSite:
     """Where a connection manager is being built: which HTTP filters it carries may depend on it."""
 
@@ -154,7 +154,7 @@ class FilterSite:
     secure: bool  # TLS-terminating chain
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)
 class RouteSite:
     """Where a route is being translated: the virtual host it is served on."""
 
@@ -162,7 +162,7 @@ class RouteSite:
     secure: bool  # an HTTPS virtual host (an HTTPS-upgrade route only redirects on the plain one)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)  # a memo key of every filter chain and route
 class HttpFilterSpec:
     """An Envoy HTTP filter of every HTTP connection manager, and its per-host/per-route configs.
 

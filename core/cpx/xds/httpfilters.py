@@ -93,9 +93,11 @@ def _latest_first(preceding: dict[str, set[str]], base: list[str]) -> list[str]:
 
 # -- packing, memoised by identity -------------------------------------------------------------------
 
-_PACKED_LIMIT = 1024
+_MEMO_LIMIT = 1024
 # id(message) -> (message, its Any): the message is kept so that its id is not reused meanwhile.
 _packed: dict[int, tuple[Message, any_pb2.Any]] = {}
+# (filter name, id(config)) -> (config, the serialised HttpFilter), likewise.
+_entries: dict[tuple[str, int], tuple[Message, bytes]] = {}
 
 
 def pack(message: Message) -> any_pb2.Any:
@@ -104,11 +106,24 @@ def pack(message: Message) -> any_pb2.Any:
     known = _packed.get(id(message))
     if known is not None and known[0] is message:
         return known[1]
-    if len(_packed) >= _PACKED_LIMIT:
+    if len(_packed) >= _MEMO_LIMIT:
         _packed.clear()
     packed = to_any(message)
     _packed[id(message)] = (message, packed)
     return packed
+
+
+def _entry(name: str, config: Message) -> bytes:
+    """A connection manager's ``HttpFilter``, serialised: once per site-independent config."""
+    key = (name, id(config))
+    known = _entries.get(key)
+    if known is not None and known[0] is config:
+        return known[1]
+    if len(_entries) >= _MEMO_LIMIT:
+        _entries.clear()
+    data: bytes = hcm.HttpFilter(name=name, typed_config=to_any(config)).SerializeToString(deterministic=True)
+    _entries[key] = (config, data)
+    return data
 
 
 # -- connection managers -----------------------------------------------------------------------------
@@ -118,13 +133,8 @@ def pack(message: Message) -> any_pb2.Any:
 # chain changes for another reason (its certificate, its TLS parameters).
 @functools.lru_cache(maxsize=1024)
 def _encoded_filters(filters: HttpFilters, site: FilterSite) -> tuple[bytes, ...]:
-    out = []
-    for spec in filters:
-        config = spec.config(site)
-        if config is not None:
-            entry = hcm.HttpFilter(name=spec.name, typed_config=pack(config))
-            out.append(entry.SerializeToString(deterministic=True))
-    return tuple(out)
+    configs = ((spec.name, spec.config(site)) for spec in filters)
+    return tuple(_entry(name, config) for name, config in configs if config is not None)
 
 
 def connection_manager_filters(filters: HttpFilters, site: FilterSite) -> list[hcm.HttpFilter]:
