@@ -19,6 +19,9 @@ RECORDS = (
     records.OptionSpec,
     records.ListenerKindSpec,
     records.ClusterKindSpec,
+    records.HttpFilterSpec,
+    records.FilterSite,
+    records.RouteSite,
 )
 
 

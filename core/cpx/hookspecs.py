@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from cpx.objects import ObjectKey
     from cpx.records import (
         ClusterKindSpec,
+        HttpFilterSpec,
         ListenerKindSpec,
         OptionSpec,
         ProcessorSpec,
@@ -249,6 +250,43 @@ def cpx_cluster_kinds() -> Iterable[ClusterKindSpec]:
         def cpx_cluster_kinds():
             yield ClusterKindSpec(name="auth", node_type=AuthCluster, build=auth_cluster,
                                   service_ports=lambda node: (node.upstream,))
+    """
+
+
+@hookspec
+def cpx_http_filters() -> Iterable[HttpFilterSpec]:
+    """Contribute Envoy HTTP filters to every HTTP connection manager, with their per-virtual-host,
+    per-route and per-weighted-cluster ``typed_per_filter_config``.
+
+    **When it is called**: once, after loading.  The listener and route caches then call the
+    records' functions while they translate: ``config`` for each connection manager's site
+    (:class:`cpx.records.FilterSite`; None leaves the filter off that chain), ``per_virtual_host``,
+    ``per_route`` (or ``per_route_at``, which also gets the :class:`cpx.records.RouteSite`) and
+    ``per_weighted_cluster`` for each new DAG node (None: no config there).  They return plain
+    protobuf messages; a node's own data comes from its ``attachments``
+    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's CORS, local rate
+    limit, cookie-rewrite, RBAC, 421 and router filters are contributions of the builtin plugin.
+
+    **Returns**: an iterable of :class:`cpx.records.HttpFilterSpec`.
+
+    **Ordering and conflicts**: filters sort topologically by ``after``/``before`` (filter names),
+    ties broken by plugin (load order, the core first) then by name; the router is always last,
+    so a filter without constraints lands after the core's policy filters, just before it.  A
+    duplicate name, a constraint naming a filter no enabled plugin contributes, and a cycle are
+    start-up errors naming the plugins involved.
+
+    **Example**::
+
+        HEADERS = AttachmentKey("my-plugin/headers", HeaderMutationPerRoute)
+
+        @hookimpl
+        def cpx_http_filters():
+            yield HttpFilterSpec(
+                name="envoy.filters.http.header_mutation",
+                config=lambda site: HeaderMutation(),
+                after=("envoy.filters.http.rbac",),
+                per_route=lambda route: route.attachments.get(HEADERS),
+            )
     """
 
 

@@ -22,6 +22,7 @@ from cpx.errors import PluginError
 from cpx.objects import ObjectKey
 from cpx.records import (
     ClusterKindSpec,
+    HttpFilterSpec,
     ListenerKindSpec,
     OptionSpec,
     ProcessorSpec,
@@ -31,6 +32,7 @@ from cpx.records import (
 )
 from cpx.sources.cache import SourceCache
 from cpx.xds.contributions import Contributions
+from cpx.xds.httpfilters import order_http_filters
 
 GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
@@ -194,10 +196,16 @@ class PluginHost:
         )
         return self._unique(pairs, lambda r: r.name, what)
 
+    def http_filters(self) -> list[HttpFilterSpec]:
+        """Every contributed HTTP filter in connection-manager order (the router last)."""
+        return list(order_http_filters(self._collect("cpx_http_filters", HttpFilterSpec)))
+
     def xds_contributions(self) -> Contributions:
         """Every HTTP filter, listener kind and cluster kind the plugins contribute, ordered."""
         return Contributions(
-            listener_kinds=tuple(self.listener_kinds()), cluster_kinds=tuple(self.cluster_kinds())
+            http_filters=tuple(self.http_filters()),
+            listener_kinds=tuple(self.listener_kinds()),
+            cluster_kinds=tuple(self.cluster_kinds()),
         )
 
     def configure(self, config: Config) -> None:

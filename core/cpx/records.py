@@ -17,10 +17,11 @@ from cpx.objects import GroupVersionKind
 if TYPE_CHECKING:
     from envoy.config.cluster.v3 import cluster_pb2
     from envoy.config.listener.v3 import listener_pb2
+    from google.protobuf.message import Message
 
     from cpx.config import Config
-    from cpx.dag.dag import DAG, Note
-    from cpx.dag.nodes import Secret, ServicePort
+    from cpx.dag.dag import DAG, Note, VirtualHost
+    from cpx.dag.nodes import Cluster, Route, Secret, ServicePort
     from cpx.isolation import Fault
     from cpx.sources.cache import SourceCache
     from cpx.xds.resource import Resource
@@ -189,4 +190,44 @@ class ListenerKindSpec:
     build: Callable[[Any], listener_pb2.Listener]
     secrets: Callable[[Any], Iterable[Secret]] = _nothing
     clusters: Callable[[Any], Iterable[str]] = _nothing  # cluster names it references
+    description: str = ""
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class FilterSite:
+    """Where a connection manager is being built: which HTTP filters it carries may depend on it."""
+
+    listener: str  # the DAG listener's name, e.g. "ingress_https"
+    virtual_host: str | None  # the SNI filter chain's fqdn; None for a plain HTTP or the fallback chain
+    secure: bool  # TLS-terminating chain
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)
+class RouteSite:
+    """Where a route is being translated: the virtual host it is served on."""
+
+    virtual_host: str  # the virtual host's fqdn
+    secure: bool  # an HTTPS virtual host (an HTTPS-upgrade route only redirects on the plain one)
+
+
+@attrs.frozen(kw_only=True, cache_hash=True)  # a memo key of every filter chain and route
+class HttpFilterSpec:
+    """An Envoy HTTP filter of every HTTP connection manager, and its per-host/per-route configs.
+
+    The functions return plain protobuf messages (the core packs them into ``Any``, memoised by
+    identity: return the same object for the same input and never change it afterwards); None
+    leaves the filter off that chain, or without config on that virtual host, route or cluster.
+    ``per_route_at`` is ``per_route`` for configs that depend on the virtual host the route is
+    served on; a spec sets at most one of the two.  Translation is memoised on DAG nodes, so
+    these functions must depend only on their arguments (attachments included).
+    """
+
+    name: str  # Envoy's filter name; also the typed_per_filter_config key
+    config: Callable[[FilterSite], Message | None]  # listener-level typed_config; None: not on this chain
+    after: tuple[str, ...] = ()  # filter names this one must come after
+    before: tuple[str, ...] = ()  # ... and before
+    per_virtual_host: Callable[[VirtualHost], Message | None] | None = None
+    per_route: Callable[[Route], Message | None] | None = None
+    per_route_at: Callable[[Route, RouteSite], Message | None] | None = None
+    per_weighted_cluster: Callable[[Route, Cluster], Message | None] | None = None
     description: str = ""

@@ -18,6 +18,7 @@ from typing import Any
 
 from envoy.config.route.v3 import route_pb2
 
+from cpx.builtin.filters import builtin_contributions
 from cpx.dag.nodes import (
     Cluster,
     Duration,
@@ -77,7 +78,11 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
-    routes = [build_route(route(i), secure=False, fqdn="bench.example.com") for i in range(args.routes)]
+    filters = builtin_contributions().http_filters
+    routes = [
+        build_route(route(i), secure=False, fqdn="bench.example.com", filters=filters)
+        for i in range(args.routes)
+    ]
     config = route_pb2.RouteConfiguration(name="bench")
     config.virtual_hosts.add(name="bench", domains=["bench.example.com"]).routes.extend(routes)
 

@@ -15,6 +15,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http
 from envoy.type.v3 import http_pb2 as http_type_v3
 
 from cpx.config import Config
+from cpx.dag import AttachmentKey, Attachments
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
     CircuitBreakers,
@@ -436,7 +437,8 @@ def test_weight_and_route_level_fields_do_not_rebuild(monkeypatch: pytest.Monkey
     real = cds.cluster
     monkeypatch.setattr(cds, "cluster", _recorded(calls, real))
     headers = HeadersPolicy(set=(HeaderValue(name="x-a", value="b"),))
-    variant = attrs.evolve(node, weight=70, request_headers=headers, extensions=(("p", 1),))
+    attachments = Attachments().set(AttachmentKey("p", int), 1)
+    variant = attrs.evolve(node, weight=70, request_headers=headers, attachments=attachments)
     cache.on_change(dag_of(variant))
     assert calls == []
     assert next(iter(cache.contents().values())) is res

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpx import objects as k8s
+from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.builder import Builder
 from cpx.dag.dag import DAG, Protocol
@@ -130,7 +131,7 @@ def dag_with(*routes: tuple[str, Cluster]) -> DAG:
 
 
 def test_route_cache_keeps_unchanged_resources() -> None:
-    cache = RouteCache(Config())
+    cache = with_builtin_filters(RouteCache(Config()))
     web = Cluster(upstream=WEB)
     cache.on_change(dag_with(("a.example.com", web), ("b.example.com", web)))
     first = cache.contents()

@@ -26,6 +26,7 @@ from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 from google.protobuf import json_format
 
+from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, VirtualHost
 from cpx.dag.nodes import (
@@ -98,7 +99,7 @@ def add_secure(dag: DAG, fqdn: str, secret: Secret = SECRET, **fields: Any) -> N
 
 
 def translate(dag: DAG, cache: ListenerCache | None = None) -> dict[str, listener_v3.Listener]:
-    cache = cache or ListenerCache(Config())
+    cache = cache or with_builtin_filters(ListenerCache(Config()))
     cache.on_change(dag)
     out = {}
     for name, res in cache.contents().items():
@@ -179,7 +180,9 @@ def test_http_settings_from_config_options() -> None:
     dag = new_dag()
     dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
     options = {"connection_idle_timeout": 30.0, "stream_idle_timeout": 120.0, "disable_merge_slashes": True}
-    manager = unpack_hcm(translate(dag, ListenerCache(Config(options=options)))[HTTP].filter_chains[0])
+    manager = unpack_hcm(
+        translate(dag, with_builtin_filters(ListenerCache(Config(options=options))))[HTTP].filter_chains[0]
+    )
     assert manager.common_http_protocol_options.idle_timeout.seconds == 30
     assert manager.stream_idle_timeout.seconds == 120
     assert not manager.merge_slashes
@@ -373,7 +376,7 @@ def test_unchanged_listeners_keep_their_resources() -> None:
             add_secure(dag, extra)
         return dag
 
-    cache = ListenerCache(Config())
+    cache = with_builtin_filters(ListenerCache(Config()))
     cache.on_change(build())
     before = dict(cache.contents())
     for res in before.values():
@@ -410,7 +413,11 @@ def static_bootstrap(dag: DAG, admin_port: int = 0, upstream_port: int = 9) -> d
 
     Every cluster is a static one sending to ``127.0.0.1:<upstream_port>``.
     """
-    caches = (ListenerCache(Config()), RouteCache(Config()), SecretCache(Config()))
+    caches = (
+        with_builtin_filters(ListenerCache(Config())),
+        with_builtin_filters(RouteCache(Config())),
+        SecretCache(Config()),
+    )
     for cache in caches:
         cache.on_change(dag)
     listeners, routes, secrets = (

@@ -23,6 +23,7 @@ from envoy.type.v3 import percent_pb2 as percent
 from google.protobuf import json_format
 
 import cpx.xds.caches.routes as routes_module
+from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
@@ -81,7 +82,7 @@ def new_dag() -> DAG:
 
 
 def translate(dag: DAG, cache: RouteCache | None = None) -> dict[str, route_v3.RouteConfiguration]:
-    cache = cache or RouteCache(Config())
+    cache = cache or with_builtin_filters(RouteCache(Config()))
     cache.on_change(dag)
     out = {}
     for name, res in cache.contents().items():
@@ -450,7 +451,7 @@ def big_dag(changed: str = "") -> DAG:
 
 
 def test_body_is_canonical_serialisation() -> None:
-    cache = RouteCache(Config())
+    cache = with_builtin_filters(RouteCache(Config()))
     cache.on_change(big_dag())
     for res in cache.contents().values():
         assert res.message().SerializeToString(deterministic=True) == res.body
@@ -465,7 +466,7 @@ def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytes
         return real(route, *args)
 
     monkeypatch.setattr(routes_module, "build_route", counting)
-    cache = RouteCache(Config())
+    cache = with_builtin_filters(RouteCache(Config()))
     cache.on_change(big_dag())
     assert len(calls) == 101
     before = dict(cache.contents())
@@ -487,7 +488,7 @@ def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytes
 
 
 def test_removed_resources_disappear() -> None:
-    cache = RouteCache(Config())
+    cache = with_builtin_filters(RouteCache(Config()))
     cache.on_change(big_dag())
     assert "https/secure.com" in cache.contents()
     dag = new_dag()
@@ -863,7 +864,7 @@ def test_vhost_policy_change_reuses_routes(monkeypatch: pytest.MonkeyPatch) -> N
         return real(route, *args)
 
     monkeypatch.setattr(routes_module, "build_route", counting)
-    cache = RouteCache(Config())
+    cache = with_builtin_filters(RouteCache(Config()))
     cache.on_change(policy_dag())
     before = dict(cache.contents())
     assert len(calls) == 7

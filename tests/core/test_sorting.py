@@ -30,13 +30,11 @@ def route(
     value: str = "/",
     headers: tuple[HeaderMatch, ...] = (),
     query: tuple[QueryMatch, ...] = (),
-    priority: int = 0,
 ) -> Route:
     return Route(
         path=PathMatch(kind=kind, value=value),
         headers=headers,
         query=query,
-        priority=priority,
         clusters=BACKEND,
     )
 
@@ -102,17 +100,16 @@ def test_method_match_first_then_more_headers() -> None:
     assert order(method, method_and_one) == [method_and_one, method]
 
 
-def test_more_headers_before_more_query_before_priority() -> None:
+def test_more_headers_before_more_query() -> None:
     headers = route(headers=(header("a"),))
     queries = route(query=(query("q"), query("r")))
-    plain_first = route(priority=0)
-    plain_second = route(priority=1)
-    assert order(plain_second, queries, plain_first, headers) == [headers, queries, plain_first, plain_second]
+    plain = route()
+    assert order(plain, queries, headers) == [headers, queries, plain]
 
 
-def test_query_count_before_priority() -> None:
-    more = route(query=(query("q"),), priority=5)
-    less = route(priority=0)
+def test_query_count_first() -> None:
+    more = route(query=(query("q"),))
+    less = route()
     assert order(less, more) == [more, less]
 
 
@@ -212,8 +209,6 @@ def _conditions_less(lhs: Route, rhs: Route) -> bool:
         return len(lh) > len(rh)
     if len(lhs.query) != len(rhs.query):
         return len(lhs.query) > len(rhs.query)
-    if lhs.priority != rhs.priority:
-        return lhs.priority < rhs.priority
     if any(_header_less(a, b) for a, b in zip(lh, rh, strict=True)):
         return True
     return any(
@@ -266,7 +261,7 @@ def _random_route(rng: random.Random) -> Route:
         query(rng.choice("pq"), qk := rng.choice(list(Q)), "" if qk is Q.PRESENT else rng.choice("ab"))
         for _ in range(rng.randint(0, 2))
     )
-    return route(kind, value, headers, queries, rng.randint(0, 1))
+    return route(kind, value, headers, queries)
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -431,6 +431,7 @@ def test_fast_header_patterns_agree_with_re2(pattern: str) -> None:
 
 
 def _route(**fields: Any) -> Any:
+    from cpx.builtin.filters import builtin_contributions
     from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, ServicePort
     from cpx.xds.envoy.route import build_route
 
@@ -439,7 +440,8 @@ def _route(**fields: Any) -> Any:
         fields.setdefault(
             "clusters", (Cluster(upstream=ServicePort(namespace="default", name="svc", port=80)),)
         )
-    return build_route(Route(**fields), secure=False, fqdn="example.com")
+    filters = builtin_contributions().http_filters
+    return build_route(Route(**fields), secure=False, fqdn="example.com", filters=filters)
 
 
 def _headers(name: str, value: str) -> Any:
@@ -887,10 +889,15 @@ def _listener(*routes: Any, config: Any = None) -> Any:
     from envoy.config.listener.v3 import listener_pb2
     from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2
 
+    from cpx.builtin.filters import builtin_contributions
+    from cpx.records import FilterSite
     from cpx.xds.envoy.listener import HTTPSettings, http_connection_manager, listener_head
+    from cpx.xds.httpfilters import connection_manager_filters
 
+    site = FilterSite(listener="http", virtual_host=None, secure=False)
+    filters = connection_manager_filters(builtin_contributions().http_filters, site)
     manager = http_connection_manager_pb2.HttpConnectionManager()
-    manager_filter = http_connection_manager("r", "http", HTTPSettings())
+    manager_filter = http_connection_manager("r", "http", HTTPSettings(), filters)
     manager_filter.typed_config.Unpack(manager)
     manager.route_config.CopyFrom(
         config if config is not None else _route_configuration(["*"], routes=routes)
@@ -1011,6 +1018,7 @@ def test_checker_flags_exactly_what_envoy_refuses(tmp_path: Path) -> None:
 
 def test_everything_cpx_generates_passes() -> None:
     """The checker invents nothing: a DAG using every feature translates into clean resources."""
+    from cpx.builtin.filters import with_builtin_filters
     from cpx.config import Config
     from cpx.dag.dag import DAG, Protocol
     from cpx.dag.nodes import (
@@ -1132,8 +1140,8 @@ def test_everything_cpx_generates_passes() -> None:
     dag.prune()
     checked_count = 0
     for cache in (
-        ListenerCache(Config()),
-        RouteCache(Config()),
+        with_builtin_filters(ListenerCache(Config())),
+        with_builtin_filters(RouteCache(Config())),
         ClusterCache(Config()),
         SecretCache(Config()),
     ):

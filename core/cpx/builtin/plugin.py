@@ -11,13 +11,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cpx import objects as k8s
+from cpx.builtin import filters
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.errors import ConfigError
 from cpx.hookspecs import hookimpl
 from cpx.objects import ObjectKey
-from cpx.records import OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
+from cpx.records import HttpFilterSpec, OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
 from cpx.sources import externalname, ingressclass
 from cpx.sources.cache import SourceCache
 from cpx.status import loadbalancer as lbstatus
@@ -96,6 +97,11 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
     yield ResourceCacheSpec(name="clusters", type_url=resource.CLUSTER, factory=ClusterCache)
     yield ResourceCacheSpec(name="endpoints", type_url=resource.ENDPOINT, factory=EndpointCache)
     yield ResourceCacheSpec(name="secrets", type_url=resource.SECRET, factory=SecretCache)
+
+
+@hookimpl
+def cpx_http_filters() -> Iterator[HttpFilterSpec]:
+    yield from filters.http_filters()
 
 
 @hookimpl

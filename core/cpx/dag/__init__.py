@@ -7,6 +7,7 @@ value is a frozen attrs class: build new ones with ``attrs.evolve``, never mutat
 
 from __future__ import annotations
 
+from cpx.dag.attachments import AttachmentKey, Attachments
 from cpx.dag.dag import (
     DAG,
     Listener,
@@ -53,6 +54,8 @@ from cpx.dag.nodes import (
 
 __all__ = [
     "DAG",
+    "AttachmentKey",
+    "Attachments",
     "CORSPolicy",
     "CircuitBreakers",
     "Cluster",

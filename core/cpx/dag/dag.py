@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.dag.nodes import (
     Cluster,
     CORSPolicy,
@@ -49,8 +50,13 @@ class VirtualHost:
     cors: CORSPolicy | None = None
     local_rate_limit: LocalRateLimit | None = None
     ip_filter: IPFilter | None = None
-    # Per-vhost data for a plugin's own filters, keyed by plugin-chosen names.
-    extensions: dict[str, Any] = attrs.field(factory=dict)
+    # Plugins' typed data, read by their HTTP filters' per-virtual-host configs.
+    attachments: Attachments = NO_ATTACHMENTS
+
+    def policies(self) -> tuple[object, ...]:
+        """Everything besides the name that per-virtual-host filter configs may read: translation
+        memoises a virtual host's own entry on it."""
+        return (self.cors, self.local_rate_limit, self.ip_filter, self.attachments)
 
     def add_route(self, route: Route) -> None:
         self.routes[route.match_key()] = route

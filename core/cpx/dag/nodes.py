@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import enum
 import typing
-from typing import Any
 
 import attrs
 
+from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.objects import ObjectKey
 
 
@@ -207,8 +207,8 @@ class Cluster:
     idle_connection_timeout: Duration | None = None
     connect_timeout: float = 2.0
     cookie_rewrites: tuple[CookieRewrite, ...] = ()  # per-service Set-Cookie rewrites
-    # Plugin-private data (e.g. dynamic header variables) as a sorted tuple of pairs.
-    extensions: tuple[tuple[str, Any], ...] = ()
+    # Plugins' typed data, read by their HTTP filters' per-weighted-cluster configs.
+    attachments: Attachments = NO_ATTACHMENTS
 
 
 class CustomNode(typing.Protocol):
@@ -360,12 +360,18 @@ class Route:
     cookie_rewrites: tuple[CookieRewrite, ...] = ()
     local_rate_limit: LocalRateLimit | None = None
     ip_filter: IPFilter | None = None  # overrides the virtual host's
-    priority: int = 0  # Gateway API rule index; lower sorts first among identical matches
     # The object this route came from: a fault in its translation is that object's (and its
     # status says so); also shown by /debug/dag.
     origin: ObjectKey | None = None
-    # Plugin-private per-route data that a plugin's own translation hook understands.
-    extensions: tuple[tuple[str, Any], ...] = ()
+    # Plugins' typed data, read by their HTTP filters' per-route configs.
+    attachments: Attachments = NO_ATTACHMENTS
+
+    def forwards(self, secure: bool) -> bool:
+        """Whether Envoy proxies this route to its clusters (rather than redirecting or answering
+        itself) on an HTTPS (``secure``) or a plain virtual host."""
+        if self.https_redirect and not secure:
+            return False
+        return self.direct_response is None and self.redirect is None and bool(self.clusters)
 
     def match_key(self) -> str:
         """Routes with the same key overwrite each other in a virtual host (Contour's behaviour)."""

@@ -7,16 +7,16 @@ the snapshot handler hands them to every resource cache that declares it uses th
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import attrs
 
-from cpx.records import ClusterKindSpec, ListenerKindSpec
+from cpx.records import ClusterKindSpec, HttpFilterSpec, ListenerKindSpec
 
 
 @attrs.frozen(kw_only=True)
 class Contributions:
-    http_filters: tuple[Any, ...] = ()  # HttpFilterSpec, in connection-manager order
+    http_filters: tuple[HttpFilterSpec, ...] = ()  # in connection-manager order (the router last)
     listener_kinds: tuple[ListenerKindSpec, ...] = ()
     cluster_kinds: tuple[ClusterKindSpec, ...] = ()
 

@@ -22,6 +22,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http
 from envoy.type.v3 import http_pb2 as http_type_v3
 
 from cpx.config import Config
+from cpx.dag.attachments import NO_ATTACHMENTS
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import (
     CircuitBreakers,
@@ -129,7 +130,7 @@ def cds_shape(node: Cluster) -> Cluster:
     """The node without the fields CDS ignores (they shape routes, not clusters)."""
     if (
         node.weight == 1
-        and not node.extensions
+        and not node.attachments
         and not node.cookie_rewrites
         and node.request_headers == _NO_HEADERS
         and node.response_headers == _NO_HEADERS
@@ -142,7 +143,7 @@ def cds_shape(node: Cluster) -> Cluster:
         request_headers=_NO_HEADERS,
         response_headers=_NO_HEADERS,
         cookie_rewrites=(),
-        extensions=(),
+        attachments=NO_ATTACHMENTS,
     )
     return shape
 

@@ -3,16 +3,18 @@
 - A listener with plain virtual hosts gets one filter chain: an HTTP connection manager whose
   routes come from RDS (``ingress_http``).
 - A listener with secure virtual hosts inspects TLS and gets one filter chain per virtual host,
-  selected by SNI, each with its own connection manager (RDS ``https/<fqdn>``) whose first filter
-  answers 421 to requests for another host; TLS passthrough and TCP-proxy virtual hosts get a
+  selected by SNI, each with its own connection manager (RDS ``https/<fqdn>``), whose HTTP filters
+  may depend on that host (the builtin 421 check does); TLS passthrough and TCP-proxy virtual hosts get a
   tcp_proxy chain instead, and virtual hosts with a fallback certificate share one chain without
   SNI match (RDS ``ingress_fallbackcert``).
 - A plain TCP listener (Gateway TCPRoute) gets one tcp_proxy chain.
 - A plugin's own listener node is built whole by the listener kind that claims its type
   (:mod:`cpx.xds.caches.kinds`), once per distinct node.
 
-Each filter chain is memoised by the frozen values it is built from, and each listener is
-assembled from cached serialised chains, so 10k secure virtual hosts are not rebuilt on every change.
+Every connection manager carries the HTTP filters plugins contribute (:mod:`cpx.xds.httpfilters`)
+for its :class:`~cpx.records.FilterSite`.  Each filter chain is memoised by the frozen values it is
+built from, and each listener is assembled from cached serialised chains, so 10k secure virtual
+hosts are not rebuilt on every change.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from cpx.dag.dag import DAG, Listener, SecureVirtualHost
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
 from cpx.objects import ObjectKey
-from cpx.records import ListenerKindSpec
+from cpx.records import FilterSite, ListenerKindSpec
 from cpx.xds import resource
 from cpx.xds.caches.kinds import Built, KindTranslator
 from cpx.xds.caches.routes import fallback_route_config_name
@@ -46,9 +48,9 @@ from cpx.xds.envoy.listener import (
     http_connection_manager,
     listener_filters,
     listener_head,
-    misdirected_request_filter,
     tcp_proxy_filter,
 )
+from cpx.xds.httpfilters import HttpFilters, connection_manager_filters
 from cpx.xds.resource import Resource, content_version
 
 _FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
@@ -83,15 +85,17 @@ class _SecureChain:
         # Contour's filterChainSorter: SNI chains by name; a chain without server names goes last.
         return (self.fqdn == "*", self.fqdn)
 
-    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         alpn: tuple[str, ...] = ()
         if self.tcp_proxy is not None:
             # No ALPN for TCP proxying: the backend's ServerHello decides the protocol.
             filters = [tcp_proxy_filter(self.stat_prefix, self.tcp_proxy)]
         else:
             # The connection manager keeps the listener's stat prefix (dashboards rely on it).
-            first = [] if self.fqdn == "*" else [misdirected_request_filter(self.fqdn)]
-            filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, first)]
+            secure = self.secret is not None
+            site = FilterSite(listener=self.stat_prefix, virtual_host=self.fqdn, secure=secure)
+            chosen = connection_manager_filters(http_filters, site)
+            filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
             alpn = self.tls.alpn
         socket = None
         if self.secret is not None:
@@ -112,9 +116,11 @@ class _FallbackChain:
     def sort_key(self) -> tuple[bool, str]:
         return (True, "")
 
-    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
-        # No 421 filter: this chain serves every virtual host with a fallback certificate.
-        manager = http_connection_manager(self.route_config, self.stat_prefix, settings)
+    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
+        # No virtual host: this chain serves every virtual host with a fallback certificate.
+        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=True)
+        chosen = connection_manager_filters(http_filters, site)
+        manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
         socket = downstream_tls(self.secret, TLSParams(), settings, TLSParams().alpn, self.client_validation)
         return filter_chain([manager], transport_protocol="tls", transport_socket=socket, name=FALLBACK_CHAIN)
@@ -127,8 +133,10 @@ class _HTTPChain:
     # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
     raw_only: bool = False
 
-    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
-        manager = http_connection_manager(self.route_config, self.stat_prefix, settings)
+    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
+        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=False)
+        chosen = connection_manager_filters(http_filters, site)
+        manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         return filter_chain([manager], transport_protocol="raw_buffer" if self.raw_only else "")
 
 
@@ -137,7 +145,7 @@ class _TCPChain:
     stat_prefix: str
     proxy: TCPProxy
 
-    def build(self, settings: HTTPSettings) -> listener_components.FilterChain:
+    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         return filter_chain([tcp_proxy_filter(self.stat_prefix, self.proxy)])
 
 
@@ -146,7 +154,10 @@ _Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
 
 class ListenerCache:
     """A :class:`~cpx.records.CheckingCache`: each new filter chain is checked as it is built, and
-    the rules across chains (overlapping matches, ...) on a skeleton of their matches."""
+    the rules across chains (overlapping matches, ...) on a skeleton of their matches.
+
+    Its connection managers carry the HTTP filters bound with :meth:`bind_contributions` (none
+    before: the snapshot handler binds what the enabled plugins contribute)."""
 
     type_url = resource.LISTENER
 
@@ -161,9 +172,12 @@ class ListenerCache:
         self._kinds: KindTranslator[ListenerKindSpec] = KindTranslator(self.type_url, _listener_shape)
         # Where each plugin listener of the last build was served: it keeps that address.
         self._served_at: dict[str, tuple[str, int]] = {}
+        self._http_filters: HttpFilters = ()
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._kinds.bind(contributions.listener_kinds)
+        self._http_filters = contributions.http_filters
+        self._chains = {}  # built with other filters
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
@@ -231,7 +245,7 @@ class ListenerCache:
             # Cached as a complete Listener.filter_chains field, ready to concatenate.
             entries = self._chains.get(chain) or previous.get(chain)
             if entries is None:
-                message = chain.build(self.settings)
+                message = chain.build(self.settings, self._http_filters)
                 problems = violations(message)
                 if problems:
                     note = violation_note(

@@ -8,8 +8,10 @@ fallback certificate.  Gateway listeners use ``<listener>`` and ``<listener>/<fq
 Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
 ``VirtualHost`` together with the set of routes it came from and the serialised ``Route`` of each:
 an unchanged route set reuses the bytes as they are, a changed one is re-sorted and re-assembled
-translating only the routes not seen before.  The virtual-host-wide policies (CORS, rate limit, IP
-filter) are part of the memo: when only they change, the routes' bytes are reused as they are.
+translating only the routes not seen before.  The virtual-host-wide policies (what per-virtual-host
+filter configs read, :meth:`cpx.dag.dag.VirtualHost.policies`) are part of the memo: when only they
+change, the routes' bytes are reused as they are.  Per-filter configs come from the HTTP filters
+bound with :meth:`RouteCache.bind_contributions`.
 A RouteConfiguration is the concatenation of cached bytes (see
 :func:`cpx.xds.envoy.common.embedded`), and one whose bytes did not change keeps its Resource
 object.  Only what the latest DAG uses stays memoised.
@@ -28,12 +30,13 @@ from envoy.config.route.v3 import route_pb2 as route_v3
 
 from cpx.config import Config
 from cpx.dag.dag import DAG, Listener, VirtualHost
-from cpx.dag.nodes import CORSPolicy, IPFilter, LocalRateLimit, PathKind, PathMatch, Route
+from cpx.dag.nodes import PathKind, PathMatch, Route
 from cpx.dag.sorting import route_key
 from cpx.isolation import Fault
 from cpx.xds import resource
 from cpx.xds.constraints.notes import violation_note
 from cpx.xds.constraints.validate import violations
+from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
     build_route,
@@ -41,6 +44,7 @@ from cpx.xds.envoy.route import (
     virtual_host_tail,
     wildcard_authority_match,
 )
+from cpx.xds.httpfilters import HttpFilters
 from cpx.xds.resource import Resource, content_version
 
 # Contour's names in static (non-Gateway) mode.
@@ -52,7 +56,7 @@ _ROUTES_FIELD = 3  # VirtualHost.routes
 
 VHostKey = tuple[str, str, bool]  # listener, fqdn, secure
 # A virtual host's own policies: what its entry depends on besides its name and routes.
-VHostPolicies = tuple[CORSPolicy | None, LocalRateLimit | None, IPFilter | None]
+VHostPolicies = tuple[object, ...]
 # A route's Contour sort key and its ready-to-concatenate VirtualHost.routes entry.
 _Piece = tuple[tuple[object, ...], bytes]
 
@@ -105,6 +109,11 @@ class RouteCache:
         # Per RouteConfiguration, the entries its body was joined from (to skip re-joining).
         self._entries: dict[str, list[bytes]] = {}
         self._tail = _route_config_tail()
+        self._http_filters: HttpFilters = ()
+
+    def bind_contributions(self, contributions: Contributions) -> None:
+        self._http_filters = contributions.http_filters
+        self._vhosts = {}  # translated with other filters
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
@@ -114,7 +123,7 @@ class RouteCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
-        builder = _Build(self._vhosts)
+        builder = _Build(self._vhosts, self._http_filters)
         self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
         # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
@@ -213,8 +222,9 @@ _NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
 class _Build:
     """One on_change: reads the previous memo table and fills a new one with what it uses."""
 
-    def __init__(self, previous: dict[VHostKey, _Translated]) -> None:
+    def __init__(self, previous: dict[VHostKey, _Translated], filters: HttpFilters) -> None:
         self.previous = previous
+        self.filters = filters
         self.current: dict[VHostKey, _Translated] = {}
         self.faults: list[Fault] = []
 
@@ -227,10 +237,10 @@ class _Build:
             done = current.get(key)
             if done is None:
                 done = previous.get(key)
-                policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+                policies = vhost.policies()
                 if done is None or done.routes != vhost.routes or done.policies != policies:
                     pieces = done.pieces if done else {}
-                    done = translate(vhost.name, False, dict(vhost.routes), policies, pieces)
+                    done = translate(vhost, False, policies, pieces)
                 current[key] = done
             entries.append(done.entry)
         return entries
@@ -241,21 +251,14 @@ class _Build:
         if done is not None:
             return done.entry
         before = self.previous.get(key)
-        policies = (vhost.cors, vhost.local_rate_limit, vhost.ip_filter)
+        policies = vhost.policies()
         if before is None or before.routes != vhost.routes or before.policies != policies:
-            before = self._translate(
-                vhost.name, secure, dict(vhost.routes), policies, before.pieces if before else {}
-            )
+            before = self._translate(vhost, secure, policies, before.pieces if before else {})
         self.current[key] = before
         return before.entry
 
     def _translate(
-        self,
-        fqdn: str,
-        secure: bool,
-        routes: dict[str, Route],
-        policies: VHostPolicies,
-        known: dict[Route, _Piece],
+        self, vhost: VirtualHost, secure: bool, policies: VHostPolicies, known: dict[Route, _Piece]
     ) -> _Translated:
         """Re-assemble a changed virtual host, translating (and keying) only routes not seen before.
 
@@ -264,6 +267,7 @@ class _Build:
         route, head or tail that breaks Envoy's rules is left out and reported as a fault of the
         objects it came from; such a virtual host is not memoised, so the fault is found again.
         """
+        fqdn, routes, filters = vhost.name, dict(vhost.routes), self.filters
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
         faults = self.faults
@@ -271,7 +275,7 @@ class _Build:
         for route in routes.values():
             piece = known.get(route)
             if piece is None:
-                message = build_route(route, secure, authority, fqdn)
+                message = build_route(route, secure, authority, fqdn, filters)
                 problems = violations(message)
                 if problems:
                     origins = frozenset((route.origin,)) if route.origin is not None else frozenset()
@@ -281,7 +285,7 @@ class _Build:
                 body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
-        head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(fqdn, *policies)
+        head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(vhost, filters)
         whole = route_components.VirtualHost()  # head and tail together: the vhost without routes
         whole.CopyFrom(head_message)
         whole.MergeFrom(tail_message)
@@ -294,7 +298,7 @@ class _Build:
         head = head_message.SerializeToString(deterministic=True)
         tail = tail_message.SerializeToString(deterministic=True)
         ordered = sorted(pieces.values(), key=itemgetter(0))
-        vhost = b"".join((head, *(p[1] for p in ordered), tail))
+        body = b"".join((head, *(p[1] for p in ordered), tail))
         # A sentinel route set when something was left out: the next build translates it again.
         kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
-        return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, vhost), pieces)
+        return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)

@@ -1,8 +1,9 @@
-"""The HTTP filters every connection manager carries and the per-route configs that switch them on.
+"""Envoy messages of the builtin HTTP filters and of the per-route configs that switch them on.
 
-Contour's listeners always hold the same policy filters, inert until a virtual host, route or
-weighted cluster says otherwise through ``typed_per_filter_config`` (``internal/envoy/v3/listener.go``,
-``route.go``, ``ratelimit.go``):
+The builtin plugin contributes these filters (:mod:`cpx.builtin.filters`); the caches know them
+only as contributions.  Contour's listeners always hold the same policy filters, inert until a
+virtual host, route or weighted cluster says otherwise through ``typed_per_filter_config``
+(``internal/envoy/v3/listener.go``, ``route.go``, ``ratelimit.go``):
 
 - ``envoy.filters.http.cors``: CORS, per virtual host (:func:`cors_policy`).
 - ``envoy.filters.http.local_ratelimit``: no token bucket at the filter level, so nothing is
@@ -42,7 +43,7 @@ from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors
 from envoy.extensions.filters.http.local_ratelimit.v3 import local_rate_limit_pb2 as local_ratelimit
 from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as rbac_filter
-from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from envoy.extensions.filters.http.router.v3 import router_pb2 as router
 from envoy.extensions.internal_redirect.previous_routes.v3 import (
     previous_routes_config_pb2 as previous_routes,
 )
@@ -53,7 +54,7 @@ from envoy.type.matcher.v3 import regex_pb2 as regex_matcher
 from envoy.type.matcher.v3 import string_pb2 as string_matcher
 from envoy.type.v3 import http_status_pb2 as http_status
 from envoy.type.v3 import percent_pb2 as percent
-from google.protobuf import any_pb2, struct_pb2
+from google.protobuf import struct_pb2
 
 from cpx.dag.nodes import (
     CookieRewrite,
@@ -66,10 +67,12 @@ from cpx.dag.nodes import (
 )
 from cpx.xds.envoy.common import seconds, to_any
 
+LUA_FILTER = "envoy.filters.http.lua"
 CORS_FILTER = "envoy.filters.http.cors"
 LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit"
 COOKIE_REWRITE_FILTER = "envoy.filters.http.lua.cookie_rewrite"
 RBAC_FILTER = "envoy.filters.http.rbac"
+ROUTER_FILTER = "router"
 # The single RBAC policy of an IP filter (Contour's name).
 IP_RULES_POLICY = "ip-rules"
 # CORSPolicy.allow_origin entries with this prefix are RE2 regexes.
@@ -80,6 +83,25 @@ PREVIOUS_ROUTES = "envoy.internal_redirect_predicates.previous_routes"
 
 _OVERWRITE = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 _STATUS_CODES = frozenset(v.number for v in http_status.StatusCode.DESCRIPTOR.values if v.number)
+
+# Contour's FilterMisdirectedRequests, reproduced: a TLS connection whose SNI selected this virtual
+# host must not be used for requests to another host (RFC 6066 / RFC 7540 9.1.2).  The port is
+# stripped here too, so the check holds even if the connection manager keeps ports.
+_MISDIRECTED_LUA = """
+function envoy_on_request(request_handle)
+\tlocal headers = request_handle:headers()
+\tlocal host = string.lower(headers:get(":authority") or "")
+\thost = string.gsub(host, ":%%d+$", "")
+\tlocal target = %s
+
+\tif host ~= target then
+\t\trequest_handle:respond(
+\t\t\t{[":status"] = "421"},
+\t\t\tstring.format("misdirected request to %%q", host)
+\t\t)
+\tend
+end
+"""
 
 COOKIE_REWRITE_LUA = """\
 -- cpx cookie rewrite: the route's LuaPerRoute filter_context holds {cookies = {<name> = rule}},
@@ -158,29 +180,46 @@ end
 """
 
 
-# -- connection manager filters --------------------------------------------------------------------
+# -- connection manager filters: inert at the listener level ----------------------------------------
 
 
 @functools.cache
-def _policy_filters() -> tuple[bytes, ...]:
-    filters = (
-        hcm.HttpFilter(name=CORS_FILTER, typed_config=to_any(cors.Cors())),
-        # No token bucket: inert until a virtual host or route configures one.
-        hcm.HttpFilter(
-            name=LOCAL_RATELIMIT_FILTER,
-            typed_config=to_any(local_ratelimit.LocalRateLimit(stat_prefix="http")),
-        ),
-        # No script: the filter does nothing unless a route brings one.
-        hcm.HttpFilter(name=COOKIE_REWRITE_FILTER, typed_config=to_any(lua.Lua())),
-        # No rules: every request is allowed unless a virtual host or route has an IP filter.
-        hcm.HttpFilter(name=RBAC_FILTER, typed_config=to_any(rbac_filter.RBAC())),
-    )
-    return tuple(f.SerializeToString(deterministic=True) for f in filters)
+def cors_filter() -> cors.Cors:
+    return cors.Cors()
 
 
-def policy_filters() -> list[hcm.HttpFilter]:
-    """The policy filters, in Contour's order (after the 421 Lua filter, before the router)."""
-    return [hcm.HttpFilter.FromString(data) for data in _policy_filters()]
+@functools.cache
+def local_rate_limit_filter() -> local_ratelimit.LocalRateLimit:
+    """No token bucket: inert until a virtual host or route configures one."""
+    return local_ratelimit.LocalRateLimit(stat_prefix="http")
+
+
+@functools.cache
+def cookie_rewrite_filter() -> lua.Lua:
+    """No script: the filter does nothing unless a route brings one."""
+    return lua.Lua()
+
+
+@functools.cache
+def rbac_filter_config() -> rbac_filter.RBAC:
+    """No rules: every request is allowed unless a virtual host or route has an IP filter."""
+    return rbac_filter.RBAC()
+
+
+@functools.cache
+def router_filter() -> router.Router:
+    return router.Router()
+
+
+def misdirected_request_lua(fqdn: str) -> lua.Lua:
+    """The Lua filter answering 421 when ``:authority`` is not the host the SNI selected."""
+    if fqdn.startswith("*."):
+        # The chain matched some name under the wildcard: compare with the SNI actually sent.
+        target = "string.lower(request_handle:streamInfo():requestedServerName())"
+    else:
+        target = '"' + fqdn.lower() + '"'
+    code = _MISDIRECTED_LUA % target
+    return lua.Lua(default_source_code=core_base.DataSource(inline_string=code))
 
 
 # -- CORS ------------------------------------------------------------------------------------------
@@ -311,26 +350,16 @@ def cookie_rewrite_per_route(rules: Iterable[CookieRewrite]) -> lua.LuaPerRoute:
 
 
 # -- memoised per-filter configs (routes and virtual hosts share policy nodes) -------------------
+# The same message object for the same node: the core packs each one once (cpx.xds.httpfilters.pack).
+
+cors_policy_cached = functools.lru_cache(maxsize=4096)(cors_policy)
+local_rate_limit_cached = functools.lru_cache(maxsize=4096)(local_rate_limit)
+ip_filter_cached = functools.lru_cache(maxsize=4096)(ip_filter_per_route)
 
 
 @functools.lru_cache(maxsize=4096)
-def cors_any(policy: CORSPolicy) -> any_pb2.Any:
-    return to_any(cors_policy(policy))
-
-
-@functools.lru_cache(maxsize=4096)
-def local_rate_limit_any(limit: LocalRateLimit, stat_prefix: str) -> any_pb2.Any:
-    return to_any(local_rate_limit(limit, stat_prefix))
-
-
-@functools.lru_cache(maxsize=4096)
-def ip_filter_any(ip_filter: IPFilter) -> any_pb2.Any:
-    return to_any(ip_filter_per_route(ip_filter))
-
-
-@functools.lru_cache(maxsize=4096)
-def cookie_rewrite_any(rules: tuple[CookieRewrite, ...]) -> any_pb2.Any:
-    return to_any(cookie_rewrite_per_route(rules))
+def cookie_rewrite_cached(rules: tuple[CookieRewrite, ...]) -> lua.LuaPerRoute:
+    return cookie_rewrite_per_route(rules)
 
 
 # -- route action pieces ---------------------------------------------------------------------------

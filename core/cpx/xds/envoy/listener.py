@@ -12,8 +12,6 @@ from envoy.config.core.v3 import protocol_pb2 as core_protocol
 from envoy.config.listener.v3 import listener_components_pb2 as listener_components
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from envoy.extensions.access_loggers.stream.v3 import stream_pb2 as stream_log
-from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
-from envoy.extensions.filters.http.router.v3 import router_pb2 as router
 from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
@@ -26,7 +24,6 @@ from google.protobuf import wrappers_pb2
 from cpx.config import Config
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
-from cpx.xds.envoy.filters import policy_filters
 from cpx.xds.naming import cluster_name, secret_name
 
 HCM_FILTER = "envoy.filters.network.http_connection_manager"
@@ -34,8 +31,6 @@ TCP_PROXY_FILTER = "envoy.filters.network.tcp_proxy"
 TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
 PROXY_PROTOCOL = "envoy.filters.listener.proxy_protocol"
 TLS_TRANSPORT_SOCKET = "envoy.transport_sockets.tls"
-LUA_FILTER = "envoy.filters.http.lua"
-ROUTER_FILTER = "router"
 FALLBACK_CHAIN = "fallback-certificate"
 # Contour's TCP proxy idle timeout (issue #1074): longer than common keepalives.
 TCP_PROXY_IDLE_TIMEOUT = 9001.0
@@ -46,25 +41,6 @@ _TLS_VERSIONS = {
     "1.2": tls_common.TlsParameters.TLSv1_2,
     "1.3": tls_common.TlsParameters.TLSv1_3,
 }
-
-# Contour's FilterMisdirectedRequests, reproduced: a TLS connection whose SNI selected this virtual
-# host must not be used for requests to another host (RFC 6066 / RFC 7540 9.1.2).  The port is
-# stripped here too, so the check holds even if the connection manager keeps ports.
-_MISDIRECTED_LUA = """
-function envoy_on_request(request_handle)
-\tlocal headers = request_handle:headers()
-\tlocal host = string.lower(headers:get(":authority") or "")
-\thost = string.gsub(host, ":%%d+$", "")
-\tlocal target = %s
-
-\tif host ~= target then
-\t\trequest_handle:respond(
-\t\t\t{[":status"] = "421"},
-\t\t\tstring.format("misdirected request to %%q", host)
-\t\t)
-\tend
-end
-"""
 
 
 @attrs.frozen(kw_only=True)
@@ -133,43 +109,27 @@ def tls_version(version: str, default: int = tls_common.TlsParameters.TLS_AUTO) 
 # -- HTTP ------------------------------------------------------------------------------------------
 
 
-def misdirected_request_filter(fqdn: str) -> hcm.HttpFilter:
-    """The Lua filter answering 421 when ``:authority`` is not the host the SNI selected."""
-    if fqdn.startswith("*."):
-        # The chain matched some name under the wildcard: compare with the SNI actually sent.
-        target = "string.lower(request_handle:streamInfo():requestedServerName())"
-    else:
-        target = '"' + fqdn.lower() + '"'
-    code = _MISDIRECTED_LUA % target
-    config = lua.Lua(default_source_code=core_base.DataSource(inline_string=code))
-    return hcm.HttpFilter(name=LUA_FILTER, typed_config=to_any(config))
-
-
-def router_filter() -> hcm.HttpFilter:
-    return hcm.HttpFilter(name=ROUTER_FILTER, typed_config=to_any(router.Router()))
-
-
 def http_connection_manager(
     route_config_name: str,
     stat_prefix: str,
     settings: HTTPSettings,
-    first_filters: Sequence[hcm.HttpFilter] = (),
+    http_filters: Sequence[hcm.HttpFilter],
 ) -> listener_components.Filter:
     """Contour's HTTPConnectionManagerBuilder with its default settings.
 
-    Filters: ``first_filters`` (the 421 check), the policy filters that routes and virtual hosts
-    switch on (CORS, local rate limit, cookie-rewrite Lua, RBAC), and the router last.
+    ``http_filters`` are what the plugins contribute for this chain, in order (see
+    :mod:`cpx.xds.httpfilters`), the router last.
     """
     manager = hcm.HttpConnectionManager(
         stat_prefix=stat_prefix,
         rds=hcm.Rds(route_config_name=route_config_name, config_source=ads_config_source()),
-        http_filters=[*first_filters, *policy_filters(), router_filter()],
+        http_filters=list(http_filters),
         # HTTP/1.0 requests that carry a Host header are served (Contour #537).
         http_protocol_options=core_protocol.Http1ProtocolOptions(accept_http_10=True),
         use_remote_address=wrappers_pb2.BoolValue(value=True),
         normalize_path=wrappers_pb2.BoolValue(value=True),
         merge_slashes=settings.merge_slashes,
-        # Host ports never take part in virtual host matching (nor in the 421 check).
+        # Host ports never take part in virtual host matching (nor in filters' host checks).
         strip_any_host_port=True,
         preserve_external_request_id=True,
         request_timeout=seconds(settings.request_timeout),

@@ -1,4 +1,8 @@
-"""DAG routes as Envoy ``Route`` and ``VirtualHost`` messages (Contour's envoy/v3/route.go)."""
+"""DAG routes as Envoy ``Route`` and ``VirtualHost`` messages (Contour's envoy/v3/route.go).
+
+``typed_per_filter_config`` comes from the HTTP filters plugins contribute (the builtin CORS, rate
+limit, cookie-rewrite and RBAC ones included): see :mod:`cpx.xds.httpfilters`.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,13 @@ from envoy.type.matcher.v3 import regex_pb2 as regex_matcher
 from envoy.type.matcher.v3 import string_pb2 as string_matcher
 from envoy.type.v3 import percent_pb2 as percent
 
+from cpx.dag.dag import VirtualHost
 from cpx.dag.nodes import (
-    Cluster,
-    CookieRewrite,
-    CORSPolicy,
     DirectResponse,
     HeaderMatch,
     HeaderMatchKind,
     HeadersPolicy,
     HeaderValue,
-    IPFilter,
-    LocalRateLimit,
     MirrorPolicy,
     PathKind,
     QueryMatch,
@@ -32,18 +32,13 @@ from cpx.dag.nodes import (
 )
 from cpx.dag.sorting import sorted_headers, sorted_query
 from cpx.xds.envoy.common import timeout
-from cpx.xds.envoy.filters import (
-    COOKIE_REWRITE_FILTER,
-    CORS_FILTER,
-    LOCAL_RATELIMIT_FILTER,
-    RBAC_FILTER,
-    cookie_rewrite_any,
-    cors_any,
-    hash_policy,
-    internal_redirect_policy,
-    ip_filter_any,
-    local_rate_limit_any,
-    merge_cookie_rewrites,
+from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
+from cpx.xds.httpfilters import (
+    HttpFilters,
+    route_configs,
+    route_site,
+    virtual_host_configs,
+    weighted_cluster_configs,
 )
 from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
 
@@ -91,31 +86,15 @@ def virtual_host_head(fqdn: str) -> route_components.VirtualHost:
     return route_components.VirtualHost(name=vhost_name(fqdn), domains=[fqdn])
 
 
-def rate_limit_stat_prefix(fqdn: str) -> str:
-    """Contour's local rate limit stat prefix, for virtual host and route buckets alike."""
-    return "vhost." + fqdn
-
-
-def virtual_host_tail(
-    fqdn: str,
-    cors: CORSPolicy | None = None,
-    local_rate_limit: LocalRateLimit | None = None,
-    ip_filter: IPFilter | None = None,
-) -> route_components.VirtualHost:
-    """The virtual-host-wide policies: the VirtualHost fields that follow ``routes``.
+def virtual_host_tail(vhost: VirtualHost, filters: HttpFilters = ()) -> route_components.VirtualHost:
+    """The virtual-host-wide policies (the filters' per-virtual-host configs): the VirtualHost
+    fields that follow ``routes``.
 
     Serialised after the routes, so that head + routes + tail is the canonical encoding.
     """
     out = route_components.VirtualHost()
-    configs = out.typed_per_filter_config
-    if cors is not None:
-        configs[CORS_FILTER].CopyFrom(cors_any(cors))
-    if local_rate_limit is not None:
-        configs[LOCAL_RATELIMIT_FILTER].CopyFrom(
-            local_rate_limit_any(local_rate_limit, rate_limit_stat_prefix(fqdn))
-        )
-    if ip_filter is not None:
-        configs[RBAC_FILTER].CopyFrom(ip_filter_any(ip_filter))
+    for name, config in virtual_host_configs(filters, vhost):
+        out.typed_per_filter_config[name].CopyFrom(config)
     return out
 
 
@@ -251,21 +230,22 @@ def mirror_policy(mirror: MirrorPolicy) -> route_components.RouteAction.RequestM
     return policy
 
 
-def _single_simple_cluster(clusters: tuple[Cluster, ...]) -> bool:
-    """One cluster without its own header policies or cookie rewrites goes on ``route.cluster``
+def _single_simple_cluster(route: Route, filters: HttpFilters) -> bool:
+    """One cluster without its own header policies or per-filter configs goes on ``route.cluster``
     (Contour's rule)."""
+    if len(route.clusters) != 1:
+        return False
+    only = route.clusters[0]
     return (
-        len(clusters) == 1
-        and clusters[0].request_headers.is_empty()
-        and clusters[0].response_headers.is_empty()
-        and not clusters[0].cookie_rewrites
+        only.request_headers.is_empty()
+        and only.response_headers.is_empty()
+        and not weighted_cluster_configs(filters, route, only)
     )
 
 
-def weighted_clusters(
-    clusters: tuple[Cluster, ...], route_cookie_rewrites: tuple[CookieRewrite, ...] = ()
-) -> route_components.WeightedCluster:
-    """Split by weight; a cluster's own cookie rewrites (merged over the route's) go on its entry."""
+def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_components.WeightedCluster:
+    """Split by weight; a cluster's own per-filter configs go on its entry."""
+    clusters = route.clusters
     even = all(c.weight == 0 for c in clusters)  # no weights given: split evenly
     entries = []
     for cluster in clusters:
@@ -280,20 +260,19 @@ def weighted_clusters(
         if not resp.is_empty():
             entry.response_headers_to_add.extend(header_value_options(resp))
             entry.response_headers_to_remove.extend(resp.remove)
-        if cluster.cookie_rewrites:
-            rules = merge_cookie_rewrites(route_cookie_rewrites, cluster.cookie_rewrites)
-            entry.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
+        for name, config in weighted_cluster_configs(filters, route, cluster):
+            entry.typed_per_filter_config[name].CopyFrom(config)
         entries.append(entry)
     entries.sort(key=lambda e: (e.name, e.weight.value))
     return route_components.WeightedCluster(clusters=entries)
 
 
-def route_action(route: Route) -> route_components.RouteAction:
+def route_action(route: Route, filters: HttpFilters = ()) -> route_components.RouteAction:
     action = route_components.RouteAction()
-    if _single_simple_cluster(route.clusters):
+    if _single_simple_cluster(route, filters):
         action.cluster = cluster_name(route.clusters[0])
     else:
-        action.weighted_clusters.CopyFrom(weighted_clusters(route.clusters, route.cookie_rewrites))
+        action.weighted_clusters.CopyFrom(weighted_clusters(route, filters))
     policy = route.timeout_policy
     if policy.response is not None:
         action.timeout.CopyFrom(timeout(policy.response))
@@ -320,12 +299,16 @@ def route_action(route: Route) -> route_components.RouteAction:
 
 
 def build_route(
-    route: Route, secure: bool, extra_header: HeaderMatch | None = None, fqdn: str = ""
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None = None,
+    fqdn: str = "",
+    filters: HttpFilters = (),
 ) -> route_components.Route:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
-    ``fqdn`` names the virtual host in the stats of a route's own rate limit.
+    ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
     """
     out = route_components.Route(match=route_match(route, extra_header))
     if route.https_redirect and not secure:
@@ -338,22 +321,13 @@ def build_route(
         # A route whose Services are all missing answers 503, like Contour's dangling references.
         out.direct_response.status = 503
     else:
-        out.route.CopyFrom(route_action(route))
+        out.route.CopyFrom(route_action(route, filters))
         if not route.request_headers.is_empty():
             out.request_headers_to_add.extend(header_value_options(route.request_headers))
             out.request_headers_to_remove.extend(route.request_headers.remove)
         if not route.response_headers.is_empty():
             out.response_headers_to_add.extend(header_value_options(route.response_headers))
             out.response_headers_to_remove.extend(route.response_headers.remove)
-        if route.cookie_rewrites:
-            # Clusters with rules of their own override this on their weighted entries.
-            rules = merge_cookie_rewrites(route.cookie_rewrites)
-            out.typed_per_filter_config[COOKIE_REWRITE_FILTER].CopyFrom(cookie_rewrite_any(rules))
-    # A route's rate limit and IP filter replace the virtual host's, whatever the route does.
-    if route.local_rate_limit is not None:
-        out.typed_per_filter_config[LOCAL_RATELIMIT_FILTER].CopyFrom(
-            local_rate_limit_any(route.local_rate_limit, rate_limit_stat_prefix(fqdn))
-        )
-    if route.ip_filter is not None:
-        out.typed_per_filter_config[RBAC_FILTER].CopyFrom(ip_filter_any(route.ip_filter))
+    for name, config in route_configs(filters, route, route_site(fqdn, secure)):
+        out.typed_per_filter_config[name].CopyFrom(config)
     return out

@@ -1,0 +1,193 @@
+"""HTTP filters that plugins contribute (:class:`cpx.records.HttpFilterSpec`): their order in every
+connection manager, and the pieces the listener and route caches build from them.
+
+The core names no filter here but the terminal one: Envoy requires the router last.  Everything
+else (the builtin CORS, rate limit, RBAC, Lua filters included) is a contribution like any other.
+"""
+
+from __future__ import annotations
+
+import functools
+import graphlib
+import heapq
+from collections.abc import Sequence
+
+from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
+
+from cpx.dag.dag import VirtualHost
+from cpx.dag.nodes import Cluster, Route
+from cpx.errors import PluginError
+from cpx.records import FilterSite, HttpFilterSpec, RouteSite
+from cpx.xds.envoy.common import to_any
+
+TERMINAL_FILTER = "router"
+
+HttpFilters = tuple[HttpFilterSpec, ...]
+
+
+def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> HttpFilters:
+    """(plugin, spec) pairs in connection-manager order: ``after``/``before`` constraints first;
+    otherwise each filter goes as late as they allow, in plugin order (the core first) and then by
+    name, so a filter without constraints lands just before the router, which is always last.
+
+    A duplicate name, a constraint naming a filter no enabled plugin contributes, and a cycle
+    are start-up errors naming the plugins involved.
+    """
+    owners: dict[str, str] = {}
+    specs: dict[str, HttpFilterSpec] = {}
+    for plugin, spec in contributed:
+        if spec.name in owners:
+            raise PluginError(
+                f"HTTP filter {spec.name!r} is registered by both {owners[spec.name]!r} and {plugin!r}"
+            )
+        if spec.per_route is not None and spec.per_route_at is not None:
+            raise PluginError(
+                f"HTTP filter {spec.name!r} of plugin {plugin!r} sets both per_route and per_route_at"
+            )
+        owners[spec.name], specs[spec.name] = plugin, spec
+    preceding: dict[str, set[str]] = {name: set() for name in specs}
+    for name, spec in specs.items():
+        for other in (*spec.after, *spec.before):
+            if other not in specs:
+                raise PluginError(
+                    f"HTTP filter {name!r} of plugin {owners[name]!r} is ordered against {other!r}, "
+                    "which no enabled plugin contributes"
+                )
+        preceding[name].update(spec.after)
+        for other in spec.before:
+            preceding[other].add(name)
+    if TERMINAL_FILTER in specs:
+        preceding[TERMINAL_FILTER].update(n for n in specs if n != TERMINAL_FILTER)
+    try:
+        graphlib.TopologicalSorter(preceding).prepare()
+    except graphlib.CycleError as err:
+        cycle = " -> ".join(f"{n!r} ({owners[n]})" for n in err.args[1])
+        raise PluginError(f"HTTP filter ordering has a cycle: {cycle}") from None
+    rank = {plugin: i for i, plugin in enumerate(dict.fromkeys(owners.values()))}
+    base = sorted(specs, key=lambda n: (rank[owners[n]], n))
+    return tuple(specs[name] for name in _latest_first(preceding, base))
+
+
+def _latest_first(preceding: dict[str, set[str]], base: list[str]) -> list[str]:
+    """A topological order built from the back: of the names nothing still placed needs to come
+    before, the latest in ``base`` goes last each time."""
+    position = {name: i for i, name in enumerate(base)}
+    waiting = dict.fromkeys(preceding, 0)  # names after this one not placed yet
+    for before in preceding.values():
+        for name in before:
+            waiting[name] += 1
+    ready = [-position[n] for n, count in waiting.items() if count == 0]
+    heapq.heapify(ready)
+    backwards: list[str] = []
+    while ready:
+        name = base[-heapq.heappop(ready)]
+        backwards.append(name)
+        for earlier in preceding[name]:
+            waiting[earlier] -= 1
+            if waiting[earlier] == 0:
+                heapq.heappush(ready, -position[earlier])
+    return backwards[::-1]
+
+
+# -- packing, memoised by identity -------------------------------------------------------------------
+
+_MEMO_LIMIT = 1024
+# id(message) -> (message, its Any): the message is kept so that its id is not reused meanwhile.
+_packed: dict[int, tuple[Message, any_pb2.Any]] = {}
+# (filter name, id(config)) -> (config, the serialised HttpFilter), likewise.
+_entries: dict[tuple[str, int], tuple[Message, bytes]] = {}
+
+
+def pack(message: Message) -> any_pb2.Any:
+    """``message`` as an ``Any``; configs that plugins memoise (the same object for the same
+    input) are serialised once.  The caller copies the result, never changes it."""
+    known = _packed.get(id(message))
+    if known is not None and known[0] is message:
+        return known[1]
+    if len(_packed) >= _MEMO_LIMIT:
+        _packed.clear()
+    packed = to_any(message)
+    _packed[id(message)] = (message, packed)
+    return packed
+
+
+def _entry(name: str, config: Message) -> bytes:
+    """A connection manager's ``HttpFilter``, serialised: once per site-independent config."""
+    key = (name, id(config))
+    known = _entries.get(key)
+    if known is not None and known[0] is config:
+        return known[1]
+    if len(_entries) >= _MEMO_LIMIT:
+        _entries.clear()
+    data: bytes = hcm.HttpFilter(name=name, typed_config=to_any(config)).SerializeToString(deterministic=True)
+    _entries[key] = (config, data)
+    return data
+
+
+# -- connection managers -----------------------------------------------------------------------------
+
+
+# Chains are memoised by the listener cache too: this spares rebuilding a site's filters when a
+# chain changes for another reason (its certificate, its TLS parameters).
+@functools.lru_cache(maxsize=1024)
+def _encoded_filters(filters: HttpFilters, site: FilterSite) -> tuple[bytes, ...]:
+    configs = ((spec.name, spec.config(site)) for spec in filters)
+    return tuple(_entry(name, config) for name, config in configs if config is not None)
+
+
+def connection_manager_filters(filters: HttpFilters, site: FilterSite) -> list[hcm.HttpFilter]:
+    """The ``http_filters`` of a connection manager at ``site``, in order."""
+    return [hcm.HttpFilter.FromString(data) for data in _encoded_filters(filters, site)]
+
+
+# -- typed_per_filter_config -------------------------------------------------------------------------
+
+
+# Only the specs with a config of each kind, so that every route does not walk every filter.
+@functools.lru_cache(maxsize=64)
+def _having(filters: HttpFilters, kind: str) -> HttpFilters:
+    if kind == "per_route":
+        return tuple(s for s in filters if s.per_route is not None or s.per_route_at is not None)
+    return tuple(s for s in filters if getattr(s, kind) is not None)
+
+
+# Plain loops below: they run for every new route and virtual host, mostly finding no config.
+
+
+def virtual_host_configs(filters: HttpFilters, vhost: VirtualHost) -> list[tuple[str, any_pb2.Any]]:
+    out = []
+    for spec in _having(filters, "per_virtual_host"):
+        config = spec.per_virtual_host(vhost) if spec.per_virtual_host is not None else None
+        if config is not None:
+            out.append((spec.name, pack(config)))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def route_site(fqdn: str, secure: bool) -> RouteSite:
+    return RouteSite(virtual_host=fqdn, secure=secure)
+
+
+def route_configs(filters: HttpFilters, route: Route, site: RouteSite) -> list[tuple[str, any_pb2.Any]]:
+    out = []
+    for spec in _having(filters, "per_route"):
+        if spec.per_route_at is not None:
+            config = spec.per_route_at(route, site)
+        else:
+            config = spec.per_route(route) if spec.per_route is not None else None
+        if config is not None:
+            out.append((spec.name, pack(config)))
+    return out
+
+
+def weighted_cluster_configs(
+    filters: HttpFilters, route: Route, cluster: Cluster
+) -> list[tuple[str, any_pb2.Any]]:
+    out = []
+    for spec in _having(filters, "per_weighted_cluster"):
+        config = spec.per_weighted_cluster(route, cluster) if spec.per_weighted_cluster is not None else None
+        if config is not None:
+            out.append((spec.name, pack(config)))
+    return out
