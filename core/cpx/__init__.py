@@ -6,6 +6,7 @@ The public facade for plugin authors: the hook marker, the records plugins yield
 
 from __future__ import annotations
 
+from cpx.errors import PluginDeclined
 from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
 from cpx.objects import GroupVersionKind, ObjectKey
@@ -20,18 +21,23 @@ from cpx.records import (
     StatusWriterSpec,
     WatchSpec,
 )
+from cpx.sources.view import Lookups, ReadIndex, SourceView
 
 __version__ = "0.1.0"
 __all__ = [
     "GroupVersionKind",
+    "Lookups",
     "ObjectKey",
     "Observer",
     "OptionSpec",
     "Phase",
+    "PluginDeclined",
     "Processor",
     "ProcessorSpec",
+    "ReadIndex",
     "ResourceCache",
     "ResourceCacheSpec",
+    "SourceView",
     "StatusWriterSpec",
     "WatchSpec",
     "blame",

@@ -15,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
+from typing import Protocol
 
 import attrs
 
@@ -82,13 +85,40 @@ class ObjectFault(Exception):
         self.note = note
 
 
+class ReadAttribution(Protocol):
+    """Where a build records what each blamed object's translation reads (the source cache)."""
+
+    def attributed(self, key: ObjectKey) -> AbstractContextManager[None]: ...
+
+
+_attribution: ContextVar[ReadAttribution | None] = ContextVar("cpx_read_attribution", default=None)
+
+
+@contextlib.contextmanager
+def attributing_reads(to: ReadAttribution) -> Iterator[None]:
+    """While the block runs (a DAG build), :func:`blame` also records reads per object."""
+    token = _attribution.set(to)
+    try:
+        yield
+    finally:
+        _attribution.reset(token)
+
+
 @contextlib.contextmanager
 def blame(key: ObjectKey) -> Iterator[None]:
     """Attribute any exception raised inside to ``key``: a processor wraps each object's
     translation in it, so that one object's crash leaves out that object, not the build.
-    Nested uses keep the innermost object (an include's child, not its root)."""
+    Nested uses keep the innermost object (an include's child, not its root).
+
+    During a build, what the block reads from the source is recorded as ``key``'s reads too
+    (nested blocks count for the enclosing object as well): see ``SourceView.referencing``."""
+    attribution = _attribution.get()
     try:
-        yield
+        if attribution is None:
+            yield
+        else:
+            with attribution.attributed(key):
+                yield
     except ObjectFault:
         raise
     except Exception as err:

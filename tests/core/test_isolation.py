@@ -9,10 +9,10 @@ import pytest
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.isolation import blame, find_culprit, sanitize
-from cpx.objects import ObjectKey
+from cpx.objects import GroupVersionKind, ObjectKey
 from cpx.plugins import PluginHost
 from cpx.snapshot import BuildError, SnapshotHandler
-from cpx.sources.cache import SourceCache
+from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.resource import Snapshot
 
@@ -43,15 +43,18 @@ def ingress(name: str, *, boom: str = "", version: str = "1") -> dict[str, Any]:
     }
 
 
+INGRESS = GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses")
+
+
 class Bomb:
     """A processor that crashes on Ingresses annotated ``test/boom``: ``blind`` without saying
     which, ``blamed`` through :func:`cpx.isolation.blame`, ``always`` whatever the input."""
 
     runs = 0
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         Bomb.runs += 1
-        for obj in source.all_objects():
+        for obj in source.list(INGRESS):
             how = (obj.get("metadata") or {}).get("annotations", {}).get("test/boom")
             if how == "blind":
                 raise RuntimeError("kaboom\nforged log line")
@@ -169,7 +172,7 @@ def test_a_fault_no_object_explains_fails_the_build_and_keeps_the_last_snapshot(
 
 
 class _Always:
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         raise RuntimeError("always broken")
 
 

@@ -24,13 +24,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx import blame
+from cpx import SourceView, blame
 from cpx.config import Config
 from cpx.dag.dag import DAG, SecureVirtualHost
 from cpx.dag.nodes import DirectResponse, PathKind, Route, Secret, TCPProxy
 from cpx.errors import ConfigError
 from cpx.objects import ObjectKey
-from cpx.sources.cache import DelegationNotPermittedError, SourceCache
+from cpx.sources.cache import DelegationNotPermittedError
 from cpx.sources.secrets import SecretError
 from cpx.status import loadbalancer as lbstatus
 
@@ -154,7 +154,7 @@ class HTTPProxyProcessor:
         lb = lbstatus.load_balancer_status(config.option(lbstatus.STATUS_ADDRESS_OPTION.name))
         return cls(config=config, settings=Settings.from_config(config), load_balancer=lb)
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         _Run(self, dag, source).run()
 
 
@@ -193,7 +193,7 @@ class _Run:
 
     processor: HTTPProxyProcessor
     dag: DAG
-    source: SourceCache
+    source: SourceView
     proxies: dict[_Name, _Proxy] = attrs.field(factory=dict)
     statuses: dict[_Name, ProxyStatus] = attrs.field(factory=dict)
     orphaned: set[_Name] = attrs.field(factory=set)

@@ -16,6 +16,7 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 from __future__ import annotations
 
 import attrs
+from cpx import SourceView
 from cpx.config import Config
 from cpx.dag.nodes import (
     Cluster,
@@ -35,7 +36,6 @@ from cpx.dag.nodes import (
 )
 from cpx.dag.services import ServicePortError
 from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
 
 from cpx_httpproxy import model, policies
 from cpx_httpproxy.headers import (
@@ -197,7 +197,7 @@ def build_route(
     route: model.Route,
     *,
     namespace: str,
-    source: SourceCache,
+    source: SourceView,
     config: Config,
     status: ProxyStatus,
     referrer: ObjectKey,
@@ -380,7 +380,7 @@ def build_tcp_proxy(
     tcp: model.TCPProxy,
     *,
     namespace: str,
-    source: SourceCache,
+    source: SourceView,
     config: Config,
     status: ProxyStatus,
     referrer: ObjectKey,

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import attrs
+from cpx import SourceView
 from cpx.config import Config
 from cpx.dag.nodes import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 from cpx.dag.services import lookup_service_port
 from cpx.objects import ObjectKey
-from cpx.sources.cache import DelegationNotPermittedError, SourceCache
+from cpx.sources.cache import DelegationNotPermittedError
 from cpx.sources.secrets import SecretError
 
 from cpx_httpproxy import model
@@ -29,7 +30,7 @@ class Context:
     """What resolving a proxy's services needs: where it lives and where errors go."""
 
     namespace: str
-    source: SourceCache
+    source: SourceView
     config: Config
     status: ProxyStatus
     referrer: ObjectKey

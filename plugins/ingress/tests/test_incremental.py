@@ -65,13 +65,18 @@ class Incremental:
     def build(self) -> DAG:
         listeners = ("listeners", ListenerProcessor(self.config))
         dag = Builder([listeners, ("ingress", self.processor)]).build(self.source)
-        services, secrets = set(self.source.referenced_services), set(self.source.referenced_secrets)
+        references = service_and_secret_references(self.source)
         fresh_processor = IngressProcessor.from_config(self.config)
         fresh = Builder([listeners, ("ingress", fresh_processor)]).build(self.source)
         assert view(dag) == view(fresh)
         # The replayed build registers the same references as a full one.
-        assert (services, secrets) == (self.source.referenced_services, self.source.referenced_secrets)
+        assert references == service_and_secret_references(self.source)
         return dag
+
+
+def service_and_secret_references(source: SourceCache) -> set[ObjectKey]:
+    """The Services and Secrets the last build read: their changes trigger the next rebuild."""
+    return {key for key in source.references() if key.kind in ("Service", "Secret") and not key.group}
 
 
 def routes(dag: DAG, host: str, listener: str = HTTP_LISTENER) -> dict[str, Any]:

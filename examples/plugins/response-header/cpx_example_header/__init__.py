@@ -6,11 +6,10 @@ from collections.abc import Iterator
 
 import attrs
 
-from cpx import OptionSpec, Phase, ProcessorSpec, hookimpl
+from cpx import OptionSpec, Phase, ProcessorSpec, SourceView, hookimpl
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import HeaderValue
-from cpx.sources.cache import SourceCache
 
 
 class ResponseHeaderProcessor:
@@ -18,7 +17,7 @@ class ResponseHeaderProcessor:
         self.name = config.option("response_header_name", "x-served-by")
         self.value = config.option("response_header_value", "cpx")
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         header = HeaderValue(name=self.name, value=self.value)
         for listener in dag.listeners.values():
             for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
