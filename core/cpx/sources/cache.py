@@ -125,10 +125,11 @@ class SourceCache:
     _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     _ca_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     # What the last DAG build read (only changes to Services/Secrets in it trigger a rebuild),
-    # and per translated object what its translation read.
+    # per translated object what its translation read, and that inverted (when first asked).
     _build_reads: Lookups = attrs.field(factory=Lookups)
-    _by_object: ReadIndex = attrs.field(factory=ReadIndex)
-    _building: ReadIndex | None = None
+    _by_object: dict[ObjectKey, Lookups] = attrs.field(factory=dict)
+    _readers: dict[ObjectKey, set[ObjectKey]] | None = None
+    _building: dict[ObjectKey, Lookups] | None = None
     # Bumped on every real change; per-object and per-Service-endpoints revisions and logs.
     revision: int = 0
     _revisions: dict[ObjectKey, int] = attrs.field(factory=dict)
@@ -267,30 +268,18 @@ class SourceCache:
     def build_recording(self) -> Iterator[Lookups]:
         """Record one DAG build: what it reads decides which Service and Secret changes need the
         next rebuild, and what each translated object read answers :meth:`referencing`."""
-        by_object = ReadIndex()
+        by_object: dict[ObjectKey, Lookups] = {}
         outer, self._building = self._building, by_object
         try:
             with self.recording() as reads:
                 yield reads
         finally:
             self._building = outer
-            self._build_reads, self._by_object = reads, by_object
+            self._build_reads, self._by_object, self._readers = reads, by_object, None
 
-    @contextlib.contextmanager
-    def attributed(self, key: ObjectKey) -> Iterator[None]:
+    def attributed(self, key: ObjectKey) -> AbstractContextManager[object]:
         """Reads in the block are ``key``'s (:func:`cpx.blame` calls this during a build)."""
-        index = self._building
-        if index is None:
-            yield
-            return
-        with self.recording() as rec:
-            try:
-                yield
-            finally:
-                earlier = index.get(key)
-                if earlier is not None:  # blamed twice in one build (e.g. parsed, then translated)
-                    rec.merge(earlier)
-                index.add(key, rec)
+        return contextlib.nullcontext() if self._building is None else _Attributed(self, key)
 
     def references(self) -> set[ObjectKey]:
         """Every object the last build read (memoised results' reads included)."""
@@ -298,7 +287,13 @@ class SourceCache:
 
     def referencing(self, key: ObjectKey) -> frozenset[ObjectKey]:
         """The objects whose translation read ``key`` in the last build."""
-        found = set(self._by_object.referencing(key))
+        readers = self._readers
+        if readers is None:  # inverted once per build, when first asked
+            readers = self._readers = {}
+            for referrer, lookups in self._by_object.items():
+                for read in lookups.all_keys():
+                    readers.setdefault(read, set()).add(referrer)
+        found = set(readers.get(key, ()))
         for memo in self._build_reads.memos:
             found.update(memo.referencing(key))
         return frozenset(found)
@@ -404,6 +399,33 @@ class SourceCache:
         # The policy may depend on objects (delegations) that are not recorded here.
         self._record_volatile()
         return self.secret_policy(namespace, name, referrer, self.view)
+
+
+class _Attributed:
+    """A recording whose reads are also ``key``'s in the build being recorded.
+
+    A class, not a generator: HTTPProxy enters one per proxy per build."""
+
+    __slots__ = ("_cache", "_key", "_outer", "_rec")
+
+    def __init__(self, cache: SourceCache, key: ObjectKey) -> None:
+        self._cache, self._key = cache, key
+        self._outer: Lookups | None = None
+        self._rec = Lookups()
+
+    def __enter__(self) -> None:
+        self._outer, self._cache._recorder = self._cache._recorder, self._rec
+
+    def __exit__(self, *exc: object) -> None:
+        rec, outer, building = self._rec, self._outer, self._cache._building
+        self._cache._recorder = outer
+        if outer is not None:
+            outer.merge(rec)
+        if building is not None and (rec.keys or rec.volatile or rec.memos):
+            earlier = building.get(self._key)
+            if earlier is not None:  # blamed twice in one build (e.g. parsed, then translated)
+                rec.merge(earlier)
+            building[self._key] = rec
 
 
 class ReadOnlySource:

@@ -46,6 +46,12 @@ class Lookups:
     def __contains__(self, key: object) -> bool:
         return key in self.keys or any(key in memo for memo in self.memos)
 
+    def all_keys(self) -> Set[ObjectKey]:
+        """``keys`` and every key of the memos."""
+        if not self.memos:
+            return self.keys
+        return self.keys.union(*(memo.keys() for memo in self.memos))
+
     def merge(self, other: Lookups) -> None:
         self.keys |= other.keys
         self.volatile = self.volatile or other.volatile
@@ -70,7 +76,7 @@ class ReadIndex:
         """Record (replacing what was recorded before) what ``referrer``'s translation read."""
         self.discard(referrer)
         self._reads[referrer] = lookups
-        for key in _read_keys(lookups):
+        for key in lookups.all_keys():
             readers = self._readers.get(key)
             if readers is None:
                 readers = self._readers[key] = set()
@@ -85,7 +91,7 @@ class ReadIndex:
         old = self._reads.pop(referrer, None)
         if old is None:
             return
-        for key in _read_keys(old):
+        for key in old.all_keys():
             readers = self._readers.get(key)
             if readers is not None:
                 readers.discard(referrer)
@@ -110,12 +116,6 @@ class ReadIndex:
 
     def __len__(self) -> int:
         return len(self._reads)
-
-
-def _read_keys(lookups: Lookups) -> Set[ObjectKey]:
-    if not lookups.memos:
-        return lookups.keys
-    return lookups.keys.union(*(memo.keys() for memo in lookups.memos))
 
 
 class SourceView(Protocol):

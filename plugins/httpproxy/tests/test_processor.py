@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
+from cpx import SourceView
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -160,7 +161,7 @@ def build(
     return Builder([("listeners", ListenerProcessor(config)), ("httpproxy", processor)]).build(source)
 
 
-def allow_all(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+def allow_all(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView) -> bool:
     return True
 
 

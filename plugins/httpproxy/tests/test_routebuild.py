@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from cpx import SourceView
 from cpx.config import Config
 from cpx.dag.nodes import (
     Cluster,
@@ -313,7 +314,7 @@ def test_upstream_validation_ca_in_another_namespace_needs_delegation() -> None:
         "certificate delegation",
     )
 
-    def delegated(namespace: str, name: str, referrer: ObjectKey, _source: SourceCache) -> bool:
+    def delegated(namespace: str, name: str, referrer: ObjectKey, _source: SourceView) -> bool:
         return (namespace, name, referrer.namespace) == ("certs", "ca", NS)
 
     source = cache(service("web"), ca_secret("ca", namespace="certs"), policy=delegated)

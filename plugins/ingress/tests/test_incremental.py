@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 import pytest
 
+from cpx import SourceView
 from cpx.builtin.plugin import ListenerProcessor
 from cpx.config import Config
 from cpx.dag.builder import Builder
@@ -199,7 +200,7 @@ def test_cross_namespace_secrets_follow_the_policy_on_every_build(
 ) -> None:
     allowed: set[str] = set()
 
-    def policy(namespace: str, name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    def policy(namespace: str, name: str, referrer: ObjectKey, source: SourceView) -> bool:
         return namespace == referrer.namespace or referrer.namespace in allowed
 
     inc = Incremental(policy=policy)
@@ -263,7 +264,7 @@ class EarlierRoutes:
     def __init__(self, secret: Any) -> None:
         self.secret = secret
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         vhost = dag.ensure_virtual_host(HTTP_LISTENER, "example.com")
         vhost.add_route(
             Route(
@@ -284,7 +285,7 @@ class EarlierRoutes:
 class AddHeader:
     """A later processor that edits every route in place (like examples/plugins/response-header)."""
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         for listener in dag.listeners.values():
             for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
                 for key, route in vhost.routes.items():

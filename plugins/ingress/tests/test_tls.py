@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from cpx import SourceView
 from cpx.dag.dag import DAG, Note, SecureVirtualHost
 from cpx.dag.nodes import Route, TLSParams
 from cpx.objects import ObjectKey
-from cpx.sources.cache import SourceCache
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 
 KEY = ObjectKey("networking.k8s.io", "Ingress", "default", "web")
@@ -223,7 +223,7 @@ def test_cross_namespace_secret_allowed_by_the_policy(
 ) -> None:
     asked: list[tuple[str, str, ObjectKey]] = []
 
-    def delegated(namespace: str, name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    def delegated(namespace: str, name: str, referrer: ObjectKey, source: SourceView) -> bool:
         asked.append((namespace, name, referrer))
         return namespace == "certs"
 
