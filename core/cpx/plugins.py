@@ -80,6 +80,11 @@ def _raise_load_failure(manager: Any, entrypoint: Any, exc: BaseException) -> No
     raise PluginError(f"plugin {entrypoint.name!r} ({entrypoint.value}) failed to load: {exc}") from exc
 
 
+def _log_trace(text: str) -> None:
+    for line in text.rstrip().splitlines():  # one record per line: log lines stay one line each
+        trace_log.info("%s", line)
+
+
 @attrs.define(eq=False)
 class PluginHost:
     """The loaded plugins and a typed view of what they contribute."""
@@ -146,13 +151,15 @@ class PluginHost:
         ]
         for impl in plain:
             others = {other.plugin for other in plain if other.plugin is not impl.plugin}
+            if self._tracing:  # pluggy's trace names the hook, not whose implementation runs
+                trace_log.info("%s of plugin %s:", hook_name, impl.plugin_name)
             yield impl.plugin_name, self.pm.subset_hook_caller(hook_name, remove_plugins=others)
 
     def trace(self) -> None:
         """Log every hook call from now on (pluggy's tracing, at INFO on ``cpx.plugins.trace``)."""
         if self._tracing:
             return
-        self.pm.trace.root.setwriter(lambda text: trace_log.info("%s", text.rstrip()))
+        self.pm.trace.root.setwriter(_log_trace)
         self.pm.enable_tracing()
         self._tracing = True
 

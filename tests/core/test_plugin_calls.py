@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from cpx import PluginDeclined, ProcessorSpec, SourceView, hookimpl
 from cpx.builtin import plugin as core
+from cpx.cli import cli
 from cpx.cli.translate import translate
 from cpx.config import Config
 from cpx.dag.dag import DAG
@@ -147,3 +149,15 @@ def test_the_core_cannot_decline() -> None:
     host = PluginHost.from_modules([("core", plugin("core", [], configure=decline))])
     with pytest.raises(PluginError, match="core plugin cannot decline: no"):
         host.configure(Config())
+
+
+@pytest.mark.usefixtures("keep_logging")
+def test_cpx_translate_trace_plugins_logs_each_plugins_hook_calls(tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("")
+    args = ["translate", "--plugins", "ingress", "--trace-plugins", str(tmp_path)]
+    result = CliRunner().invoke(cli, args)  # the command logs to its stderr
+    assert result.exit_code == 0, result.output
+    assert "cpx.plugins.trace: cpx_dag_processors of plugin ingress:" in result.stderr
+    assert "cpx_dag_processors [hook]" in result.stderr
+    quiet = CliRunner().invoke(cli, [*args[:-2], str(tmp_path)])
+    assert "cpx.plugins.trace" not in quiet.stderr
