@@ -9,7 +9,7 @@ import pytest
 from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.isolation import blame, find_culprit, sanitize
-from cpx.objects import GroupVersionKind, ObjectKey
+from cpx.objects import ObjectKey
 from cpx.plugins import PluginHost
 from cpx.snapshot import BuildError, SnapshotHandler
 from cpx.sources.view import SourceView
@@ -43,9 +43,6 @@ def ingress(name: str, *, boom: str = "", version: str = "1") -> dict[str, Any]:
     }
 
 
-INGRESS = GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses")
-
-
 class Bomb:
     """A processor that crashes on Ingresses annotated ``test/boom``: ``blind`` without saying
     which, ``blamed`` through :func:`cpx.isolation.blame`, ``always`` whatever the input."""
@@ -54,7 +51,7 @@ class Bomb:
 
     def run(self, dag: DAG, source: SourceView) -> None:
         Bomb.runs += 1
-        for obj in source.list(INGRESS):
+        for obj in source.all_objects():
             how = (obj.get("metadata") or {}).get("annotations", {}).get("test/boom")
             if how == "blind":
                 raise RuntimeError("kaboom\nforged log line")

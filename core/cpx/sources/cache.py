@@ -322,6 +322,8 @@ class SourceCache:
         return iter(sorted(self._objects))
 
     def all_objects(self) -> Iterator[KubeObject]:
+        """Every object, by kind then (namespace, name) (a listing: recorded as volatile)."""
+        self._record_volatile()
         for kind in sorted(self._objects):
             store = self._objects[kind]
             for key in sorted(store):
@@ -457,6 +459,9 @@ class ReadOnlySource:
 
     def count(self, gvk: k8s.GroupVersionKind) -> int:
         return self._cache.count(gvk)
+
+    def all_objects(self) -> Iterator[KubeObject]:
+        return self._cache.all_objects()
 
     def lookup_service(self, namespace: str, name: str) -> KubeObject:
         return self._cache.lookup_service(namespace, name)

@@ -140,6 +140,9 @@ class SourceView(Protocol):
 
     def count(self, gvk: GroupVersionKind) -> int: ...
 
+    def all_objects(self) -> Iterator[KubeObject]:
+        """Every object, by kind then (namespace, name) (a listing: recorded as volatile)."""
+
     def lookup_service(self, namespace: str, name: str) -> KubeObject:
         """The Service, or :class:`~cpx.sources.cache.NotFoundError`."""
 
