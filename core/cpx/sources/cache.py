@@ -33,7 +33,7 @@ from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.sources.externalname import ExternalNamePolicy
 from cpx.sources.secrets import SecretError, validate_ca_secret, validate_tls_secret
-from cpx.sources.view import Lookups, ReadIndex, SourceView
+from cpx.sources.view import Lookups, ReadIndex, ReadOnlySource, SourceView
 
 SecretPolicy = Callable[[str, str, ObjectKey, SourceView], bool]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -428,70 +428,3 @@ class _Attributed:
             if earlier is not None:  # blamed twice in one build (e.g. parsed, then translated)
                 rec.merge(earlier)
             building[self._key] = rec
-
-
-class ReadOnlySource:
-    """A :class:`SourceCache` as a :class:`SourceView`: the reading methods and nothing else, so a
-    plugin cannot change the cache or stash state on it (there is no attribute to assign)."""
-
-    __slots__ = ("__weakref__", "_cache")
-    _cache: SourceCache
-
-    def __init__(self, cache: SourceCache) -> None:
-        object.__setattr__(self, "_cache", cache)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(f"the source view is read-only: cannot set {name!r}")
-
-    @property
-    def revision(self) -> int:
-        return self._cache.revision
-
-    @property
-    def external_names(self) -> ExternalNamePolicy:
-        return self._cache.external_names
-
-    def get(self, key: ObjectKey) -> KubeObject | None:
-        return self._cache.get(key)
-
-    def list(self, gvk: k8s.GroupVersionKind) -> Iterator[KubeObject]:
-        return self._cache.list(gvk)
-
-    def count(self, gvk: k8s.GroupVersionKind) -> int:
-        return self._cache.count(gvk)
-
-    def all_objects(self) -> Iterator[KubeObject]:
-        return self._cache.all_objects()
-
-    def lookup_service(self, namespace: str, name: str) -> KubeObject:
-        return self._cache.lookup_service(namespace, name)
-
-    def lookup_namespace(self, name: str) -> KubeObject | None:
-        return self._cache.lookup_namespace(name)
-
-    def endpoint_slices(self, namespace: str, service: str) -> builtins.list[KubeObject]:
-        return self._cache.endpoint_slices(namespace, service)
-
-    def lookup_tls_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
-        return self._cache.lookup_tls_secret(namespace, name, referrer)
-
-    def lookup_ca_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
-        return self._cache.lookup_ca_secret(namespace, name, referrer)
-
-    def secret_access_permitted(self, namespace: str, name: str, referrer: ObjectKey) -> bool:
-        return self._cache.secret_access_permitted(namespace, name, referrer)
-
-    def changes_since(self, revision: int) -> builtins.list[ObjectKey] | None:
-        return self._cache.changes_since(revision)
-
-    def endpoint_changes_since(self, revision: int) -> builtins.list[tuple[str, str]] | None:
-        return self._cache.endpoint_changes_since(revision)
-
-    def recording(self) -> AbstractContextManager[Lookups]:
-        return self._cache.recording()
-
-    def depend_on(self, lookups: Lookups | ReadIndex) -> None:
-        self._cache.depend_on(lookups)
-
-    def referencing(self, key: ObjectKey) -> frozenset[ObjectKey]:
-        return self._cache.referencing(key)
