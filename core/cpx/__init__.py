@@ -14,13 +14,16 @@ Names                                              What for
 ``ResourceCache`` ``CheckingCache``
 ``ListenerKindSpec`` ``ClusterKindSpec``            Envoy listeners and clusters of a plugin's own kind
 ``CustomNode``                                     (their DAG nodes)
+``HttpFilterSpec`` ``FilterSite`` ``RouteSite``    HTTP filters and their per-route configs
 ``Config``                                         options and settings, as ``cpx_configure`` sees them
 ``blame``                                          wrap one object's translation: a crash drops the object
 ``ObjectKey`` ``GroupVersionKind`` ``KubeObject``  Kubernetes objects as cpx holds them (plain dicts)
 ``SERVICE`` ``ENDPOINT_SLICE`` ``SECRET``          the kinds the core itself watches
 ``NAMESPACE``
 ``annotations_of`` ``name_of`` ``namespace_of``    reading an object's metadata
-``SourceCache`` ``Key4``                           the watched objects, as processors receive them
+``SourceView`` ``Lookups`` ``ReadIndex``           the watched objects, read-only, as processors see
+                                                   them; what a memoised result read (``depend_on``)
+``PluginDeclined``                                 raised in ``cpx_configure`` to opt out of this run
 ``NotFoundError`` ``SecretError``                  lookups a processor turns into status conditions
 ``DelegationNotPermittedError``
 ``lookup_service_port`` ``ServicePortError``       a Service's port by number or name, as a DAG value
@@ -43,7 +46,7 @@ from typing import TYPE_CHECKING
 from cpx._lazy import exporter
 from cpx.config import Config
 from cpx.dag.nodes import CustomNode
-from cpx.errors import ConfigError, PluginError
+from cpx.errors import ConfigError, PluginDeclined, PluginError
 from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
 from cpx.objects import (
@@ -75,11 +78,12 @@ from cpx.records import (
     StatusWriterSpec,
     WatchSpec,
 )
+from cpx.sources.view import Lookups, ReadIndex, SourceView
 
 if TYPE_CHECKING:
     from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
     from cpx.dag.services import ServicePortError, lookup_service_port
-    from cpx.sources.cache import DelegationNotPermittedError, Key4, NotFoundError, SourceCache
+    from cpx.sources.cache import DelegationNotPermittedError, NotFoundError
     from cpx.sources.ingressclass import CLASS_OPTION as INGRESS_CLASS_OPTION
     from cpx.sources.ingressclass import accepts as ingress_class_accepts
     from cpx.sources.ingressclass import class_names as ingress_class_names
@@ -92,13 +96,11 @@ if TYPE_CHECKING:
 _LAZY = {
     "DelegationNotPermittedError": "cpx.sources.cache",
     "INGRESS_CLASS_OPTION": "cpx.sources.ingressclass:CLASS_OPTION",
-    "Key4": "cpx.sources.cache",
     "MAX_ENVOY_DURATION_SECONDS": "cpx.xds.constraints.semantic",
     "NotFoundError": "cpx.sources.cache",
     "STATUS_ADDRESS_OPTION": "cpx.status.loadbalancer",
     "SecretError": "cpx.sources.secrets",
     "ServicePortError": "cpx.dag.services",
-    "SourceCache": "cpx.sources.cache",
     "capped": "cpx.builtin.typecheck",
     "ingress_class_accepts": "cpx.sources.ingressclass:accepts",
     "ingress_class_matches": "cpx.sources.ingressclass:matches",
@@ -131,23 +133,25 @@ __all__ = [
     "FilterSite",
     "GroupVersionKind",
     "HttpFilterSpec",
-    "Key4",
     "KubeObject",
     "ListenerKindSpec",
+    "Lookups",
     "NotFoundError",
     "ObjectKey",
     "Observer",
     "OptionSpec",
     "Phase",
+    "PluginDeclined",
     "PluginError",
     "Processor",
     "ProcessorSpec",
+    "ReadIndex",
     "ResourceCache",
     "ResourceCacheSpec",
     "RouteSite",
     "SecretError",
     "ServicePortError",
-    "SourceCache",
+    "SourceView",
     "StatusWriterSpec",
     "WatchSpec",
     "annotations_of",

@@ -17,3 +17,12 @@ class ConfigError(CpxError):
 
 class ManifestError(CpxError):
     """A manifest file cannot be read or parsed; names the file and document."""
+
+
+class PluginDeclined(Exception):
+    """Raised by a plugin's ``cpx_configure`` to opt out of this run: the host unregisters the
+    plugin, logs the reason once, and uses none of its records."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

@@ -11,6 +11,11 @@ arguments only; a hookimpl must not give its arguments defaults (pluggy would no
 A plugin exception raised from a registration hook aborts start-up with the plugin's name; one
 raised by a processor during a build aborts that build only, and the last good configuration keeps
 being served.
+
+Every hook is called through pluggy (one call per implementing plugin for registration hooks and
+``cpx_configure``, see :mod:`cpx.plugins`), so hook wrappers (``@hookimpl(wrapper=True)``) see
+them and ``--trace-plugins`` logs them.  Start-up order: options, then ``cpx_configure``, then
+the registration hooks whose records build the processors, caches and status writers.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ if TYPE_CHECKING:
         StatusWriterSpec,
         WatchSpec,
     )
-    from cpx.sources.cache import SourceCache
+    from cpx.sources.view import SourceView
     from cpx.testing.strategies import KindStrategy
 
 PROJECT = "cpx"
@@ -295,13 +300,18 @@ def cpx_http_filters() -> Iterable[HttpFilterSpec]:
 
 @hookspec
 def cpx_configure(config: Config) -> None:
-    """Receive the final configuration before the first build.
+    """Receive the final configuration before anything is built from the plugin's records.
 
-    **When it is called**: once, after options are parsed and before any source is read.
+    **When it is called**: once, after options are parsed and before ``cpx_watches``,
+    ``cpx_dag_processors``, ``cpx_resource_caches`` and ``cpx_status_writers`` are called (so
+    their records may depend on the configuration) and before any source is read.
 
     :param config: the run's configuration, plugin options included.
 
-    **Returns**: nothing.  Raise :class:`cpx.errors.ConfigError` to refuse a bad option value.
+    **Returns**: nothing.  Raise :class:`cpx.errors.ConfigError` to refuse a bad option value,
+    or :class:`cpx.PluginDeclined` (with the reason) to sit this run out: the plugin is
+    unregistered, the reason is logged once and none of its records are used.  Any other
+    exception is a start-up error naming the plugin.
 
     **Ordering and conflicts**: every plugin is called; order is not specified.
 
@@ -309,6 +319,8 @@ def cpx_configure(config: Config) -> None:
 
         @hookimpl
         def cpx_configure(config):
+            if not config.option("my_feature"):
+                raise PluginDeclined("--my-feature is off")
             parse_class_names(config.option("ingress_class_name", ()))
     """
 
@@ -338,7 +350,7 @@ def cpx_unconfigure(config: Config) -> None:
 
 @hookspec(firstresult=True)
 def cpx_secret_access_permitted(
-    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
 ) -> bool | None:
     """Answer whether ``referrer`` may use the Secret ``secret_namespace/secret_name``.
 
@@ -348,7 +360,7 @@ def cpx_secret_access_permitted(
     :param secret_namespace: the Secret's namespace.
     :param secret_name: the Secret's name.
     :param referrer: the object asking (e.g. an Ingress).
-    :param source: the source cache, to look up delegation objects.
+    :param source: the read-only :class:`cpx.SourceView`, to look up delegation objects.
 
     **Returns**: True or False; None to let another plugin decide.  Stops at first non-None
     result.  The core's own answer (registered ``trylast``) allows the same namespace only.

@@ -15,6 +15,10 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from contextvars import ContextVar
+from types import TracebackType
+from typing import Protocol
 
 import attrs
 
@@ -82,14 +86,54 @@ class ObjectFault(Exception):
         self.note = note
 
 
+class ReadAttribution(Protocol):
+    """Where a build records what each blamed object's translation reads (the source cache)."""
+
+    def attributed(self, key: ObjectKey) -> AbstractContextManager[object]: ...
+
+
+_attribution: ContextVar[ReadAttribution | None] = ContextVar("cpx_read_attribution", default=None)
+
+
 @contextlib.contextmanager
-def blame(key: ObjectKey) -> Iterator[None]:
-    """Attribute any exception raised inside to ``key``: a processor wraps each object's
-    translation in it, so that one object's crash leaves out that object, not the build.
-    Nested uses keep the innermost object (an include's child, not its root)."""
+def attributing_reads(to: ReadAttribution) -> Iterator[None]:
+    """While the block runs (a DAG build), :func:`blame` also records reads per object."""
+    token = _attribution.set(to)
     try:
         yield
-    except ObjectFault:
-        raise
-    except Exception as err:
-        raise ObjectFault(key, exception_note(err)) from err
+    finally:
+        _attribution.reset(token)
+
+
+def blame(key: ObjectKey) -> AbstractContextManager[None]:
+    """Attribute any exception raised inside to ``key``: a processor wraps each object's
+    translation in it, so that one object's crash leaves out that object, not the build.
+    Nested uses keep the innermost object (an include's child, not its root).
+
+    During a build, what the block reads from the source is recorded as ``key``'s reads too
+    (nested blocks count for the enclosing object as well): see ``SourceView.referencing``."""
+    return _Blame(key)
+
+
+class _Blame:
+    """:func:`blame`; a class, not a generator: processors enter one per object per build."""
+
+    __slots__ = ("_key", "_reads")
+
+    def __init__(self, key: ObjectKey) -> None:
+        self._key = key
+        self._reads: AbstractContextManager[object] | None = None
+
+    def __enter__(self) -> None:
+        attribution = _attribution.get()
+        if attribution is not None:
+            self._reads = attribution.attributed(self._key)
+            self._reads.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._reads is not None:
+            self._reads.__exit__(kind, err, tb)
+        if isinstance(err, Exception) and not isinstance(err, ObjectFault):
+            raise ObjectFault(self._key, exception_note(err)) from err

@@ -96,6 +96,8 @@ def translate(
         "errors": errors,
         "xds": xds,
     }
+    if host.declined:  # plugins that opted out in cpx_configure: say so, or their kinds look ignored
+        doc["plugins"] = {"declined": dict(sorted(host.declined.items()))}
     if validator is not None:
         # The validator ran as a checker: objects Envoy refused are left out (their status says
         # so) and what was published is what Envoy accepted; no snapshot means nothing was.

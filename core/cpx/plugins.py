@@ -3,12 +3,21 @@
 Core code never calls ``pm.hook.*`` directly: it asks :class:`PluginHost` for typed, validated,
 deterministically ordered records.  Every failure names the plugin at fault; nothing is skipped
 silently.
+
+Registration hooks and ``cpx_configure`` go through real pluggy hook calls, one per implementing
+plugin: a *subset* hook caller that leaves out every other plugin's plain implementation.  So each
+call yields one plugin's records (errors name that plugin, records can be attributed and sorted),
+while every plugin's wrappers (``wrapper=True`` / ``hookwrapper=True``), pluggy's tracing and
+hook-call monitoring apply as they do to any hook call (``--trace-plugins`` logs them all).  One
+limit: a plugin that both wraps a hook and implements it plainly (via ``specname``) has its
+wrapper left out of the other plugins' calls.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
-from collections.abc import Iterable, Sequence
+import logging
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import attrs
@@ -18,7 +27,7 @@ from stevedore import NamedExtensionManager
 from cpx import hookspecs
 from cpx.config import Config
 from cpx.dag.builder import order_processors
-from cpx.errors import PluginError
+from cpx.errors import ConfigError, PluginDeclined, PluginError
 from cpx.objects import ObjectKey
 from cpx.records import (
     ClusterKindSpec,
@@ -30,7 +39,7 @@ from cpx.records import (
     StatusWriterSpec,
     WatchSpec,
 )
-from cpx.sources.cache import SourceCache
+from cpx.sources.view import SourceView
 from cpx.xds.contributions import Contributions
 from cpx.xds.httpfilters import order_http_filters
 
@@ -38,6 +47,15 @@ GROUP = "cpx.plugins"
 CORE_PLUGIN = "core"  # the core's own defaults, always loaded first
 T = TypeVar("T")
 K = TypeVar("K", ListenerKindSpec, ClusterKindSpec)
+log = logging.getLogger("cpx.plugins")
+trace_log = logging.getLogger("cpx.plugins.trace")
+# The core option that turns pluggy's tracing on (declared by the builtin plugin).
+TRACE_OPTION = OptionSpec(
+    name="trace_plugins",
+    help="Log every plugin hook call (pluggy's tracing): which hook, which plugins, what it returned.",
+    default=False,
+    type=bool,
+)
 
 
 @attrs.frozen(kw_only=True)
@@ -73,12 +91,20 @@ def _raise_load_failure(manager: Any, entrypoint: Any, exc: BaseException) -> No
     raise PluginError(f"plugin {entrypoint.name!r} ({entrypoint.value}) failed to load: {exc}") from exc
 
 
+def _log_trace(text: str) -> None:
+    for line in text.rstrip().splitlines():  # one record per line: log lines stay one line each
+        trace_log.info("%s", line)
+
+
 @attrs.define(eq=False)
 class PluginHost:
     """The loaded plugins and a typed view of what they contribute."""
 
     pm: pluggy.PluginManager
     names: tuple[str, ...]
+    # Plugins that opted out in cpx_configure (PluginDeclined), with their reasons.
+    declined: dict[str, str] = attrs.field(factory=dict)
+    _tracing: bool = False
 
     @classmethod
     def load(cls, names: Sequence[str] | None = None) -> PluginHost:
@@ -125,22 +151,45 @@ class PluginHost:
             raise PluginError(f"plugin {culprit or '?'!r} implements an unknown hook: {err}") from err
         return cls(pm, tuple(names))
 
+    # -- hook calls --------------------------------------------------------------------------
+    def _per_plugin(self, hook_name: str) -> Iterator[tuple[str, Callable[..., Any]]]:
+        """(plugin name, hook caller) for each plugin implementing the hook plainly: a real pluggy
+        call of that plugin's implementation inside every plugin's wrappers."""
+        plain = [
+            impl
+            for impl in getattr(self.pm.hook, hook_name).get_hookimpls()
+            if not (impl.wrapper or impl.hookwrapper)
+        ]
+        for impl in plain:
+            others = {other.plugin for other in plain if other.plugin is not impl.plugin}
+            if self._tracing:  # pluggy's trace names the hook, not whose implementation runs
+                trace_log.info("%s of plugin %s:", hook_name, impl.plugin_name)
+            yield impl.plugin_name, self.pm.subset_hook_caller(hook_name, remove_plugins=others)
+
+    def trace(self) -> None:
+        """Log every hook call from now on (pluggy's tracing, at INFO on ``cpx.plugins.trace``)."""
+        if self._tracing:
+            return
+        self.pm.trace.root.setwriter(_log_trace)
+        self.pm.enable_tracing()
+        self._tracing = True
+
     # -- typed facade --------------------------------------------------------------------------
     def _collect(self, hook_name: str, record_type: type[T]) -> list[tuple[str, T]]:
         """(plugin name, record) for every record every plugin yields from one hook."""
         out: list[tuple[str, T]] = []
-        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+        for plugin, call in self._per_plugin(hook_name):
             try:
-                records = list(impl.function() or ())
+                records = [record for result in call() for record in (result or ())]
             except Exception as err:
-                raise PluginError(f"plugin {impl.plugin_name!r} failed in {hook_name}: {err}") from err
+                raise PluginError(f"plugin {plugin!r} failed in {hook_name}: {err}") from err
             for record in records:
                 if not isinstance(record, record_type):
                     raise PluginError(
-                        f"plugin {impl.plugin_name!r} returned {type(record).__name__} from {hook_name}; "
+                        f"plugin {plugin!r} returned {type(record).__name__} from {hook_name}; "
                         f"expected {record_type.__name__}"
                     )
-                out.append((impl.plugin_name, record))
+                out.append((plugin, record))
         # pluggy calls LIFO; sort so that nothing depends on registration order.
         return sorted(out, key=lambda pair: (self.names.index(pair[0]), getattr(pair[1], "name", "")))
 
@@ -209,13 +258,37 @@ class PluginHost:
         )
 
     def configure(self, config: Config) -> None:
-        self.pm.hook.cpx_configure(config=config)
+        """Give every plugin the configuration, before any processor or cache is built.
+
+        A plugin raising :class:`~cpx.errors.PluginDeclined` is unregistered (none of its records
+        are used from then on) and logged once; :class:`~cpx.errors.ConfigError` is the user's
+        to fix; anything else is a start-up error naming the plugin.
+        """
+        if config.option(TRACE_OPTION.name) is True:
+            self.trace()
+        for plugin, call in list(self._per_plugin("cpx_configure")):
+            try:
+                call(config=config)
+            except PluginDeclined as declined:
+                self._decline(plugin, declined.reason)
+            except ConfigError:
+                raise
+            except Exception as err:
+                raise PluginError(f"plugin {plugin!r} failed in cpx_configure: {err}") from err
+
+    def _decline(self, plugin: str, reason: str) -> None:
+        if plugin == CORE_PLUGIN:
+            raise PluginError(f"the core plugin cannot decline: {reason}")
+        self.pm.unregister(name=plugin)
+        self.names = tuple(name for name in self.names if name != plugin)
+        self.declined[plugin] = reason
+        log.warning("plugin %s declined: %s", plugin, reason)
 
     def unconfigure(self, config: Config) -> None:
         self.pm.hook.cpx_unconfigure(config=config)
 
     def secret_access_permitted(
-        self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+        self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
     ) -> bool:
         answer = self.pm.hook.cpx_secret_access_permitted(
             secret_namespace=secret_namespace, secret_name=secret_name, referrer=referrer, source=source

@@ -23,14 +23,14 @@ if TYPE_CHECKING:
     from cpx.dag.dag import DAG, Note, VirtualHost
     from cpx.dag.nodes import Cluster, Route, Secret, ServicePort
     from cpx.isolation import Fault
-    from cpx.sources.cache import SourceCache
+    from cpx.sources.view import SourceView
     from cpx.xds.resource import Resource
 
 
 class Processor(Protocol):
     """Adds to the DAG what one kind of source object asks for."""
 
-    def run(self, dag: DAG, source: SourceCache) -> None: ...
+    def run(self, dag: DAG, source: SourceView) -> None: ...
 
 
 class Observer(Protocol):
@@ -57,6 +57,23 @@ class CheckingCache(ResourceCache, Protocol):
     def faults(self) -> Sequence[Fault]: ...
 
 
+@runtime_checkable
+class SourceBound(Protocol):
+    """A resource cache that reads the source itself (e.g. EndpointSlices for EDS): the snapshot
+    handler binds it to the source once, before the first DAG."""
+
+    def bind_source(self, source: SourceView) -> None: ...
+
+
+@runtime_checkable
+class EndpointsObserver(Protocol):
+    """A resource cache with a fast path for endpoint changes: told which (namespace, service)
+    pairs' EndpointSlices changed, it updates itself without a DAG rebuild and answers whether
+    its contents changed."""
+
+    def on_endpoints_change(self, source: SourceView, services: Iterable[tuple[str, str]]) -> bool: ...
+
+
 class Phase(enum.IntEnum):
     """Coarse processor ordering; ``after``/``before`` order processors within and across phases."""
 
@@ -74,7 +91,7 @@ class WatchSpec:
     # Whether this object is ours at all (e.g. ingress class); rejected objects are not cached.
     accept: Callable[[Mapping[str, Any], Config], bool] | None = None
     # Whether a change to an accepted object needs a DAG rebuild (default: always).
-    triggers_rebuild: Callable[[Mapping[str, Any], SourceCache], bool] | None = None
+    triggers_rebuild: Callable[[Mapping[str, Any], SourceView], bool] | None = None
     # Schema checks the API server would do (standalone mode has none): returns problems found.
     validate: Callable[[Mapping[str, Any]], list[str]] | None = None
     # Optional: when set, a Kubernetes field selector for list/watch (e.g. to skip Helm Secrets).

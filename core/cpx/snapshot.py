@@ -20,9 +20,16 @@ from cpx.dag.dag import DAG, Note
 from cpx.isolation import Fault, ObjectFault, exception_note, find_culprit, sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
-from cpx.records import CheckingCache, ResourceCache, StatusWriterSpec, WatchSpec
+from cpx.records import (
+    CheckingCache,
+    EndpointsObserver,
+    ResourceCache,
+    SourceBound,
+    StatusWriterSpec,
+    WatchSpec,
+)
 from cpx.sources.cache import SourceCache
-from cpx.sources.externalname import ENABLE_OPTION as ENABLE_EXTERNAL_NAMES
+from cpx.sources.externalname import ENABLE_OPTION_NAME as ENABLE_EXTERNAL_NAMES
 from cpx.sources.externalname import ExternalNamePolicy
 from cpx.xds.constraints.notes import check_resource, constraint_note, type_name
 from cpx.xds.constraints.origins import resource_origins
@@ -110,11 +117,13 @@ class SnapshotHandler:
 
     @classmethod
     def create(cls, host: PluginHost, config: Config) -> SnapshotHandler:
+        """Configure the plugins (any may decline), then build what the remaining ones register."""
+        host.configure(config)
         watches = {w.gvk.group_kind: w for w in host.watches()}
         source = SourceCache(
             watches=watches,
             secret_policy=host.secret_access_permitted,
-            external_names=ExternalNamePolicy(enabled=config.option(ENABLE_EXTERNAL_NAMES.name) is True),
+            external_names=ExternalNamePolicy(enabled=config.option(ENABLE_EXTERNAL_NAMES) is True),
         )
         processors = [(spec.name, spec.factory(config)) for spec in host.processors()]
         caches = [spec.factory(config) for spec in host.resource_caches()]
@@ -122,11 +131,9 @@ class SnapshotHandler:
         for cache in caches:
             if isinstance(cache, UsesContributions):
                 cache.bind_contributions(contributions)
-            bind = getattr(cache, "bind_source", None)
-            if bind is not None:
-                bind(source)
+            if isinstance(cache, SourceBound):
+                cache.bind_source(source.view)
         writers = {w.gvk.group_kind: w for w in host.status_writers()}
-        host.configure(config)
         return cls(host, config, source, Builder(processors), caches, watches, writers)
 
     # -- input -----------------------------------------------------------------------------------
@@ -287,10 +294,7 @@ class SnapshotHandler:
         bisected with trial builds when more than one remains."""
         changes = self.source.changes_since(self._good_revision) if self._good_revision >= 0 else None
         present = {ObjectKey.of(obj): obj for obj in self.source.all_objects()}
-        if changes is None:
-            changed = sorted(present)
-        else:
-            changed = sorted({ObjectKey(*c) for c in changes} & present.keys())
+        changed = sorted(present) if changes is None else sorted(set(changes) & present.keys())
         suspects = [k for k in changed if k in fault.origins] if fault.origins else changed
         if not suspects:
             suspects = changed or sorted(present)
@@ -336,7 +340,7 @@ class SnapshotHandler:
         for name in names:
             fed |= origins.get(name, set())
         changes = self.source.changes_since(self._published_from) if self._published_from >= 0 else None
-        changed = {ObjectKey(*c) for c in changes} if changes is not None else set()
+        changed = set(changes) if changes is not None else set()
         suspects = sorted(fed & changed)
         note = Note(type=f"{type_name(type_url)}Error", reason="EnvoyRejected", message=sanitize(message))
         log.error(
@@ -381,17 +385,17 @@ class SnapshotHandler:
             return None
         wanted = set(services)
         changed = False
-        fast_caches = [c for c in self.caches if getattr(c, "on_endpoints_change", None) is not None]
+        fast_caches = [c for c in self.caches if isinstance(c, EndpointsObserver)]
         for _ in range(MAX_QUARANTINE_ROUNDS):
             for cache in fast_caches:
-                if cache.on_endpoints_change(self.source, wanted):  # type: ignore[attr-defined]
+                if cache.on_endpoints_change(self.source.view, wanted):
                     changed = True
             faults = self._resource_faults(self.dag, fast_caches)
             if not faults:
                 break
             # Endpoints come from EndpointSlices (and their Service): blame the changed ones.
             changes = self.source.changes_since(self._good_revision)
-            recent = {ObjectKey(*c) for c in changes} if changes is not None else set()
+            recent = set(changes) if changes is not None else set()
             blamed = [(key, f.note) for f in faults for key in sorted(f.origins & recent)]
             if not blamed:
                 raise BuildError(f"{faults[0].note.type} ({faults[0].note.reason}): {faults[0].note.message}")
@@ -454,7 +458,7 @@ class SnapshotHandler:
         self._status_revision = self.source.revision
         if previous is None or changes is None:
             return dict(self.statuses())
-        candidates = {ObjectKey(*change) for change in changes}
+        candidates = set(changes)
         for i in range(len(inputs)):
             now: dict[ObjectKey, Any] = inputs[i]
             before: dict[ObjectKey, Any] = previous[i]

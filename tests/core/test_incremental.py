@@ -69,7 +69,8 @@ def test_change_log_lists_real_changes_only() -> None:
     source.insert(endpoint_slice("10.0.0.1"))
     source.remove(service())
     source.remove(service())  # already gone: no change
-    web, web_1 = ("", "Service", "default", "web"), ("discovery.k8s.io", "EndpointSlice", "default", "web-1")
+    web = ObjectKey("", "Service", "default", "web")
+    web_1 = ObjectKey("discovery.k8s.io", "EndpointSlice", "default", "web-1")
     assert source.changes_since(start) == [web, web_1, web]
     assert source.changes_since(source.revision) == []
     assert source.endpoint_changes_since(start) == [("default", "web")]
@@ -110,8 +111,9 @@ def test_recording_collects_lookups_and_volatility() -> None:
             source.get(ObjectKey("", "Secret", "default", "missing"))
         assert not outer.volatile
         list(source.list(k8s.SERVICE))
-    assert inner.keys == {("", "Secret", "default", "missing")}
-    assert outer.keys == {("", "Service", "default", "web"), ("", "Secret", "default", "missing")}
+    missing = ObjectKey("", "Secret", "default", "missing")
+    assert inner.keys == {missing}
+    assert outer.keys == {ObjectKey("", "Service", "default", "web"), missing}
     assert outer.volatile  # a listing depends on objects the log cannot pin down
     # mypy keeps `not outer.volatile` from above although list() changed it:
     source.lookup_service("default", "web")  # type: ignore[unreachable]  # no recording active: no error

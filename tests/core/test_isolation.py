@@ -12,7 +12,7 @@ from cpx.isolation import blame, find_culprit, sanitize
 from cpx.objects import ObjectKey
 from cpx.plugins import PluginHost
 from cpx.snapshot import BuildError, SnapshotHandler
-from cpx.sources.cache import SourceCache
+from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.resource import Snapshot
 
@@ -49,7 +49,7 @@ class Bomb:
 
     runs = 0
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         Bomb.runs += 1
         for obj in source.all_objects():
             how = (obj.get("metadata") or {}).get("annotations", {}).get("test/boom")
@@ -169,7 +169,7 @@ def test_a_fault_no_object_explains_fails_the_build_and_keeps_the_last_snapshot(
 
 
 class _Always:
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         raise RuntimeError("always broken")
 
 

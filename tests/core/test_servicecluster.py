@@ -11,6 +11,7 @@ import pytest
 
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
 from cpx.dag.services import ServicePortError, lookup_service_port, service_port
+from cpx.objects import ObjectKey
 from cpx.sources.cache import SourceCache
 from cpx.sources.externalname import ExternalNamePolicy, points_to_localhost
 from cpx.sources.resolver import Resolver
@@ -93,17 +94,21 @@ def test_service_port_error_is_a_value_error() -> None:
 def test_lookup_service_port_through_source_records_reference() -> None:
     source = SourceCache()
     source.insert(service([HTTP]))
-    got = lookup_service_port(source, "default", "foo", "http")
+    with source.recording() as rec:
+        got = lookup_service_port(source, "default", "foo", "http")
     assert got.port == 80
-    assert ("default", "foo") in source.referenced_services
+    assert ObjectKey("", "Service", "default", "foo") in rec
 
 
 def test_lookup_missing_service() -> None:
     source = SourceCache()
-    with pytest.raises(ServicePortError, match=r'^service "default/missing" not found$'):
+    with (
+        source.build_recording(),
+        pytest.raises(ServicePortError, match=r'^service "default/missing" not found$'),
+    ):
         lookup_service_port(source, "default", "missing", 80)
     # A later Service "default/missing" must trigger a rebuild.
-    assert ("default", "missing") in source.referenced_services
+    assert source.insert(service([HTTP], name="missing")) is True
 
 
 # -- ExternalName ------------------------------------------------------------------------------

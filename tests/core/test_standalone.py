@@ -32,7 +32,8 @@ def test_an_edit_that_keeps_the_resource_version_still_applies() -> None:
     assert first.unknown == first.refused == []
     assert first.accepted[0]["metadata"] == {"name": "s", "namespace": "default"}
     pipeline.upsert(first.accepted[0])
-    pipeline.source.referenced_services.add(("default", "s"))  # as if a route used it
+    with pipeline.source.build_recording():  # as if a route used it
+        pipeline.source.lookup_service("default", "s")
     edited = admit(pipeline, Path("s.yaml"), [_service(81)])
     assert pipeline.upsert(edited.accepted[0]) is True
 

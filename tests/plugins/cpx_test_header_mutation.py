@@ -16,12 +16,8 @@ from envoy.config.common.mutation_rules.v3 import mutation_rules_pb2 as mutation
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.extensions.filters.http.header_mutation.v3 import header_mutation_pb2 as header_mutation
 
-from cpx import FilterSite, HttpFilterSpec, Phase, ProcessorSpec, hookimpl
-from cpx.config import Config
-from cpx.dag import AttachmentKey
-from cpx.dag.dag import DAG
-from cpx.dag.nodes import Route
-from cpx.sources.cache import SourceCache
+from cpx import Config, FilterSite, HttpFilterSpec, Phase, ProcessorSpec, SourceView, hookimpl
+from cpx.dag import DAG, AttachmentKey, Route
 
 FILTER = "envoy.filters.http.header_mutation"
 HOST_PREFIX = "mutate."
@@ -40,7 +36,7 @@ class MutateProcessor:
     def __init__(self, config: Config) -> None:
         self.config = config
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         for listener in dag.listeners.values():
             for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
                 if not vhost.name.startswith(HOST_PREFIX):

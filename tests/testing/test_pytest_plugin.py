@@ -13,7 +13,7 @@ from typing import Any
 import attrs
 import pytest
 
-from cpx import Config, OptionSpec, Phase, ProcessorSpec, SourceCache, hookimpl
+from cpx import Config, OptionSpec, Phase, ProcessorSpec, SourceView, hookimpl
 from cpx.dag import DAG, HeaderValue
 
 SERVICE = """
@@ -54,7 +54,7 @@ class TagPlugin:
 class Tagger:
     config: Config
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         tag = HeaderValue(name="x-tag", value=self.config.option("tag_value"))
         for listener in dag.listeners.values():
             for vhost in listener.virtual_hosts.values():

@@ -18,9 +18,10 @@ from cpx.dag.dag import DAG, Protocol
 from cpx.errors import ConfigError
 from cpx.hookspecs import hookimpl
 from cpx.objects import ObjectKey
+from cpx.plugins import TRACE_OPTION
 from cpx.records import HttpFilterSpec, OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
 from cpx.sources import externalname, ingressclass
-from cpx.sources.cache import SourceCache
+from cpx.sources.view import SourceView
 from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
 from cpx.xds.caches.clusters import ClusterCache
@@ -29,6 +30,9 @@ from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.secrets import SecretCache
 
+EXTERNAL_NAME_OPTION = OptionSpec(
+    name=externalname.ENABLE_OPTION_NAME, help=externalname.ENABLE_OPTION_HELP, type=bool, default=False
+)
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
 # Secret types never worth holding (Contour's field selector): Helm releases, SA tokens.
@@ -41,13 +45,13 @@ class ListenerProcessor:
     def __init__(self, config: Config) -> None:
         self.config = config
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         c = self.config
         dag.ensure_listener(HTTP_LISTENER, Protocol.HTTP, c.http_address, c.http_port)
         dag.ensure_listener(HTTPS_LISTENER, Protocol.HTTPS, c.https_address, c.https_port)
 
 
-def _namespace_triggers(obj: Mapping[str, Any], source: SourceCache) -> bool:
+def _namespace_triggers(obj: Mapping[str, Any], source: SourceView) -> bool:
     return True
 
 
@@ -65,7 +69,8 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield ingressclass.CLASS_OPTION
     yield lbstatus.STATUS_ADDRESS_OPTION
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
-    yield externalname.ENABLE_OPTION
+    yield EXTERNAL_NAME_OPTION
+    yield TRACE_OPTION
 
 
 @hookimpl
@@ -75,7 +80,7 @@ def cpx_configure(config: Config) -> None:
     except ValueError as err:
         raise ConfigError(f"--ingress-status-address: {err}") from None
     try:
-        externalname.parse_enabled(config.option(externalname.ENABLE_OPTION.name))
+        externalname.parse_enabled(config.option(EXTERNAL_NAME_OPTION.name))
     except ValueError as err:
         raise ConfigError(str(err)) from None
 
@@ -113,6 +118,6 @@ def cpx_fuzz_strategies() -> Iterator[Any]:
 
 @hookimpl(trylast=True)
 def cpx_secret_access_permitted(
-    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
 ) -> bool:
     return secret_namespace == referrer.namespace

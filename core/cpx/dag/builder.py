@@ -9,8 +9,10 @@ import attrs
 
 from cpx.dag.dag import DAG
 from cpx.errors import PluginError
+from cpx.isolation import attributing_reads
 from cpx.records import Processor, ProcessorSpec
 from cpx.sources.cache import SourceCache
+from cpx.sources.view import Lookups
 
 
 def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
@@ -53,12 +55,19 @@ def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 @attrs.define(eq=False)
 class Builder:
     processors: Sequence[tuple[str, Processor]]
+    # What each processor read in the last build (the source keeps their union: see
+    # SourceCache.build_recording).
+    reads: dict[str, Lookups] = attrs.field(factory=dict)
 
     def build(self, source: SourceCache) -> DAG:
-        source.begin_build()
         dag = DAG()
-        for _name, processor in self.processors:
-            processor.run(dag, source)
+        view = source.view
+        self.reads = {}
+        with source.build_recording(), attributing_reads(source):
+            for name, processor in self.processors:
+                with source.recording() as reads:
+                    processor.run(dag, view)
+                self.reads[name] = reads
         dag.prune()
         dag.seal()
         return dag

@@ -19,8 +19,9 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.dag.nodes import CircuitBreakers, ServicePort, UpstreamProtocol
-from cpx.sources.cache import NotFoundError, SourceCache
+from cpx.sources.cache import NotFoundError
 from cpx.sources.externalname import ExternalNamePolicy
+from cpx.sources.view import Lookups, SourceView
 
 Warn = Callable[[str], None]
 
@@ -61,7 +62,7 @@ def _q(text: str) -> str:
 
 
 def lookup_service_port(
-    source: SourceCache,
+    source: SourceView,
     namespace: str,
     name: str,
     port: int | str,
@@ -79,7 +80,7 @@ def lookup_service_port(
     except NotFoundError as err:
         raise ServicePortError(str(err)) from None
     if _is_external_name(service):
-        source.record_volatile()
+        source.depend_on(Lookups(volatile=True))
     return service_port(service, port, external_names=source.external_names, warn=warn)
 
 

@@ -10,6 +10,10 @@ real change bumps a global :attr:`SourceCache.revision` and is logged, so :meth:
 and :meth:`endpoint_changes_since` answer "which objects / which Services' endpoints changed
 after revision R" (None when the bounded log no longer reaches back that far: recompute all).
 :meth:`recording` collects the keys a piece of code looked up, i.e. what its result depends on.
+
+Processors get :attr:`SourceCache.view`, the read-only :class:`~cpx.sources.view.SourceView`.  The
+DAG builder records each build (:meth:`build_recording`); a Service or Secret change needs a
+rebuild only when the last build read it, and :meth:`referencing` answers who read it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import bisect
 import builtins
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -28,13 +33,14 @@ from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.sources.externalname import ExternalNamePolicy
 from cpx.sources.secrets import SecretError, validate_ca_secret, validate_tls_secret
+from cpx.sources.view import Lookups, ReadIndex, ReadOnlySource, SourceView
 
-SecretPolicy = Callable[[str, str, ObjectKey, "SourceCache"], bool]
+SecretPolicy = Callable[[str, str, ObjectKey, SourceView], bool]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
 def same_namespace_only(
-    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
 ) -> bool:
     return secret_namespace == referrer.namespace
 
@@ -51,8 +57,6 @@ class DelegationNotPermittedError(SecretError):
     """
 
 
-# (group, kind, namespace, name): how the change log and lookup recordings name an object.
-Key4 = tuple[str, str, str, str]
 T = TypeVar("T")
 # Log entries kept before the oldest half is dropped (consumers that far behind recompute all).
 CHANGE_LOG_LIMIT = 1 << 17
@@ -79,19 +83,6 @@ class _ChangeLog(Generic[T]):
         if revision < self._floor:
             return None
         return self._items[bisect.bisect_right(self._revisions, revision) :]
-
-
-@attrs.define(eq=False)
-class Lookups:
-    """What some code read from the source cache while :meth:`SourceCache.recording` was active.
-
-    ``keys`` are the (group, kind, namespace, name) of every object looked up, found or not;
-    ``volatile`` says the result also depends on something the change log cannot pinpoint (a
-    cross-namespace secret-access decision, a listing), so it must be recomputed on every build.
-    """
-
-    keys: set[Key4] = attrs.field(factory=set)
-    volatile: bool = False
 
 
 def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -133,16 +124,27 @@ class SourceCache:
     # Validated Secrets, memoised until the Secret changes (Contour does the same).
     _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     _ca_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
-    # What the last DAG build referenced: only changes to these Services/Secrets trigger a rebuild.
-    referenced_services: set[tuple[str, str]] = attrs.field(factory=set)
-    referenced_secrets: set[tuple[str, str]] = attrs.field(factory=set)
+    # What the last DAG build read (only changes to Services/Secrets in it trigger a rebuild),
+    # per translated object what its translation read, and that inverted (when first asked).
+    _build_reads: Lookups = attrs.field(factory=Lookups)
+    _by_object: dict[ObjectKey, Lookups] = attrs.field(factory=dict)
+    _readers: dict[ObjectKey, set[ObjectKey]] | None = None
+    _building: dict[ObjectKey, Lookups] | None = None
     # Bumped on every real change; per-object and per-Service-endpoints revisions and logs.
     revision: int = 0
-    _revisions: dict[Key4, int] = attrs.field(factory=dict)
+    _revisions: dict[ObjectKey, int] = attrs.field(factory=dict)
     _slice_revisions: dict[tuple[str, str], int] = attrs.field(factory=dict)
-    _log: _ChangeLog[Key4] = attrs.field(factory=_ChangeLog)
+    _log: _ChangeLog[ObjectKey] = attrs.field(factory=_ChangeLog)
     _slice_log: _ChangeLog[tuple[str, str]] = attrs.field(factory=_ChangeLog)
     _recorder: Lookups | None = None
+    _view: ReadOnlySource | None = None
+
+    @property
+    def view(self) -> SourceView:
+        """This cache as processors and policy hooks get it: read-only."""
+        if self._view is None:
+            self._view = ReadOnlySource(self)
+        return self._view
 
     # -- writing -------------------------------------------------------------------------------
     def insert(self, obj: KubeObject, key: ObjectKey | None = None) -> bool:
@@ -163,11 +165,11 @@ class SourceCache:
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
             self._ca_results.pop((key.namespace, key.name), None)
-            return (key.namespace, key.name) in self.referenced_secrets
+            return key in self._build_reads
         if key.group_kind == k8s.SERVICE.group_kind:
-            return (key.namespace, key.name) in self.referenced_services
+            return key in self._build_reads
         if spec is not None and spec.triggers_rebuild is not None:
-            return spec.triggers_rebuild(obj, self)
+            return spec.triggers_rebuild(obj, self.view)
         return True
 
     def remove(self, obj: Mapping[str, Any]) -> bool:
@@ -184,20 +186,19 @@ class SourceCache:
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
             self._ca_results.pop((key.namespace, key.name), None)
-            return (key.namespace, key.name) in self.referenced_secrets
+            return key in self._build_reads
         if key.group_kind == k8s.SERVICE.group_kind:
-            return (key.namespace, key.name) in self.referenced_services
+            return key in self._build_reads
         return True
 
     def _changed(self, key: ObjectKey, *, present: bool) -> None:
         self.revision += 1
-        key4 = (key.group, key.kind, key.namespace, key.name)
         # Absent objects have revision 0, so that churn of names does not grow the table.
         if present:
-            self._revisions[key4] = self.revision
+            self._revisions[key] = self.revision
         else:
-            self._revisions.pop(key4, None)
-        self._log.append(self.revision, key4)
+            self._revisions.pop(key, None)
+        self._log.append(self.revision, key)
 
     def _index_slice(self, obj: Mapping[str, Any]) -> None:
         service = service_of_slice(obj)
@@ -225,18 +226,18 @@ class SourceCache:
     # -- what changed ----------------------------------------------------------------------------
     def object_revision(self, key: ObjectKey) -> int:
         """The source revision of the object's last insert (0: not in the cache)."""
-        return self._revisions.get((key.group, key.kind, key.namespace, key.name), 0)
+        return self._revisions.get(key, 0)
 
     def endpoints_revision(self, namespace: str, service: str) -> int:
         """The source revision of the last change to this Service's EndpointSlices (0: none)."""
         return self._slice_revisions.get((namespace, service), 0)
 
-    def changes_since(self, revision: int) -> list[Key4] | None:
-        """(group, kind, namespace, name) of every object inserted or removed after ``revision``,
-        in order (repeats possible); None when the log was trimmed past it."""
+    def changes_since(self, revision: int) -> builtins.list[ObjectKey] | None:
+        """Every object inserted or removed after ``revision``, in order (repeats possible);
+        None when the log was trimmed past it."""
         return self._log.since(revision)
 
-    def endpoint_changes_since(self, revision: int) -> list[tuple[str, str]] | None:
+    def endpoint_changes_since(self, revision: int) -> builtins.list[tuple[str, str]] | None:
         """(namespace, service) whose EndpointSlices changed after ``revision``; None: unknown."""
         return self._slice_log.since(revision)
 
@@ -251,25 +252,60 @@ class SourceCache:
         finally:
             self._recorder = outer
             if outer is not None:
-                outer.keys |= rec.keys
-                outer.volatile = outer.volatile or rec.volatile
+                outer.merge(rec)
 
-    def _record(self, group: str, kind: str, namespace: str, name: str) -> None:
-        if self._recorder is not None:
-            self._recorder.keys.add((group, kind, namespace, name))
+    def depend_on(self, lookups: Lookups | ReadIndex) -> None:
+        """Declare what a reused result read when it was computed (see :class:`SourceView`)."""
+        rec = self._recorder
+        if rec is None:
+            return
+        if isinstance(lookups, ReadIndex):
+            rec.memos.append(lookups)  # by reference: a memo of 10k results costs one append
+        else:
+            rec.merge(lookups)
+
+    @contextlib.contextmanager
+    def build_recording(self) -> Iterator[Lookups]:
+        """Record one DAG build: what it reads decides which Service and Secret changes need the
+        next rebuild, and what each translated object read answers :meth:`referencing`."""
+        by_object: dict[ObjectKey, Lookups] = {}
+        outer, self._building = self._building, by_object
+        try:
+            with self.recording() as reads:
+                yield reads
+        finally:
+            self._building = outer
+            self._build_reads, self._by_object, self._readers = reads, by_object, None
+
+    def attributed(self, key: ObjectKey) -> AbstractContextManager[object]:
+        """Reads in the block are ``key``'s (:func:`cpx.blame` calls this during a build)."""
+        return contextlib.nullcontext() if self._building is None else _Attributed(self, key)
+
+    def references(self) -> set[ObjectKey]:
+        """Every object the last build read (memoised results' reads included)."""
+        return self._build_reads.keys.union(*(memo.keys() for memo in self._build_reads.memos))
+
+    def referencing(self, key: ObjectKey) -> frozenset[ObjectKey]:
+        """The objects whose translation read ``key`` in the last build."""
+        readers = self._readers
+        if readers is None:  # inverted once per build, when first asked
+            readers = self._readers = {}
+            for referrer, lookups in self._by_object.items():
+                for read in lookups.all_keys():
+                    readers.setdefault(read, set()).add(referrer)
+        found = set(readers.get(key, ()))
+        for memo in self._build_reads.memos:
+            found.update(memo.referencing(key))
+        return frozenset(found)
 
     def _record_volatile(self) -> None:
         if self._recorder is not None:
             self._recorder.volatile = True
 
-    def record_volatile(self) -> None:
-        """The code being recorded depends on something outside the cache (e.g. a DNS answer)."""
-        self._record_volatile()
-
     # -- reading -------------------------------------------------------------------------------
     def get(self, key: ObjectKey) -> KubeObject | None:
         if self._recorder is not None:
-            self._record(key.group, key.kind, key.namespace, key.name)
+            self._recorder.keys.add(key)
         return self._objects.get(key.group_kind, {}).get((key.namespace, key.name))
 
     def list(self, gvk: k8s.GroupVersionKind) -> Iterator[KubeObject]:
@@ -286,23 +322,25 @@ class SourceCache:
         return iter(sorted(self._objects))
 
     def all_objects(self) -> Iterator[KubeObject]:
+        """Every object, by kind then (namespace, name) (a listing: recorded as volatile)."""
+        self._record_volatile()
         for kind in sorted(self._objects):
             store = self._objects[kind]
             for key in sorted(store):
                 yield store[key]
 
     def lookup_service(self, namespace: str, name: str) -> KubeObject:
-        """The Service, or NotFoundError; records the reference so its changes trigger rebuilds."""
-        self.referenced_services.add((namespace, name))
+        """The Service, or NotFoundError; recorded, so that its changes trigger rebuilds."""
         if self._recorder is not None:
-            self._record("", "Service", namespace, name)
+            self._recorder.keys.add(ObjectKey("", "Service", namespace, name))
         obj = self._objects.get(k8s.SERVICE.group_kind, {}).get((namespace, name))
         if obj is None:
             raise NotFoundError(f'service "{namespace}/{name}" not found')
         return obj
 
     def lookup_namespace(self, name: str) -> KubeObject | None:
-        self._record("", "Namespace", "", name)
+        if self._recorder is not None:
+            self._recorder.keys.add(ObjectKey("", "Namespace", "", name))
         return self._objects.get(k8s.NAMESPACE.group_kind, {}).get(("", name))
 
     def endpoint_slices(self, namespace: str, service: str) -> builtins.list[KubeObject]:
@@ -334,12 +372,9 @@ class SourceCache:
         results: dict[tuple[str, str], Secret | SecretError],
         validate: Callable[[KubeObject], Secret],
     ) -> Secret:
-        self.referenced_secrets.add((namespace, name))
-        self._record("", "Secret", namespace, name)
-        if namespace != referrer.namespace:
-            # The access policy may depend on objects (delegations) that are not recorded here.
-            self._record_volatile()
-        if namespace != referrer.namespace and not self.secret_policy(namespace, name, referrer, self):
+        if self._recorder is not None:
+            self._recorder.keys.add(ObjectKey("", "Secret", namespace, name))
+        if not self.secret_access_permitted(namespace, name, referrer):
             raise DelegationNotPermittedError(
                 f"Secret {namespace}/{name} is in another namespace and no delegation permits "
                 f"{referrer.kind} {referrer.namespace}/{referrer.name} to use it"
@@ -359,7 +394,37 @@ class SourceCache:
             raise result
         return result
 
-    def begin_build(self) -> None:
-        """Forget what the last build referenced; the next build records its own references."""
-        self.referenced_services = set()
-        self.referenced_secrets = set()
+    def secret_access_permitted(self, namespace: str, name: str, referrer: ObjectKey) -> bool:
+        """Same namespace, or what the secret-access policy (``cpx_secret_access_permitted``) says."""
+        if namespace == referrer.namespace:
+            return True
+        # The policy may depend on objects (delegations) that are not recorded here.
+        self._record_volatile()
+        return self.secret_policy(namespace, name, referrer, self.view)
+
+
+class _Attributed:
+    """A recording whose reads are also ``key``'s in the build being recorded.
+
+    A class, not a generator: HTTPProxy enters one per proxy per build."""
+
+    __slots__ = ("_cache", "_key", "_outer", "_rec")
+
+    def __init__(self, cache: SourceCache, key: ObjectKey) -> None:
+        self._cache, self._key = cache, key
+        self._outer: Lookups | None = None
+        self._rec = Lookups()
+
+    def __enter__(self) -> None:
+        self._outer, self._cache._recorder = self._cache._recorder, self._rec
+
+    def __exit__(self, *exc: object) -> None:
+        rec, outer, building = self._rec, self._outer, self._cache._building
+        self._cache._recorder = outer
+        if outer is not None:
+            outer.merge(rec)
+        if building is not None and (rec.keys or rec.volatile or rec.memos):
+            earlier = building.get(self._key)
+            if earlier is not None:  # blamed twice in one build (e.g. parsed, then translated)
+                rec.merge(earlier)
+            building[self._key] = rec

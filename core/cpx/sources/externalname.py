@@ -23,15 +23,13 @@ import socket
 
 import attrs
 
-from cpx.records import OptionSpec
 from cpx.sources.resolver import PENDING, Resolver
 
-ENABLE_OPTION = OptionSpec(
-    name="enable_external_name_service",
-    help="Let routes of every kind use Services of type ExternalName (never ones that resolve to "
-    "Envoy's own host). Applies to Ingress and HTTPProxy.",
-    type=bool,
-    default=False,
+# The core's option (declared by the builtin plugin): ExternalName Services are refused unless set.
+ENABLE_OPTION_NAME = "enable_external_name_service"
+ENABLE_OPTION_HELP = (
+    "Let routes of every kind use Services of type ExternalName (never ones that resolve to "
+    "Envoy's own host). Applies to Ingress and HTTPProxy."
 )
 # Contour's blocklist plus the other names resolvers map to the loopback interface.
 LOCALHOST_NAMES = frozenset(
@@ -111,4 +109,5 @@ def parse_enabled(value: object) -> bool:
         return False
     if isinstance(value, bool):
         return value
-    raise ValueError(f"{ENABLE_OPTION.flag}: expected true or false, got {value!r}")
+    flag = "--" + ENABLE_OPTION_NAME.replace("_", "-")
+    raise ValueError(f"{flag}: expected true or false, got {value!r}")

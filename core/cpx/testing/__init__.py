@@ -26,7 +26,7 @@ Names                                        What for
 ``Builder`` ``ListenerProcessor``            the engine, for plugin unit tests that build a DAG by hand
 ``CORE_HTTP_LISTENER``                       (a plugin's own code never uses these)
 ``CORE_HTTPS_LISTENER`` ``SecretPolicy``
-``same_namespace_only`` ``Resolver``
+``same_namespace_only`` ``Resolver`` ``SourceCache``
 ``ExternalNamePolicy`` ``ObjectFault``
 ``PluginHost`` ``PLUGIN_GROUP``
 ``SnapshotHandler`` ``builtin_plugin``
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from cpx.plugins import GROUP as PLUGIN_GROUP
     from cpx.plugins import PluginHost
     from cpx.snapshot import SnapshotHandler
-    from cpx.sources.cache import SecretPolicy, same_namespace_only
+    from cpx.sources.cache import SecretPolicy, SourceCache, same_namespace_only
     from cpx.sources.externalname import ExternalNamePolicy
     from cpx.sources.resolver import Resolver
     from cpx.testing.backends import EchoServer, TCPEchoServer, server_tls_context
@@ -119,6 +119,7 @@ _LAZY = {
     "private_imports": "cpx.testing.contract",
     "request": "cpx.testing.tls",
     "same_namespace_only": "cpx.sources.cache",
+    "SourceCache": "cpx.sources.cache",
     "self_signed": "cpx.testing.tls",
     "server_tls_context": "cpx.testing.backends",
     "service": "cpx.testing.cpxproc",
@@ -147,6 +148,7 @@ __all__ = [
     "Response",
     "SecretPolicy",
     "SnapshotHandler",
+    "SourceCache",
     "TCPEchoServer",
     "Translation",
     "backend",

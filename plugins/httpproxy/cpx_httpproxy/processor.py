@@ -31,7 +31,7 @@ from cpx import (
     DelegationNotPermittedError,
     ObjectKey,
     SecretError,
-    SourceCache,
+    SourceView,
     blame,
     load_balancer_status,
 )
@@ -157,7 +157,7 @@ class HTTPProxyProcessor:
         lb = load_balancer_status(config.option(STATUS_ADDRESS_OPTION.name))
         return cls(config=config, settings=Settings.from_config(config), load_balancer=lb)
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         _Run(self, dag, source).run()
 
 
@@ -196,7 +196,7 @@ class _Run:
 
     processor: HTTPProxyProcessor
     dag: DAG
-    source: SourceCache
+    source: SourceView
     proxies: dict[_Name, _Proxy] = attrs.field(factory=dict)
     statuses: dict[_Name, ProxyStatus] = attrs.field(factory=dict)
     orphaned: set[_Name] = attrs.field(factory=set)

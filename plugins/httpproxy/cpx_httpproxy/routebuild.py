@@ -16,7 +16,7 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 from __future__ import annotations
 
 import attrs
-from cpx import Config, ObjectKey, ServicePortError, SourceCache
+from cpx import Config, ObjectKey, ServicePortError, SourceView
 from cpx.dag import (
     Cluster,
     CookieRewrite,
@@ -194,7 +194,7 @@ def build_route(  # noqa: C901, PLR0911, PLR0912, PLR0915  (why: every HTTPProxy
     route: model.Route,
     *,
     namespace: str,
-    source: SourceCache,
+    source: SourceView,
     config: Config,
     status: ProxyStatus,
     referrer: ObjectKey,
@@ -377,7 +377,7 @@ def build_tcp_proxy(
     tcp: model.TCPProxy,
     *,
     namespace: str,
-    source: SourceCache,
+    source: SourceView,
     config: Config,
     status: ProxyStatus,
     referrer: ObjectKey,

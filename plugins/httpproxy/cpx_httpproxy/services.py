@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import attrs
-from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, SourceCache, lookup_service_port
+from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, SourceView, lookup_service_port
 from cpx.dag import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 
 from cpx_httpproxy import model
@@ -25,7 +25,7 @@ class Context:
     """What resolving a proxy's services needs: where it lives and where errors go."""
 
     namespace: str
-    source: SourceCache
+    source: SourceView
     config: Config
     status: ProxyStatus
     referrer: ObjectKey

@@ -17,7 +17,7 @@ from cpx import (
     Config,
     KubeObject,
     ObjectKey,
-    SourceCache,
+    SourceView,
     WatchSpec,
     ingress_class_accepts,
 )
@@ -35,7 +35,14 @@ from cpx.dag import (
     SecureVirtualHost,
     TCPProxy,
 )
-from cpx.testing import Builder, ListenerProcessor, SecretPolicy, make_tls_secret, same_namespace_only
+from cpx.testing import (
+    Builder,
+    ListenerProcessor,
+    SecretPolicy,
+    SourceCache,
+    make_tls_secret,
+    same_namespace_only,
+)
 
 from cpx_httpproxy import status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
@@ -163,7 +170,7 @@ def build(
     return Builder([("listeners", ListenerProcessor(config)), ("httpproxy", processor)]).build(source)
 
 
-def allow_all(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+def allow_all(secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView) -> bool:
     return True
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from cpx import Config, ObjectKey, SourceCache
+from cpx import Config, ObjectKey, SourceView
 from cpx.dag import (
     Cluster,
     CookieRewrite,
@@ -29,7 +29,7 @@ from cpx.dag import (
     TimeoutPolicy,
     UpstreamProtocol,
 )
-from cpx.testing import ExternalNamePolicy, Resolver, default_ca
+from cpx.testing import ExternalNamePolicy, Resolver, SourceCache, default_ca
 
 from cpx_httpproxy import model
 from cpx_httpproxy.routebuild import RouteParts, build_route, unsupported_route_fields
@@ -309,7 +309,7 @@ def test_upstream_validation_ca_in_another_namespace_needs_delegation() -> None:
         "certificate delegation",
     )
 
-    def delegated(namespace: str, name: str, referrer: ObjectKey, _source: SourceCache) -> bool:
+    def delegated(namespace: str, name: str, referrer: ObjectKey, _source: SourceView) -> bool:
         return (namespace, name, referrer.namespace) == ("certs", "ca", NS)
 
     source = cache(service("web"), ca_secret("ca", namespace="certs"), policy=delegated)

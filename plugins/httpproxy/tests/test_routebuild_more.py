@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from cpx import Config, ObjectKey, SourceCache
+from cpx import Config, ObjectKey
 from cpx.dag import (
     Cluster,
     CORSPolicy,
@@ -22,7 +22,7 @@ from cpx.dag import (
     TCPProxy,
     UpstreamProtocol,
 )
-from cpx.testing import ExternalNamePolicy, Resolver
+from cpx.testing import ExternalNamePolicy, Resolver, SourceCache
 
 from cpx_httpproxy import model
 from cpx_httpproxy.durations import DurationError, parse_go_duration, parse_max_age, parse_timeout

@@ -20,11 +20,12 @@ import re2
 
 from cpx import (
     Config,
-    Key4,
+    Lookups,
     ObjectKey,
+    ReadIndex,
     SecretError,
     ServicePortError,
-    SourceCache,
+    SourceView,
     blame,
     lookup_service_port,
 )
@@ -129,8 +130,7 @@ class _Result:
     Services and Secrets, found or not) changes in the source cache.
     """
 
-    deps: frozenset[Key4]
-    volatile: bool  # depends on something not recorded (e.g. a cross-namespace secret policy)
+    lookups: Lookups  # what computing it read (volatile: something unrecorded, e.g. a secret policy)
     notes: tuple[Note, ...]
     # Pass 1: (host, secret, min TLS version, max TLS version) for every valid spec.tls host.
     tls: tuple[tuple[str, Secret, str, str], ...]
@@ -149,7 +149,7 @@ class _Result:
 class _IngressBuild:
     """One Ingress being translated: the short-lived state Contour keeps on its processor."""
 
-    source: SourceCache
+    source: SourceView
     ingress: Mapping[str, Any]
     key: ObjectKey
     annotations: IngressAnnotations
@@ -157,7 +157,7 @@ class _IngressBuild:
 
     @classmethod
     def start(
-        cls, source: SourceCache, ingress: Mapping[str, Any], key: ObjectKey | None = None
+        cls, source: SourceView, ingress: Mapping[str, Any], key: ObjectKey | None = None
     ) -> _IngressBuild:
         annotations = IngressAnnotations.from_ingress(ingress)
         key = key if key is not None else ObjectKey.of(ingress)
@@ -191,9 +191,7 @@ class _IngressBuild:
             try:
                 secret = self.source.lookup_tls_secret(namespace, name, self.key)
             except SecretError as err:
-                delegated = namespace == self.key.namespace or self.source.secret_policy(
-                    namespace, name, self.key, self.source
-                )
+                delegated = self.source.secret_access_permitted(namespace, name, self.key)
                 self.note(
                     "TLSError",
                     "SecretNotValid" if delegated else "DelegationNotPermitted",
@@ -283,10 +281,6 @@ class _Host:
     tls: TLSParams | None = None
 
 
-_SERVICE: tuple[str, str] = ("", "Service")
-_SECRET: tuple[str, str] = ("", "Secret")
-
-
 @attrs.define(eq=False)
 class IngressProcessor:
     """Adds the routes of every accepted Ingress to the static listeners.
@@ -295,24 +289,20 @@ class IngressProcessor:
     and recomputed only when the Ingress or one of those Services/Secrets changed (the source
     cache's change log says which); per host, the merged routes are kept too and re-merged only
     for the hosts a changed Ingress touches.  Every build still gets fresh, private containers
-    (other processors may edit them) holding the same route objects, and the references are
-    re-registered so that changes to those Services and Secrets keep triggering rebuilds.
+    (other processors may edit them) holding the same route objects, and the memo's lookups are
+    declared again (``depend_on``) so that changes to those Services and Secrets keep triggering
+    rebuilds.
     Semantics are Contour's two passes: TLS hosts from every Ingress first, then the routes; a
     later Ingress (by namespace/name) with an identical match overwrites an earlier one.
     """
 
     load_balancer: Mapping[str, Any] | None = None
     _logged_annotations: dict[ObjectKey, tuple[str, ...]] = attrs.field(factory=dict)
-    _source: weakref.ref[SourceCache] | None = None
+    _source: weakref.ref[SourceView] | None = None
     _revision: int = -1
     _results: dict[ObjectKey, _Result] = attrs.field(factory=dict)
-    # Looked-up object -> the Ingresses whose result depends on it.
-    _users: dict[Key4, set[ObjectKey]] = attrs.field(factory=dict)
-    _volatile: set[ObjectKey] = attrs.field(factory=set)
-    # The Services and Secrets in _users, as the source cache's referenced_* sets want them.
-    _refs: dict[tuple[str, str], set[tuple[str, str]]] = attrs.field(
-        factory=lambda: {_SERVICE: set(), _SECRET: set()}
-    )
+    # What each memoised result read, and the inverse: which Ingresses a change invalidates.
+    _reads: ReadIndex = attrs.field(factory=ReadIndex)
     # Host -> Ingresses with paths / valid TLS for it; the merged result per host.
     _route_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
     _tls_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
@@ -324,7 +314,7 @@ class IngressProcessor:
     def from_config(cls, config: Config) -> IngressProcessor:
         return cls(load_balancer=status.load_balancer_status(config.option("ingress_status_address")))
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         if dag.get_listener(HTTP_LISTENER) is None or dag.get_listener(HTTPS_LISTENER) is None:
             log.error("listeners %s/%s missing: Ingress routes not built", HTTP_LISTENER, HTTPS_LISTENER)
             return
@@ -338,32 +328,28 @@ class IngressProcessor:
     # -- keeping the memo current -------------------------------------------------------------
     def _reset(self) -> None:
         self._source, self._revision = None, -1
-        for table in (self._results, self._users, self._route_users, self._tls_users, self._hosts):
+        for table in (self._results, self._route_users, self._tls_users, self._hosts):
             table.clear()
-        for refs in self._refs.values():
-            refs.clear()
-        self._volatile.clear()
+        self._reads.clear()
         self._notes.clear()
         self._statuses.clear()
 
-    def _dirty(self, source: SourceCache) -> set[ObjectKey] | None:
+    def _dirty(self, source: SourceView) -> set[ObjectKey] | None:
         """Ingresses to recompute, or None for all of them."""
         if self._source is None or self._source() is not source:
             return None
         changes = source.changes_since(self._revision)
         if changes is None:
             return None
-        dirty = set(self._volatile)
+        dirty = set(self._reads.volatile)
         ingress_kind = INGRESS.group_kind
         for change in changes:
-            if (change[0], change[1]) == ingress_kind:
-                dirty.add(ObjectKey(*change))
-            users = self._users.get(change)
-            if users:
-                dirty.update(users)
+            if change.group_kind == ingress_kind:
+                dirty.add(change)
+            dirty.update(self._reads.referencing(change))
         return dirty
 
-    def _update(self, source: SourceCache) -> None:
+    def _update(self, source: SourceView) -> None:
         dirty = self._dirty(source)
         revision = source.revision
         if dirty is None:
@@ -392,7 +378,7 @@ class IngressProcessor:
             self._logged_annotations = {k: v for k, v in logged.items() if k in self._results}
         self._revision = revision
 
-    def _compute(self, obj: Mapping[str, Any], key: ObjectKey, source: SourceCache) -> _Result:
+    def _compute(self, obj: Mapping[str, Any], key: ObjectKey, source: SourceView) -> _Result:
         names = tuple(unsupported_annotations(obj))
         if names and self._logged_annotations.get(key) != names:
             for name in names:
@@ -406,8 +392,7 @@ class IngressProcessor:
             tls = build.secure_virtual_hosts()
             paths = build.routes()
         return _Result(
-            deps=frozenset(lookups.keys),
-            volatile=lookups.volatile,
+            lookups=lookups,
             notes=tuple(build.notes),
             tls=tuple(tls),
             paths=tuple(paths),
@@ -415,16 +400,7 @@ class IngressProcessor:
         )
 
     def _remember(self, key: ObjectKey, result: _Result, touched: set[str]) -> None:
-        for dep in result.deps:
-            users = self._users.get(dep)
-            if users is None:
-                users = self._users[dep] = set()
-                refs = self._refs.get(dep[:2])
-                if refs is not None:
-                    refs.add(dep[2:])
-            users.add(key)
-        if result.volatile:
-            self._volatile.add(key)
+        self._reads.add(key, result.lookups)
         for host in result.route_hosts():
             self._route_users.setdefault(host, set()).add(key)
             touched.add(host)
@@ -437,16 +413,7 @@ class IngressProcessor:
             self._statuses[key] = result.status
 
     def _forget(self, key: ObjectKey, result: _Result, touched: set[str]) -> None:
-        for dep in result.deps:
-            users = self._users.get(dep)
-            if users is not None:
-                users.discard(key)
-                if not users:
-                    del self._users[dep]
-                    refs = self._refs.get(dep[:2])
-                    if refs is not None:
-                        refs.discard(dep[2:])
-        self._volatile.discard(key)
+        self._reads.discard(key)
         by_host = ((self._route_users, result.route_hosts()), (self._tls_users, result.tls_hosts()))
         for table, hosts in by_host:
             for host in hosts:
@@ -485,11 +452,10 @@ class IngressProcessor:
         self._hosts[host] = _Host(http=http, https=https, secret=secret, tls=tls)
 
     # -- filling this build's DAG ------------------------------------------------------------------
-    def _install(self, dag: DAG, source: SourceCache) -> None:
+    def _install(self, dag: DAG, source: SourceView) -> None:
         http_listener, https_listener = dag.listeners[HTTP_LISTENER], dag.listeners[HTTPS_LISTENER]
-        # Lookups made while computing results count as references of this build as well.
-        source.referenced_services.update(self._refs[_SERVICE])
-        source.referenced_secrets.update(self._refs[_SECRET])
+        # What the memoised results read is what this build depends on, recomputed or not.
+        source.depend_on(self._reads)
         if http_listener.virtual_hosts or https_listener.secure_virtual_hosts:
             self._install_merging(dag)
         else:

@@ -15,12 +15,18 @@ from cpx import (
     Config,
     KubeObject,
     ObjectKey,
-    SourceCache,
     WatchSpec,
     ingress_class_accepts,
 )
 from cpx.dag import DAG
-from cpx.testing import Builder, ListenerProcessor, SecretPolicy, same_namespace_only, self_signed
+from cpx.testing import (
+    Builder,
+    ListenerProcessor,
+    SecretPolicy,
+    SourceCache,
+    same_namespace_only,
+    self_signed,
+)
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.processor import IngressProcessor
 

@@ -16,9 +16,9 @@ from typing import Any
 import attrs
 import pytest
 
-from cpx import Config, KubeObject, ObjectKey, Processor, SourceCache
+from cpx import Config, KubeObject, ObjectKey, Processor, SourceView
 from cpx.dag import DAG, HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret
-from cpx.testing import Builder, ExternalNamePolicy, ListenerProcessor, ObjectFault, Resolver
+from cpx.testing import Builder, ExternalNamePolicy, ListenerProcessor, ObjectFault, Resolver, SourceCache
 from cpx_ingress import processor as module
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_ingress.processor import IngressProcessor
@@ -58,13 +58,18 @@ class Incremental:
     def build(self) -> DAG:
         listeners = ("listeners", ListenerProcessor(self.config))
         dag = Builder([listeners, ("ingress", self.processor)]).build(self.source)
-        services, secrets = set(self.source.referenced_services), set(self.source.referenced_secrets)
+        references = service_and_secret_references(self.source)
         fresh_processor = IngressProcessor.from_config(self.config)
         fresh = Builder([listeners, ("ingress", fresh_processor)]).build(self.source)
         assert view(dag) == view(fresh)
         # The replayed build registers the same references as a full one.
-        assert (services, secrets) == (self.source.referenced_services, self.source.referenced_secrets)
+        assert references == service_and_secret_references(self.source)
         return dag
+
+
+def service_and_secret_references(source: SourceCache) -> set[ObjectKey]:
+    """The Services and Secrets the last build read: their changes trigger the next rebuild."""
+    return {key for key in source.references() if key.kind in ("Service", "Secret") and not key.group}
 
 
 def routes(dag: DAG, host: str, listener: str = HTTP_LISTENER) -> dict[str, Any]:
@@ -187,7 +192,7 @@ def test_cross_namespace_secrets_follow_the_policy_on_every_build(
 ) -> None:
     allowed: set[str] = set()
 
-    def policy(namespace: str, name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    def policy(namespace: str, name: str, referrer: ObjectKey, source: SourceView) -> bool:
         return namespace == referrer.namespace or referrer.namespace in allowed
 
     inc = Incremental(policy=policy)
@@ -251,7 +256,7 @@ class EarlierRoutes:
     def __init__(self, secret: Any) -> None:
         self.secret = secret
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         vhost = dag.ensure_virtual_host(HTTP_LISTENER, "example.com")
         vhost.add_route(
             Route(
@@ -272,7 +277,7 @@ class EarlierRoutes:
 class AddHeader:
     """A later processor that edits every route in place (like examples/plugins/response-header)."""
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         for listener in dag.listeners.values():
             for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
                 for key, route in vhost.routes.items():

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cpx import ObjectKey, SourceCache
+from cpx import ObjectKey, SourceView
 from cpx.dag import DAG, Note, Route, SecureVirtualHost, TLSParams
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER
 
@@ -221,7 +221,7 @@ def test_cross_namespace_secret_allowed_by_the_policy(
 ) -> None:
     asked: list[tuple[str, str, ObjectKey]] = []
 
-    def delegated(namespace: str, name: str, referrer: ObjectKey, source: SourceCache) -> bool:
+    def delegated(namespace: str, name: str, referrer: ObjectKey, source: SourceView) -> bool:
         asked.append((namespace, name, referrer))
         return namespace == "certs"
 

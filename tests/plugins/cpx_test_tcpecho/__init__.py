@@ -24,19 +24,18 @@ from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 
 from cpx import (
     ClusterKindSpec,
+    Config,
     GroupVersionKind,
     ListenerKindSpec,
     ObjectKey,
     Phase,
     ProcessorSpec,
+    SourceView,
     WatchSpec,
     blame,
     hookimpl,
 )
-from cpx.config import Config
-from cpx.dag.dag import DAG
-from cpx.dag.nodes import ServicePort
-from cpx.sources.cache import SourceCache
+from cpx.dag import DAG, ServicePort
 
 TCPECHO = GroupVersionKind(group="tcpecho.cpx.test", version="v1", kind="TCPEcho", plural="tcpechoes")
 
@@ -113,7 +112,7 @@ class TCPEchoProcessor:
     def __init__(self, config: Config) -> None:
         self.config = config
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         for obj in source.list(TCPECHO):
             key = ObjectKey.of(obj)
             with blame(key):

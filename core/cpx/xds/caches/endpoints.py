@@ -25,7 +25,7 @@ from cpx.dag.dag import DAG
 from cpx.dag.nodes import Cluster, CustomNode, ServicePort
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import ClusterKindSpec
-from cpx.sources.cache import SourceCache
+from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator, node_service_ports
 from cpx.xds.contributions import Contributions
@@ -72,7 +72,7 @@ class EndpointCache:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-        self._source: SourceCache | None = None
+        self._source: SourceView | None = None
         self._states: dict[str, _State] = {}
         self._resources: dict[str, Resource] = {}
         # (namespace, service) -> names of the CLAs it feeds.
@@ -92,7 +92,7 @@ class EndpointCache:
         self._kinds.bind(contributions.cluster_kinds)
         self._plan = None
 
-    def bind_source(self, source: SourceCache) -> None:
+    def bind_source(self, source: SourceView) -> None:
         """Where EndpointSlices come from; the pipeline calls this once, before any DAG."""
         self._source = source
 
@@ -134,7 +134,7 @@ class EndpointCache:
         if resources != self._resources:
             self._resources = resources
 
-    def _dirty_services(self, source: SourceCache) -> set[tuple[str, str]] | None:
+    def _dirty_services(self, source: SourceView) -> set[tuple[str, str]] | None:
         """Services whose slices (or, for health ports, whose own object) changed since last time."""
         if self._seen < 0:
             return None
@@ -143,7 +143,7 @@ class EndpointCache:
         if slices is None or changes is None:
             return None
         dirty = set(slices)
-        dirty.update((c[2], c[3]) for c in changes if c[1] == "Service" and not c[0])
+        dirty.update((c.namespace, c.name) for c in changes if c.kind == "Service" and not c.group)
         return dirty
 
     def _plan_for(
@@ -174,7 +174,7 @@ class EndpointCache:
         self._node_feeds = memo
         return {name: plan[name] for name in sorted(plan)}
 
-    def on_endpoints_change(self, source: SourceCache, services: Iterable[tuple[str, str]]) -> bool:
+    def on_endpoints_change(self, source: SourceView, services: Iterable[tuple[str, str]]) -> bool:
         """Recompute the CLAs fed by these (namespace, service) pairs; True if any changed.
 
         Services the last DAG does not use cost nothing, as in Contour.  Every Service whose
@@ -199,7 +199,7 @@ class EndpointCache:
         self._resources = {**self._resources, **changed}
         return True
 
-    def _refresh(self, name: str, feeds: tuple[Feed, ...], source: SourceCache, old: _State | None) -> _State:
+    def _refresh(self, name: str, feeds: tuple[Feed, ...], source: SourceView, old: _State | None) -> _State:
         inputs: Inputs = tuple(
             (_health_port_name(source, feed), tuple(source.endpoint_slices(feed.namespace, feed.service)))
             for feed in feeds
@@ -265,7 +265,7 @@ def _health_port(node: Cluster) -> int | None:
     return hc.port
 
 
-def _health_port_name(source: SourceCache, feed: Feed) -> str:
+def _health_port_name(source: SourceView, feed: Feed) -> str:
     """The Service port name of the health port: endpoints are matched by name, never by number."""
     if feed.health_port is None:
         return ""

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import attrs
 
-from cpx import Config, OptionSpec, Phase, ProcessorSpec, SourceCache, hookimpl
+from cpx import Config, OptionSpec, Phase, ProcessorSpec, SourceView, hookimpl
 from cpx.dag import DAG, HeaderValue
 
 
@@ -15,7 +15,7 @@ class ResponseHeaderProcessor:
         self.name = config.option("response_header_name", "x-served-by")
         self.value = config.option("response_header_value", "cpx")
 
-    def run(self, dag: DAG, source: SourceCache) -> None:
+    def run(self, dag: DAG, source: SourceView) -> None:
         header = HeaderValue(name=self.name, value=self.value)
         for listener in dag.listeners.values():
             for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
