@@ -162,36 +162,35 @@ def test_installed_example_plugin_is_discovered_and_runs(tmp_path: Path) -> None
         check=True,
     )
     rows = {row["name"]: row for row in json.loads(listed.stdout)}
-    assert rows["response-header"]["distribution"] == "cpx-example-response-header"
-    assert any("response-header (phase finalize)" in p for p in rows["response-header"]["processors"])
+    assert rows["response-headers"]["distribution"] == "cpx-example-response-header"
+    assert any("response-headers (phase policies)" in p for p in rows["response-headers"]["processors"])
+    quickstart = ROOT / "examples" / "quickstart"
+    host = "*"  # the quickstart's catch-all Ingress
+    (tmp_path / "headers.yaml").write_text(
+        "apiVersion: examples.cpx.dev/v1alpha1\nkind: ResponseHeaders\n"
+        "metadata: {namespace: default, name: tag}\n"
+        f"spec: {{host: '{host}', set: {{x-served-by: edge-7}}}}\n"
+    )
     translated = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            env_code,
-            "translate",
-            "--plugins",
-            "ingress,response-header",
-            "--response-header-value",
-            "edge-7",
-            "-o",
-            "json",
-            str(ROOT / "examples" / "quickstart"),
-        ],
+        [sys.executable, "-c", env_code, "translate", "--plugins", "ingress,response-headers", "-o", "json",
+         str(quickstart), str(tmp_path / "headers.yaml")],
         capture_output=True,
         text=True,
         check=True,
-    )
+    )  # fmt: skip
     doc = json.loads(translated.stdout)
-    routes = doc["xds"]["routes"]
-    added = [
-        h
-        for rc in routes
+    configs = [
+        r.get("typedPerFilterConfig", {}).get("envoy.filters.http.header_mutation")
+        for rc in doc["xds"]["routes"]
         for vh in rc.get("virtualHosts", [])
+        if vh["name"] == host
         for r in vh.get("routes", [])
-        for h in r.get("responseHeadersToAdd", [])
     ]
-    assert added and all(h["header"] == {"key": "x-served-by", "value": "edge-7"} for h in added)
+    assert configs and all(
+        c["mutations"]["responseMutations"][0]["append"]["header"]
+        == {"key": "x-served-by", "value": "edge-7"}
+        for c in configs
+    )
 
 
 def test_option_spec_flag() -> None:

@@ -186,6 +186,14 @@ class DAG:
             self.add_note(node.origin, Note(type=f"{kind}Error", reason="NameConflict", message=message))
 
     # -- virtual hosts -----------------------------------------------------------------------
+    def virtual_hosts(self, fqdn: str | None = None) -> Iterator[VirtualHost]:
+        """Every virtual host of every listener, plain and secure (only those named ``fqdn`` if
+        given): what a policy processor walks to decorate routes built by other plugins."""
+        for listener in self.listeners.values():
+            for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
+                if fqdn is None or vhost.name == fqdn:
+                    yield vhost
+
     def get_virtual_host(self, listener: str, fqdn: str) -> VirtualHost | None:
         return self._listener(listener).virtual_hosts.get(fqdn)
 

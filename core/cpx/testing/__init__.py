@@ -16,6 +16,7 @@ Names                                        What for
 ``write_manifest`` ``backend`` ``service``   manifests for ``cpx serve``: Services and EndpointSlices
 ``endpoint_slice``
 ``private_imports`` ``PUBLIC_MODULES``       the contract check: imports of private cpx modules
+``uninstalled_plugins_env``                  run ``cpx`` with plugins not installed yet
 ``eventually`` ``free_port``                 polling and ports
 ``wait_for_port``
 ``make_tls_secret`` ``make_ca_secret``       TLS material from a per-process CA, and clients that
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         write_manifest,
     )
     from cpx.testing.envoy import EnvoyError, EnvoyProcess, envoy_binary, free_port, wait_for_port
+    from cpx.testing.served import uninstalled_plugins_env
     from cpx.testing.tls import (
         Response,
         client_tls_context,
@@ -82,6 +84,7 @@ if TYPE_CHECKING:
     from cpx.testing.translation import Translation, translate_yaml
 
 _LAZY = {
+    "uninstalled_plugins_env": "cpx.testing.served",
     "Builder": "cpx.dag.builder",
     "CORE_HTTPS_LISTENER": "cpx.builtin.plugin:HTTPS_LISTENER",
     "CORE_HTTP_LISTENER": "cpx.builtin.plugin:HTTP_LISTENER",
@@ -174,6 +177,7 @@ __all__ = [
     "service",
     "translate",
     "translate_yaml",
+    "uninstalled_plugins_env",
     "wait_for_port",
     "write_manifest",
 ]

@@ -76,6 +76,7 @@ class CpxProcess:
         log_level: str = "info",
         extra_args: Sequence[str] = (),
         start_timeout: float = 20.0,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         items = [manifests] if isinstance(manifests, str | os.PathLike) else list(manifests)
         self.manifests = [Path(p) for p in items]
@@ -92,6 +93,7 @@ class CpxProcess:
         self.log_level = log_level
         self.extra_args = list(extra_args)
         self.start_timeout = start_timeout
+        self.env = dict(env or {})  # added to the inherited environment
         self.log_path = self.workdir / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -115,6 +117,7 @@ class CpxProcess:
             log_level=self.log_level,
             extra_args=self.extra_args,
             start_timeout=self.start_timeout,
+            env=self.env,
         )
 
     def command(self) -> list[str]:
@@ -150,7 +153,7 @@ class CpxProcess:
         if self.proc is not None:
             raise CpxProcessError("cpx is already running")
         self.workdir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with self.log_path.open("ab") as log:
             log.write(f"--- {' '.join(self.command())}\n".encode())
             log.flush()
@@ -366,7 +369,12 @@ def backend(name: str, port: int, *, namespace: str = "default") -> list[dict[st
 
 @contextlib.contextmanager
 def cpx_with_envoy(
-    manifests: PathLike, workdir: PathLike, *, plugins: Sequence[str] | None = None, **envoy_bootstrap: Any
+    manifests: PathLike,
+    workdir: PathLike,
+    *,
+    plugins: Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    **envoy_bootstrap: Any,
 ) -> Iterator[tuple[CpxProcess, EnvoyProcess]]:
     """``cpx serve`` on ``manifests`` plus a real Envoy bootstrapped to it, both started.
 
@@ -375,7 +383,7 @@ def cpx_with_envoy(
     """
     from cpx.ops.envoyproc import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
 
-    cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins)
+    cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins, env=env)
     envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=Path(workdir) / "envoy", **envoy_bootstrap)
     try:
         cpx.start()

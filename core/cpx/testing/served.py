@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import attrs
@@ -55,16 +57,43 @@ class ServedConfig:
         )
 
 
+def uninstalled_plugins_env(workdir: Path, modules: Sequence[tuple[str, ModuleType]]) -> dict[str, str]:
+    """Environment for a ``cpx`` subprocess that finds ``modules`` as installed plugins under their
+    entry-point names, without installing them: a dist-info folder declaring the entry points in
+    ``workdir``, and the folders holding the modules first on ``PYTHONPATH``."""
+    if not modules:
+        return {}
+    info = workdir / "site" / "cpx_uninstalled_plugins-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cpx-uninstalled-plugins\nVersion: 0\n")
+    points = "".join(f"{name} = {module.__name__}\n" for name, module in modules)
+    (info / "entry_points.txt").write_text("[cpx.plugins]\n" + points)
+    roots = [str(info.parent)]
+    for _name, module in modules:
+        source = Path(module.__file__ or "")
+        top = source.parent if source.name != "__init__.py" else source.parent.parent
+        for _ in range(module.__name__.count(".")):  # a submodule: up to its top-level package
+            top = top.parent
+        roots.append(str(top))
+    inherited = os.environ.get("PYTHONPATH")
+    return {"PYTHONPATH": os.pathsep.join([*dict.fromkeys(roots), *([inherited] if inherited else [])])}
+
+
 @contextlib.contextmanager
 def serve_with_envoy(
-    workdir: Path, text: str | Sequence[Mapping[str, Any]] = "", plugins: Sequence[str] | None = None
+    workdir: Path,
+    text: str | Sequence[Mapping[str, Any]] = "",
+    plugins: Sequence[str] | None = None,
+    modules: Sequence[tuple[str, ModuleType]] = (),
 ) -> Iterator[ServedConfig]:
-    """Start the echo backend, ``cpx serve`` on ``text`` and a ready Envoy; stop them all after."""
+    """Start the echo backend, ``cpx serve`` on ``text`` and a ready Envoy; stop them all after.
+    ``modules`` are plugins not installed yet, by entry-point name (see :func:`uninstalled_plugins_env`)."""
     manifests = workdir / "manifests"
+    env = uninstalled_plugins_env(workdir, modules)
     with EchoServer(ECHO_SERVICE) as echo:
         write_manifest(manifests, "echo-backend.yaml", backend(ECHO_SERVICE, echo.port))
         if text:
             write_manifest(manifests, "test.yaml", text)
-        with cpx_with_envoy(manifests, workdir, plugins=plugins) as (cpx, envoy):
+        with cpx_with_envoy(manifests, workdir, plugins=plugins, env=env) as (cpx, envoy):
             envoy.wait_ready()
             yield ServedConfig(cpx, envoy, echo, manifests)
