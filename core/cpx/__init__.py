@@ -11,8 +11,9 @@ Names                                              What for
 ``OptionSpec`` ``WatchSpec`` ``ProcessorSpec``     the records the registration hooks yield
 ``ResourceCacheSpec`` ``StatusWriterSpec``
 ``Phase`` ``Processor`` ``Observer``
-``ResourceCache`` ``CheckingCache``
-``ListenerKindSpec`` ``ClusterKindSpec``            Envoy listeners and clusters of a plugin's own kind
+``ResourceCache`` ``CheckingCache``                what a plugin's resource cache provides
+``SourceBound`` ``EndpointsObserver``
+``ListenerKindSpec`` ``ClusterKindSpec``           Envoy listeners and clusters of a plugin's own kind
 ``CustomNode``                                     (their DAG nodes)
 ``HttpFilterSpec`` ``FilterSite`` ``RouteSite``    HTTP filters and their per-route configs
 ``Config``                                         options and settings, as ``cpx_configure`` sees them
@@ -64,6 +65,7 @@ from cpx.objects import (
 from cpx.records import (
     CheckingCache,
     ClusterKindSpec,
+    EndpointsObserver,
     FilterSite,
     HttpFilterSpec,
     ListenerKindSpec,
@@ -75,6 +77,7 @@ from cpx.records import (
     ResourceCache,
     ResourceCacheSpec,
     RouteSite,
+    SourceBound,
     StatusWriterSpec,
     WatchSpec,
 )
@@ -130,6 +133,7 @@ __all__ = [
     "ConfigError",
     "CustomNode",
     "DelegationNotPermittedError",
+    "EndpointsObserver",
     "FilterSite",
     "GroupVersionKind",
     "HttpFilterSpec",
@@ -151,6 +155,7 @@ __all__ = [
     "RouteSite",
     "SecretError",
     "ServicePortError",
+    "SourceBound",
     "SourceView",
     "StatusWriterSpec",
     "WatchSpec",

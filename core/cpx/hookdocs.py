@@ -10,7 +10,16 @@ import inspect
 import attrs
 
 from cpx import hookspecs, records
+from cpx.sources.view import SourceView
 
+PROTOCOLS = (
+    records.Processor,
+    records.Observer,
+    records.ResourceCache,
+    records.CheckingCache,
+    records.SourceBound,
+    records.EndpointsObserver,
+)
 RECORDS = (
     records.WatchSpec,
     records.ProcessorSpec,
@@ -37,6 +46,22 @@ def _default_text(default: object) -> str:
     return repr(default)
 
 
+def _shown(name: str, member: object) -> bool:
+    return not name.startswith("_") and (inspect.isfunction(member) or isinstance(member, property))
+
+
+def _member_line(name: str, member: object) -> str:
+    """``- `name(args) -> result`: doc`` for a method, ``- `name`: doc`` for a property."""
+    function = member.fget if isinstance(member, property) else member
+    assert callable(function)
+    shown = name
+    if not isinstance(member, property):
+        signature = str(inspect.signature(function)).replace("'", "")
+        shown += signature.replace("(self, ", "(").replace("(self)", "()")
+    doc = (inspect.getdoc(function) or "").replace("\n", " ")
+    return f"- `{shown}`" + (f": {doc}" if doc else "")
+
+
 def render() -> str:
     lines = [
         "# cpx plugin hooks",
@@ -61,6 +86,13 @@ def render() -> str:
             inspect.getdoc(fn) or "",
             "",
         ]
+    lines += ["## Protocols", "", "What the objects a plugin's records build must provide.", ""]
+    for protocol in (*PROTOCOLS, SourceView):
+        lines += [f"### {protocol.__name__}", "", inspect.getdoc(protocol) or "", ""]
+        lines += [
+            _member_line(name, member) for name, member in vars(protocol).items() if _shown(name, member)
+        ]
+        lines.append("")
     lines += ["## Records", "", inspect.getdoc(records) or "", ""]
     for record in RECORDS:
         lines += [

@@ -85,7 +85,12 @@ class Phase(enum.IntEnum):
 
 @attrs.frozen(kw_only=True)
 class WatchSpec:
-    """A Kubernetes kind a plugin needs watched (and, in standalone mode, read from files)."""
+    """A Kubernetes kind a plugin needs watched (and, in standalone mode, read from files).
+
+    **Example**::
+
+        WatchSpec(gvk=INGRESS, accept=class_matches, validate=schema.problems)
+    """
 
     gvk: GroupVersionKind
     # Whether this object is ours at all (e.g. ingress class); rejected objects are not cached.
@@ -104,6 +109,14 @@ class WatchSpec:
 
 @attrs.frozen(kw_only=True)
 class ProcessorSpec:
+    """A DAG processor: ``factory(config)`` builds it once per run; its ``run(dag, source)`` is
+    called on every build, in the order of ``phase`` then ``after``/``before`` then name.
+
+    **Example**::
+
+        ProcessorSpec(name="ingress", factory=IngressProcessor, phase=Phase.ROUTES, after=("listeners",))
+    """
+
     name: str
     factory: Callable[[Config], Processor]
     phase: Phase = Phase.ROUTES
@@ -114,6 +127,14 @@ class ProcessorSpec:
 
 @attrs.frozen(kw_only=True)
 class ResourceCacheSpec:
+    """An xDS resource cache for one type URL no other plugin serves: ``factory(config)`` builds it
+    once; it observes every new DAG and the snapshot handler publishes its ``contents()``.
+
+    **Example**::
+
+        ResourceCacheSpec(name="runtime", type_url=RUNTIME_TYPE_URL, factory=RuntimeCache)
+    """
+
     name: str
     type_url: str
     factory: Callable[[Config], ResourceCache]
@@ -140,6 +161,10 @@ class StatusWriterSpec:
     In Kubernetes mode the status updater overlays them on each computed status before ``merge``
     and rewrites the kind's objects when the address changes; with ``--ingress-status-address``
     the Service is not watched (the processors put the flag's address in the computed status).
+
+    **Example**::
+
+        StatusWriterSpec(name="httpproxy", gvk=HTTPPROXY, merge=status.merge, refused=status.refused)
     """
 
     name: str
@@ -151,7 +176,12 @@ class StatusWriterSpec:
 
 @attrs.frozen(kw_only=True)
 class OptionSpec:
-    """A ``cpx serve`` / ``cpx translate`` option a plugin contributes (value in ``Config.options``)."""
+    """A ``cpx serve`` / ``cpx translate`` option a plugin contributes (value in ``Config.options``).
+
+    **Example**::
+
+        OptionSpec(name="root_namespaces", help="Namespaces of root HTTPProxies", multiple=True)
+    """
 
     name: str  # the Python name, e.g. "ingress_class_name"; the flag is --ingress-class-name
     help: str
@@ -181,6 +211,11 @@ class ClusterKindSpec:
     cluster's ``eds_cluster_config.service_name`` at it); ``secrets(node)`` are the Secrets it
     references over SDS (by ``cpx.xds.naming.secret_name``).  A node that fails to build or
     breaks Envoy's rules is left out and its origin object gets the note.
+
+    **Example**::
+
+        ClusterKindSpec(name="extension", node_type=ExtensionCluster, build=grpc_cluster,
+                        service_ports=lambda node: node.upstreams)
     """
 
     name: str
@@ -200,6 +235,11 @@ class ListenerKindSpec:
     port and filter chains.  ``secrets(node)`` are served over SDS; ``clusters(node)`` names the
     clusters its chains reference.  (A listener that only needs the core's standard chains,
     HTTP routes, SNI or tcp_proxy, is simpler: ``dag.ensure_listener(name, protocol, address, port)``.)
+
+    **Example**::
+
+        ListenerKindSpec(name="tcp-echo", node_type=EchoListener, build=echo_listener,
+                         clusters=lambda node: (node.cluster,))
     """
 
     name: str
@@ -212,7 +252,15 @@ class ListenerKindSpec:
 
 @attrs.frozen(kw_only=True, cache_hash=True)
 class FilterSite:
-    """Where a connection manager is being built: which HTTP filters it carries may depend on it."""
+    """Where a connection manager is being built: which HTTP filters it carries may depend on it.
+
+    **Example**::
+
+        def misdirected_check(site: FilterSite) -> Message | None:
+            # Only on SNI chains of a named host: the 421 check compares :authority with the SNI.
+            named = site.virtual_host not in (None, "*")
+            return lua_421(site.virtual_host) if site.secure and named else None
+    """
 
     listener: str  # the DAG listener's name, e.g. "ingress_https"
     virtual_host: str | None  # the SNI filter chain's fqdn; None for a plain HTTP or the fallback chain
@@ -221,7 +269,14 @@ class FilterSite:
 
 @attrs.frozen(kw_only=True, cache_hash=True)
 class RouteSite:
-    """Where a route is being translated: the virtual host it is served on."""
+    """Where a route is being translated: the virtual host it is served on.
+
+    **Example**::
+
+        def rate_limit(route: Route, site: RouteSite) -> Message | None:
+            limit = route.local_rate_limit
+            return None if limit is None else bucket(limit, stat_prefix="vhost." + site.virtual_host)
+    """
 
     virtual_host: str  # the virtual host's fqdn
     secure: bool  # an HTTPS virtual host (an HTTPS-upgrade route only redirects on the plain one)
@@ -237,6 +292,11 @@ class HttpFilterSpec:
     ``per_route_at`` is ``per_route`` for configs that depend on the virtual host the route is
     served on; a spec sets at most one of the two.  Translation is memoised on DAG nodes, so
     these functions must depend only on their arguments (attachments included).
+
+    **Example**::
+
+        HttpFilterSpec(name="envoy.filters.http.header_mutation", config=lambda site: HeaderMutation(),
+                       after=("envoy.filters.http.rbac",), per_route=headers_of_route)
     """
 
     name: str  # Envoy's filter name; also the typed_per_filter_config key

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cpx import hookspecs
-from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+from cpx.hookdocs import PROTOCOLS, RECORDS
 
 ROOT = Path(__file__).resolve().parents[2]
 HOOKS = [
@@ -38,9 +38,7 @@ def test_hook_is_in_docs(name: str, fn: object) -> None:
     assert signature in text, f"docs/hooks.md does not show {signature}"
 
 
-@pytest.mark.parametrize(
-    "record", [WatchSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, OptionSpec]
-)
+@pytest.mark.parametrize("record", RECORDS)
 def test_record_fields_are_in_docs(record: type) -> None:
     import attrs
 
@@ -48,6 +46,28 @@ def test_record_fields_are_in_docs(record: type) -> None:
     assert f"### {record.__name__}" in text
     for field in attrs.fields(record):
         assert f"`{field.name}`" in text, f"docs/hooks.md does not describe {record.__name__}.{field.name}"
+
+
+@pytest.mark.parametrize("record", RECORDS)
+def test_every_record_has_an_example(record: type) -> None:
+    assert "**Example**::" in (record.__doc__ or ""), f"{record.__name__}: add an example to its docstring"
+
+
+def test_every_public_record_and_protocol_is_documented() -> None:
+    import attrs
+
+    import cpx
+    from cpx import records
+
+    public = {getattr(cpx, name) for name in cpx.__all__}
+    public = {thing for thing in public if getattr(thing, "__module__", None) == records.__name__}
+    documented = {*RECORDS, *PROTOCOLS}
+    missing = {
+        thing.__name__
+        for thing in public
+        if isinstance(thing, type) and (attrs.has(thing) or getattr(thing, "_is_protocol", False))
+    } - {thing.__name__ for thing in documented}
+    assert not missing, f"add to cpx.hookdocs: {sorted(missing)}"
 
 
 def test_hooks_md_is_current() -> None:
