@@ -156,7 +156,7 @@ def load_balancer_strategy(policy: model.LoadBalancerPolicy | None) -> str:
     return policy.strategy
 
 
-def request_hash_policies(  # noqa: C901, PLR0912  (why: one branch per hash policy kind)
+def request_hash_policies(
     policy: model.LoadBalancerPolicy | None, status: ProxyStatus
 ) -> tuple[tuple[HashPolicy, ...], str]:
     """Contour's loadBalancerRequestHashPolicies: the hash policies and the strategy to use
@@ -170,69 +170,73 @@ def request_hash_policies(  # noqa: C901, PLR0912  (why: one branch per hash pol
     if strategy != REQUEST_HASH:
         return (), strategy
     out: list[HashPolicy] = []
-    source_ip_seen = False
-    headers: set[str] = set()
-    params: set[str] = set()
-
-    def ignore(message: str) -> None:
-        status.add_warning(SPEC_ERROR, "IgnoredField", message)
-
     for entry in policy.request_hash_policies:
-        set_count = (
-            int(entry.hash_source_ip)
-            + int(entry.header_hash_options is not None)
-            + int(entry.query_parameter_hash_options is not None)
-        )
-        if set_count != 1:
-            ignore(
-                "ignoring invalid request hash policy, must set exactly one of hashSourceIP or "
-                "headerHashOptions or queryParameterHashOptions"
-            )
-            continue
-        if entry.hash_source_ip:
-            if source_ip_seen:
-                ignore("ignoring invalid request hash policy, hashSourceIP specified multiple times")
-                continue
-            source_ip_seen = True
-            out.append(HashPolicy(source_ip=True, terminal=entry.terminal))
-        elif entry.header_hash_options is not None:
-            name = canonical_header_key(entry.header_hash_options.header_name)
-            if not valid_header_name(name):
-                ignore(
-                    f"ignoring invalid header hash policy options with invalid header name {quote(name)}: "
-                    "[a valid HTTP header must consist of alphanumeric characters or '-' "
-                    "(e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]"
-                )
-                continue
-            if name in headers:
-                ignore(f"ignoring invalid header hash policy options with duplicated header name {name}")
-                continue
-            headers.add(name)
-            out.append(HashPolicy(header=name, terminal=entry.terminal))
-        elif entry.query_parameter_hash_options is not None:
-            # Contour lower-cases parameter names: most people assume they are case-insensitive.
-            name = entry.query_parameter_hash_options.parameter_name.lower()
-            if not name:
-                ignore(
-                    "ignoring invalid query parameter hash policy options with an invalid empty query "
-                    "parameter name"
-                )
-                continue
-            if name in params:
-                ignore(
-                    "ignoring invalid query parameter hash policy options with duplicated query "
-                    f"parameter name {name}"
-                )
-                continue
-            params.add(name)
-            out.append(HashPolicy(query_parameter=name, terminal=entry.terminal))
+        hashed = _request_hash_policy(entry)
+        if isinstance(hashed, HashPolicy) and any(_hash_input(hashed) == _hash_input(p) for p in out):
+            hashed = _duplicate_hash_input(hashed)
+        if isinstance(hashed, str):
+            status.add_warning(SPEC_ERROR, "IgnoredField", hashed)
+        else:
+            out.append(hashed)
     if not out:
-        ignore(
+        status.add_warning(
+            SPEC_ERROR,
+            "IgnoredField",
             "ignoring invalid request hash policy options, setting load balancer strategy to default "
-            + ROUND_ROBIN
+            + ROUND_ROBIN,
         )
         return (), ROUND_ROBIN
     return tuple(out), REQUEST_HASH
+
+
+def _request_hash_policy(entry: model.RequestHashPolicy) -> HashPolicy | str:
+    """One request hash entry's policy, or Contour's words for why it is ignored (duplicates are
+    the caller's to find)."""
+    set_count = (
+        int(entry.hash_source_ip)
+        + int(entry.header_hash_options is not None)
+        + int(entry.query_parameter_hash_options is not None)
+    )
+    if set_count != 1:
+        return (
+            "ignoring invalid request hash policy, must set exactly one of hashSourceIP or "
+            "headerHashOptions or queryParameterHashOptions"
+        )
+    if entry.header_hash_options is not None:
+        name = canonical_header_key(entry.header_hash_options.header_name)
+        if not valid_header_name(name):
+            return (
+                f"ignoring invalid header hash policy options with invalid header name {quote(name)}: "
+                "[a valid HTTP header must consist of alphanumeric characters or '-' "
+                "(e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]"
+            )
+        return HashPolicy(header=name, terminal=entry.terminal)
+    if entry.query_parameter_hash_options is not None:
+        # Contour lower-cases parameter names: most people assume they are case-insensitive.
+        name = entry.query_parameter_hash_options.parameter_name.lower()
+        if not name:
+            return (
+                "ignoring invalid query parameter hash policy options with an invalid empty query "
+                "parameter name"
+            )
+        return HashPolicy(query_parameter=name, terminal=entry.terminal)
+    return HashPolicy(source_ip=True, terminal=entry.terminal)  # hashSourceIP, the only one left
+
+
+def _hash_input(policy: HashPolicy) -> tuple[bool, str | None, str | None]:
+    """What a request hash policy hashes: a second policy on the same input is a duplicate."""
+    return policy.source_ip, policy.header, policy.query_parameter
+
+
+def _duplicate_hash_input(policy: HashPolicy) -> str:
+    if policy.source_ip:
+        return "ignoring invalid request hash policy, hashSourceIP specified multiple times"
+    if policy.header is not None:
+        return f"ignoring invalid header hash policy options with duplicated header name {policy.header}"
+    return (
+        "ignoring invalid query parameter hash policy options with duplicated query "
+        f"parameter name {policy.query_parameter}"
+    )
 
 
 def tcp_load_balancer_strategy(policy: model.LoadBalancerPolicy | None, status: ProxyStatus) -> str:

@@ -15,6 +15,10 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from typing import NoReturn
+
 import attrs
 from cpx import Config, ObjectKey, ServicePortError, SourceView
 from cpx.dag import (
@@ -22,8 +26,10 @@ from cpx.dag import (
     CookieRewrite,
     CORSPolicy,
     DirectResponse,
+    Duration,
     HashPolicy,
     HeadersPolicy,
+    HealthCheck,
     InternalRedirectPolicy,
     IPFilter,
     LocalRateLimit,
@@ -144,53 +150,55 @@ def unsupported_vhost_fields(vhost: model.VirtualHost) -> tuple[str, ...]:
 # -- routes ----------------------------------------------------------------------------------------
 
 
-def _action_count(route: model.Route) -> int:
-    return (
-        int(bool(route.services))
-        + int(route.request_redirect_policy is not None)
-        + int(route.direct_response_policy is not None)
-    )
+class _RouteDropped(Exception):
+    """Contour's "route set dropped": the error is already in the proxy's status."""
 
 
-def _header_and_cookie_policies(
-    spec: model.Route | model.Service,
-    *,
-    owner: str,
-    error_type: str,
-    response_reason: str,
-    dynamic: dict[str, str],
-    allow_dynamic_host: bool,
+@contextlib.contextmanager
+def _drop_on(
     status: ProxyStatus,
-) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]] | None:
-    """Request/response header policies and cookie rewrites of a route or a service; None (error
-    recorded, with Contour's type and reason for that level) when one is invalid."""
+    error_type: str,
+    reason: str,
+    message: str = "{}",
+    catch: type[ValueError] = PolicyError,
+) -> Iterator[None]:
+    """Turns a ``catch`` error raised inside into the status error (``message`` formatted with the
+    error's text) and drops the route set: most route parts fail this way, each with its own words."""
     try:
-        request = headers_policy(
-            spec.request_headers_policy,
-            allow_host_rewrite=True,
-            allow_dynamic_host=allow_dynamic_host,
-            dynamic=dynamic,
-        )
-    except HeaderPolicyError as err:
-        status.add_error(error_type, "RequestHeadersPolicyInvalid", f"{err} on request headers")
-        return None
-    try:
-        response = headers_policy(spec.response_headers_policy, allow_host_rewrite=False, dynamic=dynamic)
-    except HeaderPolicyError as err:
-        status.add_error(error_type, response_reason, f"{err} on response headers")
-        return None
-    try:
-        cookies = policies.cookie_rewrites(spec.cookie_rewrite_policies)
-    except PolicyError as err:
-        # Contour reports cookie rules as a RouteError at both levels.
-        status.add_error(
-            ROUTE_ERROR, "CookieRewritePoliciesInvalid", f"{err} on {owner} cookie rewrite rules"
-        )
-        return None
-    return request, response, cookies
+        yield
+    except catch as err:
+        status.add_error(error_type, reason, message.format(err))
+        raise _RouteDropped from None
 
 
-def build_route(  # noqa: C901, PLR0911, PLR0912, PLR0915  (why: every HTTPProxy route field, in Contour's order)
+@attrs.frozen(kw_only=True)
+class _RouteContext:
+    """What every part of one route's build reads: the route, its proxy and where errors go."""
+
+    route: model.Route
+    proxy: Context
+    path_is_prefix: bool
+
+    @property
+    def status(self) -> ProxyStatus:
+        return self.proxy.status
+
+    def drop(self, error_type: str, reason: str, message: str) -> NoReturn:
+        self.status.add_error(error_type, reason, message)
+        raise _RouteDropped
+
+
+@attrs.frozen(kw_only=True)
+class _ClusterDefaults:
+    """The route-level settings every cluster of the route inherits."""
+
+    route_request_headers: HeadersPolicy  # its Host rewrite may set the upstream SNI
+    health_check: HealthCheck | None
+    strategy: str  # "" = RoundRobin
+    idle_connection_timeout: Duration | None
+
+
+def build_route(
     route: model.Route,
     *,
     namespace: str,
@@ -208,150 +216,47 @@ def build_route(  # noqa: C901, PLR0911, PLR0912, PLR0915  (why: every HTTPProxy
     Condition validation (PathMatchConditionsNotValid, header and query conditions) is the
     processor's; Contour checks RouteActionCountNotValid before those.
     """
-    if _action_count(route) != 1:
-        status.add_error(
-            ROUTE_ERROR,
-            "RouteActionCountNotValid",
-            "must set exactly one of route.services or route.requestRedirectPolicy "
-            "or route.directResponsePolicy",
-        )
+    proxy = Context(namespace=namespace, source=source, config=config, status=status, referrer=referrer)
+    try:
+        return _route_parts(_RouteContext(route=route, proxy=proxy, path_is_prefix=path_is_prefix))
+    except _RouteDropped:
         return None
 
-    route_policies = _header_and_cookie_policies(
+
+def _route_parts(ctx: _RouteContext) -> RouteParts:
+    """Every route field in Contour's order, so that the first error recorded is Contour's;
+    raises _RouteDropped at the first one that drops the route set."""
+    route, status = ctx.route, ctx.status
+    _check_action_count(ctx)
+    request_headers, response_headers, cookie_rewrites = _header_and_cookie_policies(
         route,
         owner="route",
         error_type=ROUTE_ERROR,
         response_reason="ResponseHeaderPolicyInvalid",  # sic: Contour's route-level reason
-        dynamic={CONTOUR_NAMESPACE: namespace},
+        dynamic={CONTOUR_NAMESPACE: ctx.proxy.namespace},
         allow_dynamic_host=True,
         status=status,
     )
-    if route_policies is None:
-        return None
-    request_headers, response_headers, cookie_rewrites = route_policies
-    try:
+    with _drop_on(status, ROUTE_ERROR, "TimeoutPolicyNotValid", "route.timeoutPolicy failed to parse: {}"):
         timeout_policy, idle_connection = policies.timeout_policies(route.timeout_policy)
-    except PolicyError as err:
-        status.add_error(ROUTE_ERROR, "TimeoutPolicyNotValid", f"route.timeoutPolicy failed to parse: {err}")
-        return None
-    try:
+    with _drop_on(status, ROUTE_ERROR, "RateLimitPolicyNotValid", "route.rateLimitPolicy is invalid: {}"):
         local_rate_limit = policies.local_rate_limit(route.rate_limit_policy)
-    except PolicyError as err:
-        status.add_error(ROUTE_ERROR, "RateLimitPolicyNotValid", f"route.rateLimitPolicy is invalid: {err}")
-        return None
     hash_policies, strategy = policies.request_hash_policies(route.load_balancer_policy, status)
-    try:
+    with _drop_on(status, ROUTE_ERROR, "RequestRedirectPolicy", "route.requestRedirectPolicy is invalid: {}"):
         redirect = policies.redirect(route.request_redirect_policy)
-    except PolicyError as err:
-        status.add_error(
-            ROUTE_ERROR, "RequestRedirectPolicy", f"route.requestRedirectPolicy is invalid: {err}"
-        )
-        return None
-
-    replace_prefix = policies.replace_prefix_pairs(route.path_rewrite_policy)
-    if replace_prefix:
-        if not path_is_prefix:
-            status.add_error(
-                PREFIX_REPLACE_ERROR,
-                "MustHavePrefix",
-                "cannot specify prefix replacements without a prefix condition",
-            )
-            return None
-        problem = policies.check_prefix_replacements(replace_prefix)
-        if problem is not None:
-            status.add_error(PREFIX_REPLACE_ERROR, *problem)
-            return None
-
-    try:
+    replace_prefix = _replace_prefix(ctx)
+    with _drop_on(status, ROUTE_ERROR, "HealthCheckPolicyInvalid"):
         health_check = policies.http_health_check(route.health_check_policy)
-    except PolicyError as err:
-        status.add_error(ROUTE_ERROR, "HealthCheckPolicyInvalid", str(err))
-        return None
-
-    ctx = Context(namespace=namespace, source=source, config=config, status=status, referrer=referrer)
-    clusters: list[Cluster] = []
-    mirrors: list[MirrorPolicy] = []
-    for service in route.services:
-        if not 1 <= service.port <= 65535:
-            status.add_error(
-                SERVICE_ERROR,
-                "ServicePortInvalid",
-                f'service "{service.name}": port must be in the range 1-65535',
-            )
-            return None
-        health_port = (
-            service.health_port if health_check is not None and service.health_port > 0 else service.port
-        )
-        try:
-            upstream = resolve_upstream(service, health_port, ctx)
-        except ServicePortError as err:
-            # Only this service is skipped: a route left without clusters answers 503.
-            status.add_error(
-                SERVICE_ERROR,
-                "ServiceUnresolvedReference",
-                f"Spec.Routes unresolved service reference: {err}",
-            )
-            continue
-        try:
-            upstream = with_protocol(service, upstream, ctx)
-            validation = upstream_validation(service, upstream, ctx)
-        except ServiceProblem:
-            return None
-        service_policies = _header_and_cookie_policies(
-            service,
-            owner="service",
-            error_type=SERVICE_ERROR,
-            response_reason="ResponseHeadersPolicyInvalid",
-            dynamic={
-                CONTOUR_NAMESPACE: namespace,
-                CONTOUR_SERVICE_NAME: service.name,
-                CONTOUR_SERVICE_PORT: str(service.port),
-            },
-            allow_dynamic_host=False,
-            status=status,
-        )
-        if service_policies is None:
-            return None
-        cluster_request, cluster_response, cluster_cookies = service_policies
-        try:
-            slow_start = policies.slow_start(service.slow_start_policy, strategy)
-        except PolicyError as err:
-            status.add_error(SERVICE_ERROR, "SlowStartInvalid", str(err))
-            return None
-        check = health_check
-        if check is not None and health_port != service.port:
-            check = attrs.evolve(check, port=health_port)
-        cluster = Cluster(
-            upstream=upstream,
-            weight=service.weight,
-            load_balancer_policy=strategy or policies.ROUND_ROBIN,
-            health_check=check,
-            validation=validation,
-            sni=sni(request_headers, cluster_request, upstream),
-            request_headers=cluster_request,
-            response_headers=cluster_response,
-            slow_start=slow_start,
-            idle_connection_timeout=idle_connection,
-            cookie_rewrites=cluster_cookies,
-        )
-        if service.mirror:
-            if mirrors:
-                status.add_error(
-                    SERVICE_ERROR, "OnlyOneMirror", "only one service per route may be nominated as mirror"
-                )
-                return None
-            # weight is the mirrored percentage; unset (or 0) mirrors everything.
-            mirrors.append(MirrorPolicy(cluster=cluster, percent=float(min(service.weight, 100) or 100)))
-        else:
-            clusters.append(cluster)
-
-    try:
-        ip_filter = policies.ip_filter(route.ip_allow_policy, route.ip_deny_policy, status)
-    except PolicyError:
-        return None  # the IPFilterError is recorded
-
+    defaults = _ClusterDefaults(
+        route_request_headers=request_headers,
+        health_check=health_check,
+        strategy=strategy,
+        idle_connection_timeout=idle_connection,
+    )
+    clusters, mirrors = _upstreams(ctx, defaults)
+    ip_filter = _route_ip_filter(ctx)
     return RouteParts(
-        clusters=_fit_weights(clusters),
+        clusters=clusters,
         redirect=redirect,
         direct_response=policies.direct_response(route.direct_response_policy),
         websocket=route.enable_websockets,
@@ -359,15 +264,168 @@ def build_route(  # noqa: C901, PLR0911, PLR0912, PLR0915  (why: every HTTPProxy
         retry_policy=policies.retry_policy(route.retry_policy),
         request_headers=request_headers,
         response_headers=response_headers,
-        mirrors=tuple(mirrors),
+        mirrors=mirrors,
         hash_policies=hash_policies,
         internal_redirect=policies.internal_redirect(route.internal_redirect_policy),
         cookie_rewrites=cookie_rewrites,
         local_rate_limit=local_rate_limit,
         ip_filter=ip_filter,
-        permit_insecure=route.permit_insecure and not config.option(PERMIT_INSECURE_OPTION, False),
+        permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
         replace_prefix=replace_prefix,
     )
+
+
+def _check_action_count(ctx: _RouteContext) -> None:
+    route = ctx.route
+    actions = (
+        int(bool(route.services))
+        + int(route.request_redirect_policy is not None)
+        + int(route.direct_response_policy is not None)
+    )
+    if actions != 1:
+        ctx.drop(
+            ROUTE_ERROR,
+            "RouteActionCountNotValid",
+            "must set exactly one of route.services or route.requestRedirectPolicy "
+            "or route.directResponsePolicy",
+        )
+
+
+def _header_and_cookie_policies(
+    spec: model.Route | model.Service,
+    *,
+    owner: str,
+    error_type: str,
+    response_reason: str,
+    dynamic: dict[str, str],
+    allow_dynamic_host: bool,
+    status: ProxyStatus,
+) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]]:
+    """Request/response header policies and cookie rewrites of a route or a service; an invalid
+    one drops the route set, with Contour's type and reason for that level."""
+    request_message = "{} on request headers"
+    with _drop_on(
+        status, error_type, "RequestHeadersPolicyInvalid", request_message, catch=HeaderPolicyError
+    ):
+        request = headers_policy(
+            spec.request_headers_policy,
+            allow_host_rewrite=True,
+            allow_dynamic_host=allow_dynamic_host,
+            dynamic=dynamic,
+        )
+    with _drop_on(status, error_type, response_reason, "{} on response headers", catch=HeaderPolicyError):
+        response = headers_policy(spec.response_headers_policy, allow_host_rewrite=False, dynamic=dynamic)
+    # Contour reports cookie rules as a RouteError at both levels.
+    cookie_message = "{} on " + owner + " cookie rewrite rules"
+    with _drop_on(status, ROUTE_ERROR, "CookieRewritePoliciesInvalid", cookie_message):
+        cookies = policies.cookie_rewrites(spec.cookie_rewrite_policies)
+    return request, response, cookies
+
+
+def _replace_prefix(ctx: _RouteContext) -> tuple[tuple[str, str], ...]:
+    """The route's (prefix, replacement) pairs; they need a prefix condition and distinct prefixes."""
+    pairs = policies.replace_prefix_pairs(ctx.route.path_rewrite_policy)
+    if not pairs:
+        return pairs
+    if not ctx.path_is_prefix:
+        ctx.drop(
+            PREFIX_REPLACE_ERROR,
+            "MustHavePrefix",
+            "cannot specify prefix replacements without a prefix condition",
+        )
+    problem = policies.check_prefix_replacements(pairs)
+    if problem is not None:
+        ctx.drop(PREFIX_REPLACE_ERROR, *problem)
+    return pairs
+
+
+def _upstreams(
+    ctx: _RouteContext, defaults: _ClusterDefaults
+) -> tuple[tuple[Cluster, ...], tuple[MirrorPolicy, ...]]:
+    """The route's weighted clusters and its mirror (one service at most may be nominated)."""
+    clusters: list[Cluster] = []
+    mirrors: list[MirrorPolicy] = []
+    for service in ctx.route.services:
+        cluster = _service_cluster(ctx, service, defaults)
+        if cluster is None:
+            continue
+        if not service.mirror:
+            clusters.append(cluster)
+            continue
+        if mirrors:
+            ctx.drop(SERVICE_ERROR, "OnlyOneMirror", "only one service per route may be nominated as mirror")
+        # weight is the mirrored percentage; unset (or 0) mirrors everything.
+        mirrors.append(MirrorPolicy(cluster=cluster, percent=float(min(service.weight, 100) or 100)))
+    return _fit_weights(clusters), tuple(mirrors)
+
+
+def _service_cluster(
+    ctx: _RouteContext, service: model.Service, defaults: _ClusterDefaults
+) -> Cluster | None:
+    """One service's cluster, or None when its Service is unresolved: only that service is
+    skipped (a route left without clusters answers 503)."""
+    if not 1 <= service.port <= 65535:
+        ctx.drop(
+            SERVICE_ERROR,
+            "ServicePortInvalid",
+            f'service "{service.name}": port must be in the range 1-65535',
+        )
+    health_port, health_check = _service_health(service, defaults.health_check)
+    try:
+        upstream = resolve_upstream(service, health_port, ctx.proxy)
+    except ServicePortError as err:
+        ctx.status.add_error(
+            SERVICE_ERROR, "ServiceUnresolvedReference", f"Spec.Routes unresolved service reference: {err}"
+        )
+        return None
+    try:
+        upstream = with_protocol(service, upstream, ctx.proxy)
+        validation = upstream_validation(service, upstream, ctx.proxy)
+    except ServiceProblem:
+        raise _RouteDropped from None
+    request, response, cookies = _header_and_cookie_policies(
+        service,
+        owner="service",
+        error_type=SERVICE_ERROR,
+        response_reason="ResponseHeadersPolicyInvalid",
+        dynamic={
+            CONTOUR_NAMESPACE: ctx.proxy.namespace,
+            CONTOUR_SERVICE_NAME: service.name,
+            CONTOUR_SERVICE_PORT: str(service.port),
+        },
+        allow_dynamic_host=False,
+        status=ctx.status,
+    )
+    with _drop_on(ctx.status, SERVICE_ERROR, "SlowStartInvalid"):
+        slow_start = policies.slow_start(service.slow_start_policy, defaults.strategy)
+    return Cluster(
+        upstream=upstream,
+        weight=service.weight,
+        load_balancer_policy=defaults.strategy or policies.ROUND_ROBIN,
+        health_check=health_check,
+        validation=validation,
+        sni=sni(defaults.route_request_headers, request, upstream),
+        request_headers=request,
+        response_headers=response,
+        slow_start=slow_start,
+        idle_connection_timeout=defaults.idle_connection_timeout,
+        cookie_rewrites=cookies,
+    )
+
+
+def _route_ip_filter(ctx: _RouteContext) -> IPFilter | None:
+    try:
+        return policies.ip_filter(ctx.route.ip_allow_policy, ctx.route.ip_deny_policy, ctx.status)
+    except PolicyError:
+        raise _RouteDropped from None  # the IPFilterError is recorded
+
+
+def _service_health(service: model.Service, check: HealthCheck | None) -> tuple[int, HealthCheck | None]:
+    """The port health checks go to (the service's healthPort, when checks are on and it is set)
+    and the check aimed at it."""
+    if check is None or service.health_port <= 0 or service.health_port == service.port:
+        return service.port, check
+    return service.health_port, attrs.evolve(check, port=service.health_port)
 
 
 # -- TCP proxying ------------------------------------------------------------------------------------
@@ -409,9 +467,7 @@ def build_tcp_proxy(
     ctx = Context(namespace=namespace, source=source, config=config, status=status, referrer=referrer)
     clusters = []
     for service in tcp.services:
-        health_port = (
-            service.health_port if health_check is not None and service.health_port > 0 else service.port
-        )
+        health_port, check = _service_health(service, health_check)
         try:
             upstream = resolve_upstream(service, health_port, ctx)
         except ServicePortError as err:
@@ -426,9 +482,6 @@ def build_tcp_proxy(
             validation = upstream_validation(service, upstream, ctx)
         except ServiceProblem:
             return None
-        check = health_check
-        if check is not None and health_port != service.port:
-            check = attrs.evolve(check, port=health_port)
         clusters.append(
             Cluster(
                 upstream=upstream,
