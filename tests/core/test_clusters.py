@@ -41,7 +41,7 @@ from cpx.xds import resource
 from cpx.xds.caches import clusters as cds
 from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.contributions import Contributions
-from cpx.xds.naming import cluster_name, secret_name
+from cpx.xds.naming import cluster_name
 
 HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 KUARD = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
@@ -162,11 +162,6 @@ def test_unnamed_port_eds_service_name() -> None:
     assert msg.alt_stat_name == "ns_svc_8080"
 
 
-def test_connect_timeout() -> None:
-    msg = only(Cluster(upstream=KUARD, connect_timeout=0.25))
-    assert (msg.connect_timeout.seconds, msg.connect_timeout.nanos) == (0, 250_000_000)
-
-
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
@@ -275,14 +270,12 @@ def test_plain_http_has_no_tls() -> None:
     assert not msg.HasField("transport_socket")
 
 
-def test_upstream_validation_and_client_certificate() -> None:
+def test_upstream_validation() -> None:
     ca = Secret(namespace="default", name="ca", ca_pem=b"-----BEGIN CERTIFICATE-----\nCA\n")
-    client = Secret(namespace="projectcontour", name="envoy-client", cert_pem=b"CERT", key_pem=b"KEY")
     c = with_protocol(
         UpstreamProtocol.TLS,
         validation=UpstreamValidation(ca=ca, subject_names=("kuard.example.com", "alt.example.com")),
         sni="kuard.example.com",
-        client_certificate=client,
     )
     ctx = tls_context(only(c))
     vc = ctx.common_tls_context.validation_context
@@ -291,11 +284,7 @@ def test_upstream_validation_and_client_certificate() -> None:
     sans = [(m.san_type, m.matcher.exact) for m in vc.match_typed_subject_alt_names]
     dns = tls_common_v3.SubjectAltNameMatcher.DNS
     assert sans == [(dns, "kuard.example.com"), (dns, "alt.example.com")]
-    (sds,) = ctx.common_tls_context.tls_certificate_sds_secret_configs
-    assert sds.name == secret_name(client)
-    assert_ads(sds.sds_config)
-    # Key material never travels in CDS.
-    assert b"KEY" not in ctx.SerializeToString()
+    assert not ctx.common_tls_context.tls_certificate_sds_secret_configs
 
 
 # -- health checks -----------------------------------------------------------------------------
@@ -400,7 +389,8 @@ def test_one_cluster_per_name_sorted() -> None:
 def test_tcp_proxy_and_mirror_clusters_included() -> None:
     dag = dag_of()
     tcp = Cluster(upstream=ServicePort(namespace="ns", name="tcp", port=9000))
-    dag.ensure_listener("tcp", Protocol.TCP, "0.0.0.0", 9000).tcp_proxy = TCPProxy(clusters=(tcp,))
+    dag.ensure_listener("ingress_https", Protocol.HTTPS, "0.0.0.0", 8443)
+    dag.ensure_secure_virtual_host("ingress_https", "tcp.example.com").tcp_proxy = TCPProxy(clusters=(tcp,))
     cache = ClusterCache(Config())
     cache.on_change(dag)
     assert list(cache.contents()) == [cluster_name(tcp)]
@@ -467,7 +457,7 @@ def test_changed_cluster_gets_new_resource_others_kept() -> None:
     cache = ClusterCache(Config())
     cache.on_change(dag_of(a, b))
     before = dict(cache.contents())
-    b2 = attrs.evolve(b, connect_timeout=5.0)
+    b2 = attrs.evolve(b, load_balancer_policy="Random")
     cache.on_change(dag_of(copy(a), b2))
     after = cache.contents()
     assert after[cluster_name(a)] is before[cluster_name(a)]

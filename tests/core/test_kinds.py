@@ -23,7 +23,7 @@ from cpx import ClusterKindSpec, ListenerKindSpec, hookimpl
 from cpx.builtin import plugin as builtin
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
-from cpx.dag.nodes import Secret, TCPProxy
+from cpx.dag.nodes import PathKind, PathMatch, Route, Secret
 from cpx.errors import PluginError
 from cpx.objects import ObjectKey
 from cpx.plugins import PluginHost
@@ -231,7 +231,10 @@ def test_a_name_clash_between_nodes_notes_the_later_origin() -> None:
 
 def test_a_listener_node_named_like_a_core_listener_is_dropped_with_a_note() -> None:
     dag = DAG()
-    dag.ensure_listener("ingress_http", Protocol.TCP, "0.0.0.0", 8080).tcp_proxy = TCPProxy(clusters=())
+    dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
+    dag.ensure_virtual_host("ingress_http", "example.com").add_route(
+        Route(path=PathMatch(kind=PathKind.PREFIX, value="/"))
+    )
     dag.add_listener_node(tcpecho.EchoListener(name="ingress_http", origin=KEY, port=1, cluster="c"))
     dag.prune()
     assert dag.listener_nodes() == ()

@@ -18,7 +18,6 @@ from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors
 from envoy.extensions.filters.http.local_ratelimit.v3 import local_rate_limit_pb2 as local_ratelimit
 from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as rbac
-from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
@@ -34,7 +33,6 @@ from cpx.dag.nodes import (
     CookieRewrite,
     CORSPolicy,
     DirectResponse,
-    Duration,
     HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
@@ -52,7 +50,6 @@ from cpx.dag.nodes import (
     TLSParams,
 )
 from cpx.ops import certgen
-from cpx.testing.tls import default_ca
 from cpx.xds import resource
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
@@ -70,7 +67,6 @@ POLICY_FILTERS = [
     "router",
 ]
 FALLBACK = Secret(namespace="projectcontour", name="fallback", cert_pem=b"fb-cert", key_pem=b"fb-key")
-CA = Secret(namespace="default", name="client-ca", ca_pem=default_ca().cert_pem)  # Envoy parses it
 
 
 def backend(name: str = "svc", weight: int = 1) -> Cluster:
@@ -216,27 +212,14 @@ def test_policy_filters_are_inert_at_the_connection_manager() -> None:
     assert [f.name for f in https.http_filters][:2] == ["envoy.filters.http.lua", "envoy.filters.http.cors"]
 
 
-def test_gateway_listener_uses_its_route_config_name_and_proxy_protocol() -> None:
+def test_plugin_listener_routes_are_named_after_it() -> None:
     dag = DAG()
-    listener = dag.ensure_listener("gw", Protocol.HTTP, "::", 80)
-    listener.route_config_prefix, listener.use_proxy_protocol = "gw-routes", True
-    dag.ensure_virtual_host("gw", "example.com").add_route(prefix())
-    envoy_listener = translate(dag)["gw"]
+    dag.ensure_listener("plugin", Protocol.HTTP, "::", 80)
+    dag.ensure_virtual_host("plugin", "example.com").add_route(prefix())
+    envoy_listener = translate(dag)["plugin"]
     assert envoy_listener.address.socket_address.ipv4_compat
-    assert unpack_hcm(envoy_listener.filter_chains[0]).rds.route_config_name == "gw-routes"
-    (listener_filter,) = envoy_listener.listener_filters
-    assert listener_filter.name == "envoy.filters.listener.proxy_protocol"
-    assert listener_filter.typed_config.Is(proxy_protocol.ProxyProtocol.DESCRIPTOR)
-
-
-def test_tcp_listener() -> None:
-    dag = DAG()
-    listener = dag.ensure_listener("tcp-5432", Protocol.TCP, "0.0.0.0", 5432)
-    listener.tcp_proxy = TCPProxy(clusters=(backend("db"),), idle_timeout=Duration(seconds=None))
-    (chain,) = translate(dag)["tcp-5432"].filter_chains
-    proxy = unpack_tcp(chain)
-    assert proxy.stat_prefix == "tcp-5432" and proxy.cluster == cluster_name(backend("db"))
-    assert proxy.HasField("idle_timeout") and proxy.idle_timeout.seconds == 0  # disabled
+    assert unpack_hcm(envoy_listener.filter_chains[0]).rds.route_config_name == "plugin"
+    assert not envoy_listener.listener_filters  # no TLS to inspect
 
 
 # -- HTTPS -----------------------------------------------------------------------------------------
@@ -276,15 +259,13 @@ def test_misdirected_request_lua() -> None:
 
 def test_downstream_tls_context() -> None:
     dag = new_dag()
-    add_secure(
-        dag, "example.com", tls=TLSParams(min_version="1.3", cipher_suites=("ECDHE-RSA-AES128-GCM-SHA256",))
-    )
+    add_secure(dag, "example.com", tls=TLSParams(min_version="1.3"))
     (chain,) = translate(dag)[HTTPS].filter_chains
     context = unpack_tls(chain)
     common = context.common_tls_context
     assert common.tls_params.tls_minimum_protocol_version == tls_common.TlsParameters.TLSv1_3
     assert common.tls_params.tls_maximum_protocol_version == tls_common.TlsParameters.TLSv1_3
-    assert list(common.tls_params.cipher_suites) == ["ECDHE-RSA-AES128-GCM-SHA256"]
+    assert not common.tls_params.cipher_suites  # Envoy's defaults
     assert list(common.alpn_protocols) == ["h2", "http/1.1"]
     (sds,) = common.tls_certificate_sds_secret_configs
     assert sds.name == secret_name(SECRET) and sds.sds_config.HasField("ads")
@@ -297,14 +278,6 @@ def test_min_tls_version_has_a_floor() -> None:
     add_secure(dag, "example.com", tls=TLSParams(min_version="1.1"))
     params = unpack_tls(translate(dag)[HTTPS].filter_chains[0]).common_tls_context.tls_params
     assert params.tls_minimum_protocol_version == tls_common.TlsParameters.TLSv1_2
-
-
-def test_client_validation() -> None:
-    dag = new_dag()
-    add_secure(dag, "example.com", client_validation=CA)
-    context = unpack_tls(translate(dag)[HTTPS].filter_chains[0])
-    assert context.require_client_certificate.value
-    assert context.common_tls_context.validation_context.trusted_ca.inline_bytes == CA.ca_pem
 
 
 def test_passthrough_and_tcp_proxy_vhosts() -> None:
@@ -536,7 +509,6 @@ def add_policies(vhost: VirtualHost) -> None:
 def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair) -> None:
     envoy = _envoy()
     secret = Secret(namespace="default", name="tls", cert_pem=keypair.cert_pem, key_pem=keypair.key_pem)
-    ca = Secret(namespace="default", name="ca", ca_pem=keypair.cert_pem)
     dag = new_dag()
     vhost = dag.ensure_virtual_host(HTTP, "*.example.com")
     vhost.add_route(
@@ -555,15 +527,13 @@ def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair
     )
     dag.ensure_virtual_host(HTTP, "*").add_route(prefix(https_redirect=True))
     add_policies(dag.ensure_virtual_host(HTTP, "policies.example.com"))
-    add_secure(dag, "example.com", secret=secret, fallback_certificate=secret, client_validation=ca)
+    add_secure(dag, "example.com", secret=secret, fallback_certificate=secret)
     add_policies(dag.ensure_secure_virtual_host(HTTPS, "example.com"))
     add_secure(dag, "*.wild.com", secret=secret)
     add_secure(
         dag, "pass.com", passthrough=True, tcp_proxy=TCPProxy(clusters=(backend("p", 1), backend("q", 1)))
     )
-    dag.ensure_listener("tcp", Protocol.TCP, "127.0.0.1", 15432).tcp_proxy = TCPProxy(
-        clusters=(backend("db"),)
-    )
+    add_secure(dag, "db.example.com", secret=secret, tcp_proxy=TCPProxy(clusters=(backend("db"),)))
     dag.prune()
     path = tmp_path / "bootstrap.json"
     path.write_text(json.dumps(static_bootstrap(dag)))

@@ -1,16 +1,32 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import types
 from pathlib import Path
 
+import attrs
 import pytest
 from click.testing import CliRunner
+from envoy.config.cluster.v3 import cluster_pb2
+from envoy.config.listener.v3 import listener_pb2
+from envoy.extensions.filters.http.header_mutation.v3 import header_mutation_pb2
 
-from cpx import OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, hookimpl
+from cpx import (
+    ClusterKindSpec,
+    HttpFilterSpec,
+    ListenerKindSpec,
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    ResourceCacheSpec,
+    hookimpl,
+)
+from cpx.builtin import plugin as core
 from cpx.cli import cli
+from cpx.cli.plugins import describe_contributions
 from cpx.dag.builder import order_processors
 from cpx.errors import PluginError
 from cpx.plugins import PluginHost, available_plugins
@@ -117,9 +133,73 @@ def test_plugins_list_json_reports_contributions() -> None:
         "endpoints",
         "secrets",
     }
+    assert core["http_filters"][-1].endswith(". router")
     ingress = rows["ingress"]
     assert ingress["distribution"] == "cpx-ingress"
     assert "networking.k8s.io/v1/Ingress" in ingress["watches"]
+
+
+@attrs.frozen
+class _EchoListener:
+    name: str
+    origin: None = None
+
+
+@attrs.frozen
+class _AuthCluster:
+    name: str
+    origin: None = None
+
+
+class _Contributor:
+    """A plugin with one contribution of each xDS kind; its filter sits right after CORS."""
+
+    @hookimpl
+    def cpx_http_filters(self) -> list[HttpFilterSpec]:
+        return [
+            HttpFilterSpec(
+                name="envoy.filters.http.header_mutation",
+                config=lambda site: header_mutation_pb2.HeaderMutation(),
+                after=("envoy.filters.http.cors",),
+                before=("envoy.filters.http.local_ratelimit",),
+                per_route=lambda route: None,
+            )
+        ]
+
+    @hookimpl
+    def cpx_listener_kinds(self) -> list[ListenerKindSpec]:
+        return [
+            ListenerKindSpec(name="echo", node_type=_EchoListener, build=lambda n: listener_pb2.Listener())
+        ]
+
+    @hookimpl
+    def cpx_cluster_kinds(self) -> list[ClusterKindSpec]:
+        return [ClusterKindSpec(name="auth", node_type=_AuthCluster, build=lambda n: cluster_pb2.Cluster())]
+
+
+def test_contributions_show_http_filters_in_order_and_xds_kinds() -> None:
+    shown = describe_contributions(PluginHost.from_modules([("core", core), ("extra", _Contributor())]))
+    assert shown["core"]["http_filters"] == [
+        "1. envoy.filters.http.lua",
+        "2. envoy.filters.http.cors (per virtual host)",
+        "4. envoy.filters.http.local_ratelimit (per virtual host, route)",
+        "5. envoy.filters.http.lua.cookie_rewrite (per route, weighted cluster)",
+        "6. envoy.filters.http.rbac (per virtual host, route)",
+        "7. router",
+    ]
+    extra = shown["extra"]
+    assert extra["http_filters"] == ["3. envoy.filters.http.header_mutation (per route)"]
+    assert extra["listener_kinds"] == [f"echo ({__name__}._EchoListener)"]
+    assert extra["cluster_kinds"] == [f"auth ({__name__}._AuthCluster)"]
+    assert "listener_kinds" not in shown["core"] and "watches" not in extra
+
+
+def test_plugins_list_text_shows_http_filters() -> None:
+    result = CliRunner().invoke(cli, ["plugins", "list", "--plugins", "ingress"])
+    assert result.exit_code == 0, result.output
+    core_part = result.output.split("\ningress ")[0]
+    assert "  http filters:\n    1. envoy.filters.http.lua\n" in core_part
+    assert core_part.index("http filters:") < core_part.index("resource caches:")
 
 
 def test_plugins_list_does_not_import_disabled_plugins() -> None:
@@ -138,6 +218,11 @@ def test_plugins_list_does_not_import_disabled_plugins() -> None:
 
 def test_installed_example_plugin_is_discovered_and_runs(tmp_path: Path) -> None:
     """Install the example third-party plugin for real, then list and use it."""
+    # Built from a copy: an in-tree build would leave egg-info where the test path finds it.
+    source = tmp_path / "source"
+    shutil.copytree(
+        ROOT / "examples" / "plugins" / "response-header", source, ignore=shutil.ignore_patterns("tests")
+    )
     target = tmp_path / "site"
     subprocess.run(
         [
@@ -150,7 +235,7 @@ def test_installed_example_plugin_is_discovered_and_runs(tmp_path: Path) -> None
             "--no-build-isolation",
             "--target",
             str(target),
-            str(ROOT / "examples" / "plugins" / "response-header"),
+            str(source),
         ],
         check=True,
     )

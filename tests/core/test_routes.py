@@ -173,18 +173,16 @@ def test_fallback_config_holds_vhosts_with_fallback_certificate() -> None:
     assert [v.name for v in configs["ingress_fallbackcert"].virtual_hosts] == ["a.com", "b.com"]
 
 
-def test_gateway_listener_names() -> None:
+def test_plugin_listener_names() -> None:
     dag = DAG()
-    listener = dag.ensure_listener("gw-http", Protocol.HTTP, "0.0.0.0", 80)
-    listener.route_config_prefix = "gateway/http"
-    dag.ensure_virtual_host("gw-http", "example.com").add_route(prefix())
-    secure = dag.ensure_listener("gw-https", Protocol.HTTPS, "0.0.0.0", 443)
-    secure.route_config_prefix = "gateway/https"
-    svh = dag.ensure_secure_virtual_host("gw-https", "example.com")
+    dag.ensure_listener("plugin-http", Protocol.HTTP, "0.0.0.0", 80)
+    dag.ensure_virtual_host("plugin-http", "example.com").add_route(prefix())
+    dag.ensure_listener("plugin-https", Protocol.HTTPS, "0.0.0.0", 443)
+    svh = dag.ensure_secure_virtual_host("plugin-https", "example.com")
     svh.secret = SECRET
     svh.add_route(prefix())
-    # No static ingress_http in Gateway mode.
-    assert list(translate(dag)) == ["gateway/http", "gateway/https/example.com"]
+    # The static ingress_http is always served (Envoy's static listener waits for it).
+    assert list(translate(dag)) == ["https/example.com", "ingress_http", "plugin-http"]
 
 
 # -- matches ---------------------------------------------------------------------------------------
@@ -219,18 +217,16 @@ def test_header_matchers() -> None:
         HeaderMatch(name="a-exact", kind=HeaderMatchKind.EXACT, value="v", ignore_case=True),
         HeaderMatch(name="b-regex", kind=HeaderMatchKind.REGEX, value="v.*"),
         HeaderMatch(name="c-contains", kind=HeaderMatchKind.CONTAINS, value="v", invert=True),
-        HeaderMatch(name="d-prefix", kind=HeaderMatchKind.PREFIX, value="p"),
-        HeaderMatch(name="e-suffix", kind=HeaderMatchKind.SUFFIX, value="s", treat_missing_as_empty=True),
+        HeaderMatch(name="d-exact", kind=HeaderMatchKind.EXACT, value="s", treat_missing_as_empty=True),
         HeaderMatch(name="f-present", kind=HeaderMatchKind.PRESENT, invert=True),
     )
     matchers = one_route(prefix("/", headers=tuple(reversed(headers)))).match.headers
     assert [m.name for m in matchers] == [h.name for h in headers]
-    exact, regex, contains, pre, suf, present = matchers
+    exact, regex, contains, missing, present = matchers
     assert exact.string_match.exact == "v" and exact.string_match.ignore_case
     assert regex.string_match.safe_regex.regex == "v.*"
     assert contains.string_match.contains == "v" and contains.invert_match
-    assert pre.string_match.prefix == "p"
-    assert suf.string_match.suffix == "s" and suf.treat_missing_header_as_empty
+    assert missing.string_match.exact == "s" and missing.treat_missing_header_as_empty
     assert present.present_match and present.invert_match
 
 
@@ -305,16 +301,14 @@ def test_per_cluster_headers_on_weighted_entries() -> None:
     policy = HeadersPolicy(
         set=(HeaderValue(name="x-set", value="1"),), remove=("x-gone",), host_rewrite="up.local"
     )
-    response = HeadersPolicy(add=(HeaderValue(name="x-add", value="2"),))
+    response = HeadersPolicy(set=(HeaderValue(name="x-resp", value="2"),))
     # One cluster with its own header policy still needs the weighted form (Contour's rule).
     action = one_route(prefix(clusters=(backend(request_headers=policy, response_headers=response),))).route
     (entry,) = action.weighted_clusters.clusters
     assert entry.request_headers_to_add[0].header.key == "x-set"
     assert list(entry.request_headers_to_remove) == ["x-gone"]
     assert entry.host_rewrite_literal == "up.local"
-    assert (
-        entry.response_headers_to_add[0].append_action == core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
-    )
+    assert entry.response_headers_to_add[0].header.key == "x-resp"
 
 
 def test_no_clusters_answers_503() -> None:
@@ -408,7 +402,6 @@ def test_websocket_and_prefix_rewrite() -> None:
 def test_route_header_policies() -> None:
     request = HeadersPolicy(
         set=(HeaderValue(name="x-b", value="2"), HeaderValue(name="x-a", value="1")),
-        add=(HeaderValue(name="x-c", value="3"),),
         remove=("x-drop",),
         host_rewrite="backend.local",
     )
@@ -416,8 +409,7 @@ def test_route_header_policies() -> None:
     envoy_route = one_route(prefix(request_headers=request, response_headers=response))
     added = [(h.header.key, h.append_action) for h in envoy_route.request_headers_to_add]
     overwrite = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
-    append = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
-    assert added == [("x-a", overwrite), ("x-b", overwrite), ("x-c", append)]
+    assert added == [("x-a", overwrite), ("x-b", overwrite)]
     assert list(envoy_route.request_headers_to_remove) == ["x-drop"]
     assert [h.header.key for h in envoy_route.response_headers_to_add] == ["x-r"]
     assert list(envoy_route.response_headers_to_remove) == ["server"]

@@ -15,15 +15,12 @@ HTTPS = "ingress_https"
 SERVING = Secret(namespace="default", name="tls", cert_pem=b"CERT", key_pem=b"KEY")
 OTHER = Secret(namespace="apps", name="tls", cert_pem=b"CERT2", key_pem=b"KEY2")
 FALLBACK = Secret(namespace="projectcontour", name="fallback", cert_pem=b"FB", key_pem=b"FBKEY")
-CLIENT = Secret(namespace="default", name="client", cert_pem=b"CLIENT", key_pem=b"CLIENTKEY")
 
 
-def dag_with(*hosts: tuple[str, Secret, Secret | None], client_cert: Secret | None = None) -> DAG:
+def dag_with(*hosts: tuple[str, Secret, Secret | None]) -> DAG:
     dag = DAG()
     dag.ensure_listener(HTTPS, Protocol.HTTPS, "0.0.0.0", 8443)
-    cluster = Cluster(
-        upstream=ServicePort(namespace="default", name="svc", port=443), client_certificate=client_cert
-    )
+    cluster = Cluster(upstream=ServicePort(namespace="default", name="svc", port=443))
     for fqdn, secret, fallback in hosts:
         svh = dag.ensure_secure_virtual_host(HTTPS, fqdn)
         svh.secret, svh.fallback_certificate = secret, fallback
@@ -52,12 +49,10 @@ def test_tls_certificate_inline() -> None:
 
 def test_every_used_secret_once_sorted_by_name() -> None:
     cache = SecretCache(Config())
-    dag = dag_with(
-        ("a.com", SERVING, FALLBACK), ("b.com", OTHER, FALLBACK), ("c.com", SERVING, None), client_cert=CLIENT
-    )
+    dag = dag_with(("a.com", SERVING, FALLBACK), ("b.com", OTHER, FALLBACK), ("c.com", SERVING, None))
     cache.on_change(dag)
     names = list(cache.contents())
-    assert names == sorted(secret_name(s) for s in (SERVING, OTHER, FALLBACK, CLIENT))
+    assert names == sorted(secret_name(s) for s in (SERVING, OTHER, FALLBACK))
 
 
 def test_ca_bundle_becomes_validation_context() -> None:

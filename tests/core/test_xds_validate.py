@@ -934,12 +934,14 @@ def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
     from cpx.dag.nodes import Secret, TLSParams
     from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, listener_head
 
-    client_ca = Secret(namespace="default", name="ca", ca_pem=client_ca_pem) if client_ca_pem else None
     secret = Secret(namespace="default", name="tls")
-    transport = downstream_tls(secret, TLSParams(), HTTPSettings(), ["h2"], client_ca=client_ca)
+    transport = downstream_tls(secret, TLSParams(), HTTPSettings(), ["h2"])
 
     context = tls_pb2.DownstreamTlsContext()
     transport.typed_config.Unpack(context)
+    if client_ca_pem:  # as a plugin's own listener would check client certificates
+        context.common_tls_context.validation_context.trusted_ca.inline_bytes = client_ca_pem
+        context.require_client_certificate.value = True
     sds = context.common_tls_context.tls_certificate_sds_secret_configs[0]
     sds.name = secret_name
     sds.ClearField("sds_config")  # a name alone refers to a static secret
@@ -1078,7 +1080,6 @@ def test_everything_cpx_generates_passes() -> None:
         upstream=ServicePort(namespace="default", name="tls", port=443, protocol=UpstreamProtocol.H2),
         validation=UpstreamValidation(ca=ca_secret, subject_names=("svc.example.com",)),
         sni="svc.example.com",
-        client_certificate=secret,
     )
     external = Cluster(
         upstream=ServicePort(namespace="default", name="ext", port=80, external_name="example.org")
@@ -1105,7 +1106,7 @@ def test_everything_cpx_generates_passes() -> None:
                 remove=("x-b",),
                 host_rewrite="up.example.com",
             ),
-            response_headers=HeadersPolicy(add=(HeaderValue(name="x-r", value="1"),)),
+            response_headers=HeadersPolicy(set=(HeaderValue(name="x-r", value="1"),)),
             cookie_rewrites=(CookieRewrite(name="s", path="/", same_site="Strict"),),
             local_rate_limit=LocalRateLimit(requests=5, unit_seconds=60, burst=2, status_code=503),
             ip_filter=IPFilter(
@@ -1129,14 +1130,14 @@ def test_everything_cpx_generates_passes() -> None:
         )
         secure = dag.ensure_secure_virtual_host("https", fqdn)
         secure.secret = secret
-        secure.client_validation = ca_secret
         for route in routes:
             vhost.add_route(route)
             secure.add_route(route)
     passthrough = dag.ensure_secure_virtual_host("https", "pass.example.com")
     passthrough.passthrough = True
     passthrough.tcp_proxy = TCPProxy(clusters=(checked,))
-    dag.ensure_listener("tcp", Protocol.TCP, "127.0.0.1", 15432).tcp_proxy = TCPProxy(clusters=(tls_up,))
+    terminated = dag.ensure_secure_virtual_host("https", "tcp.example.com")
+    terminated.secret, terminated.tcp_proxy = secret, TCPProxy(clusters=(tls_up,))
     dag.prune()
     checked_count = 0
     for cache in (

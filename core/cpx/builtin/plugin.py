@@ -109,13 +109,6 @@ def cpx_http_filters() -> Iterator[HttpFilterSpec]:
     yield from filters.http_filters()
 
 
-@hookimpl
-def cpx_fuzz_strategies() -> Iterator[Any]:
-    from cpx.testing.strategies import CORE_STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
-
-    yield from CORE_STRATEGIES
-
-
 @hookimpl(trylast=True)
 def cpx_secret_access_permitted(
     secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView

@@ -10,34 +10,23 @@ import click
 from cpx.cli.options import plugins_option, preparse_plugins, split
 from cpx.errors import CpxError
 from cpx.plugins import CORE_PLUGIN, PluginHost, available_plugins
-from cpx.records import OptionSpec, ProcessorSpec, ResourceCacheSpec, StatusWriterSpec, WatchSpec
+from cpx.records import (
+    ClusterKindSpec,
+    HttpFilterSpec,
+    ListenerKindSpec,
+    OptionSpec,
+    ProcessorSpec,
+    ResourceCacheSpec,
+    StatusWriterSpec,
+    WatchSpec,
+)
 
 
 def describe_plugins(enabled: list[str] | None) -> list[dict[str, Any]]:
     infos = available_plugins()
     enabled_names = {i.name for i in infos} if enabled is None else {CORE_PLUGIN, *enabled}
     host = PluginHost.load([n for n in enabled_names if n != CORE_PLUGIN] if enabled is not None else None)
-    contributions: dict[str, dict[str, list[str]]] = {}
-
-    def add(plugin: str, what: str, text: str) -> None:
-        contributions.setdefault(plugin, {}).setdefault(what, []).append(text)
-
-    for plugin, w in host.contributions("cpx_watches", WatchSpec):
-        add(plugin, "watches", f"{w.gvk.api_version}/{w.gvk.kind}")
-    processors = {p.name: p for p in host.processors()}
-    proc_owner = {}
-
-    for plugin, spec in host.contributions("cpx_dag_processors", ProcessorSpec):
-        proc_owner[spec.name] = plugin
-    for position, name in enumerate(processors, 1):
-        spec = processors[name]
-        add(proc_owner[name], "processors", f"{position}. {name} (phase {spec.phase.name.lower()})")
-    for plugin, c in host.contributions("cpx_resource_caches", ResourceCacheSpec):
-        add(plugin, "resource_caches", f"{c.name} ({c.type_url.rsplit('/', 1)[-1]})")
-    for plugin, s in host.contributions("cpx_status_writers", StatusWriterSpec):
-        add(plugin, "status_writers", f"{s.gvk.api_version}/{s.gvk.kind}")
-    for plugin, o in host.contributions("cpx_options", OptionSpec):
-        add(plugin, "options", o.flag)
+    contributions = describe_contributions(host)
     rows = []
     for info in infos:
         row: dict[str, Any] = {
@@ -50,6 +39,92 @@ def describe_plugins(enabled: list[str] | None) -> list[dict[str, Any]]:
             row.update({k: v for k, v in sorted(contributions.get(info.name, {}).items())})
         rows.append(row)
     return rows
+
+
+def describe_contributions(host: PluginHost) -> dict[str, dict[str, list[str]]]:
+    """Per plugin, per kind of contribution (the keys of :data:`CONTRIBUTIONS`), one line each."""
+    out: dict[str, dict[str, list[str]]] = {}
+    for what, lines in (
+        ("watches", _watches(host)),
+        ("processors", _processors(host)),
+        ("http_filters", _http_filters(host)),
+        ("listener_kinds", _kinds(host, "cpx_listener_kinds", ListenerKindSpec)),
+        ("cluster_kinds", _kinds(host, "cpx_cluster_kinds", ClusterKindSpec)),
+        ("resource_caches", _caches(host)),
+        ("status_writers", _status_writers(host)),
+        ("options", [(plugin, o.flag) for plugin, o in host.contributions("cpx_options", OptionSpec)]),
+    ):
+        for plugin, text in lines:
+            out.setdefault(plugin, {}).setdefault(what, []).append(text)
+    return out
+
+
+# What `plugins list` shows, in this order.
+CONTRIBUTIONS = (
+    "watches",
+    "processors",
+    "http_filters",
+    "listener_kinds",
+    "cluster_kinds",
+    "resource_caches",
+    "status_writers",
+    "options",
+)
+Lines = list[tuple[str, str]]  # (plugin, text)
+
+
+def _watches(host: PluginHost) -> Lines:
+    return [(p, f"{w.gvk.api_version}/{w.gvk.kind}") for p, w in host.contributions("cpx_watches", WatchSpec)]
+
+
+def _processors(host: PluginHost) -> Lines:
+    """In the order the builder runs them."""
+    owner = {spec.name: plugin for plugin, spec in host.contributions("cpx_dag_processors", ProcessorSpec)}
+    return [
+        (owner[spec.name], f"{position}. {spec.name} (phase {spec.phase.name.lower()})")
+        for position, spec in enumerate(host.processors(), 1)
+    ]
+
+
+def _http_filters(host: PluginHost) -> Lines:
+    """In connection-manager order (the position is among every plugin's filters), with the
+    per-virtual-host / per-route / per-weighted-cluster configs each one provides."""
+    owner = {spec.name: plugin for plugin, spec in host.contributions("cpx_http_filters", HttpFilterSpec)}
+    lines = []
+    for position, spec in enumerate(host.http_filters(), 1):
+        scopes = [
+            scope
+            for scope, given in (
+                ("virtual host", spec.per_virtual_host),
+                ("route", spec.per_route or spec.per_route_at),
+                ("weighted cluster", spec.per_weighted_cluster),
+            )
+            if given is not None
+        ]
+        per = f" (per {', '.join(scopes)})" if scopes else ""
+        lines.append((owner[spec.name], f"{position}. {spec.name}{per}"))
+    return lines
+
+
+def _kinds(host: PluginHost, hook: str, record_type: type[ListenerKindSpec] | type[ClusterKindSpec]) -> Lines:
+    return [
+        (plugin, f"{spec.name} ({spec.node_type.__module__}.{spec.node_type.__qualname__})")
+        for plugin, spec in host.contributions(hook, record_type)
+    ]
+
+
+def _caches(host: PluginHost) -> Lines:
+    return [
+        (plugin, f"{c.name} ({c.type_url.rsplit('/', 1)[-1]})")
+        for plugin, c in host.contributions("cpx_resource_caches", ResourceCacheSpec)
+    ]
+
+
+def _status_writers(host: PluginHost) -> Lines:
+    return [
+        (plugin, f"{s.gvk.api_version}/{s.gvk.kind}")
+        for plugin, s in host.contributions("cpx_status_writers", StatusWriterSpec)
+    ]
 
 
 @click.group(name="plugins")
@@ -73,7 +148,7 @@ def plugins_list(plugins: tuple[str, ...], fmt: str) -> None:
     for row in rows:
         state = "enabled" if row["enabled"] else "disabled"
         click.echo(f"{row['name']}  {row['distribution']} {row['version']}  [{state}]")
-        for what in ("watches", "processors", "resource_caches", "status_writers", "options"):
+        for what in CONTRIBUTIONS:
             if row.get(what):
                 click.echo(f"  {what.replace('_', ' ')}:")
                 for item in row[what]:

@@ -36,8 +36,6 @@ from cpx.objects import ObjectKey
 class Protocol(enum.Enum):
     HTTP = "HTTP"
     HTTPS = "HTTPS"
-    TLS = "TLS"  # SNI routing, no HTTP (passthrough or terminated tcpproxy)
-    TCP = "TCP"
 
 
 @attrs.define(eq=False)
@@ -75,7 +73,6 @@ class SecureVirtualHost(VirtualHost):
     tcp_proxy: TCPProxy | None = None
     passthrough: bool = False
     fallback_certificate: Secret | None = None
-    client_validation: Secret | None = None
 
     def valid(self) -> bool:
         if self.tcp_proxy is not None:
@@ -93,18 +90,13 @@ class Listener:
     port: int
     virtual_hosts: dict[str, VirtualHost] = attrs.field(factory=dict)
     secure_virtual_hosts: dict[str, SecureVirtualHost] = attrs.field(factory=dict)
-    tcp_proxy: TCPProxy | None = None  # plain TCP listeners (Gateway API TCPRoute)
-    # Name of the RouteConfiguration(s): Contour's static listeners use `ingress_http` and
-    # `https/<fqdn>`; Gateway listeners `<listener>` and `<listener>/<fqdn>`.
-    route_config_prefix: str = ""
-    use_proxy_protocol: bool = False
 
+    # The RouteConfiguration names, Contour's: `ingress_http` (the listener's name) and `https/<fqdn>`.
     def http_route_config_name(self) -> str:
-        return self.route_config_prefix or self.name
+        return self.name
 
     def secure_route_config_name(self, fqdn: str) -> str:
-        prefix = self.route_config_prefix or "https"
-        return f"{prefix}/{fqdn}"
+        return f"https/{fqdn}"
 
 
 @attrs.frozen(kw_only=True)
@@ -256,8 +248,6 @@ class DAG:
     def _walk_clusters(self) -> list[Cluster]:
         out: list[Cluster] = []
         for listener in self.listeners.values():
-            if listener.tcp_proxy is not None:
-                out += listener.tcp_proxy.clusters
             for vhosts in (listener.virtual_hosts, listener.secure_virtual_hosts):
                 for vhost in vhosts.values():
                     for route in vhost.routes.values():
@@ -279,9 +269,6 @@ class DAG:
                 for secret in (vhost.secret, vhost.fallback_certificate):
                     if secret is not None:
                         found.add(secret)
-        for cluster in self.unique_clusters():
-            if cluster.client_certificate is not None:
-                found.add(cluster.client_certificate)
         return found
 
     def prune(self) -> None:
@@ -292,7 +279,7 @@ class DAG:
             listener.secure_virtual_hosts = {
                 k: v for k, v in sorted(listener.secure_virtual_hosts.items()) if v.valid()
             }
-            if not (listener.virtual_hosts or listener.secure_virtual_hosts or listener.tcp_proxy):
+            if not (listener.virtual_hosts or listener.secure_virtual_hosts):
                 del self.listeners[name]
         for name in [n for n in self._listener_nodes if n in self.listeners]:
             node = self._listener_nodes.pop(name)

@@ -37,8 +37,6 @@ class HeaderMatchKind(enum.Enum):
     REGEX = "regex"
     CONTAINS = "contains"
     PRESENT = "present"
-    PREFIX = "prefix"
-    SUFFIX = "suffix"
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
@@ -167,7 +165,6 @@ class HeaderValue:
 @attrs.frozen(cache_hash=True, kw_only=True)
 class HeadersPolicy:
     set: tuple[HeaderValue, ...] = ()
-    add: tuple[HeaderValue, ...] = ()
     remove: tuple[str, ...] = ()
     host_rewrite: str | None = None  # literal Host value
     host_rewrite_header: str | None = None  # copy Host from this request header
@@ -200,12 +197,10 @@ class Cluster:
     health_check: HealthCheck | None = None
     validation: UpstreamValidation | None = None
     sni: str = ""
-    client_certificate: Secret | None = None
     request_headers: HeadersPolicy = HeadersPolicy()
     response_headers: HeadersPolicy = HeadersPolicy()
     slow_start: SlowStart | None = None
     idle_connection_timeout: Duration | None = None
-    connect_timeout: float = 2.0
     cookie_rewrites: tuple[CookieRewrite, ...] = ()  # per-service Set-Cookie rewrites
     # Plugins' typed data, read by their HTTP filters' per-weighted-cluster configs.
     attachments: Attachments = NO_ATTACHMENTS
@@ -384,12 +379,9 @@ class Route:
 @attrs.frozen(cache_hash=True, kw_only=True)
 class TCPProxy:
     clusters: tuple[Cluster, ...]
-    idle_timeout: Duration | None = None
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
 class TLSParams:
     min_version: str = "1.2"
     max_version: str = "1.3"
-    cipher_suites: tuple[str, ...] = ()
-    alpn: tuple[str, ...] = ("h2", "http/1.1")

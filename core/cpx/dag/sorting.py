@@ -26,15 +26,12 @@ from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, QueryMatch, Qu
 
 METHOD_HEADER = ":method"
 
-# Most specific first.  Contour knows Exact > Regex > Contains > Present for headers; cpx's prefix
-# and suffix header matches slot in where Contour puts them for query parameters.
+# Most specific first: Contour's Exact > Regex > Contains > Present for headers.
 _HEADER_RANK = {
     HeaderMatchKind.EXACT: 0,
     HeaderMatchKind.REGEX: 1,
-    HeaderMatchKind.PREFIX: 2,
-    HeaderMatchKind.SUFFIX: 3,
-    HeaderMatchKind.CONTAINS: 4,
-    HeaderMatchKind.PRESENT: 5,
+    HeaderMatchKind.CONTAINS: 2,
+    HeaderMatchKind.PRESENT: 3,
 }
 _QUERY_RANK = {
     QueryMatchKind.EXACT: 0,

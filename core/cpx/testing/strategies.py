@@ -9,7 +9,7 @@ Two families, for every kind the enabled plugins declare:
 * **type-confused mutations** (:func:`type_confused`): any node of such an object replaced by a
   value of another JSON type, a value nested hundreds of levels deep or a huge list.
 
-The core contributes strategies for Service, EndpointSlice, Secret and Namespace; a plugin
+:func:`kind_strategies` adds the core's own for Service, EndpointSlice, Secret and Namespace; a plugin
 contributes :class:`KindStrategy` records for its own kinds through the ``cpx_fuzz_strategies``
 hook (imported lazily there, so hypothesis is only needed when fuzzing).  :func:`from_schema`
 turns an OpenAPI schema (e.g. a CRD's) into a strategy, with overrides for the fields that
@@ -456,8 +456,11 @@ CORE_STRATEGIES = (
 
 
 def kind_strategies(host: Any) -> list[KindStrategy]:
-    """Every :class:`KindStrategy` the plugins of a :class:`~cpx.plugins.PluginHost` contribute."""
-    return [record for _plugin, record in host.contributions("cpx_fuzz_strategies", KindStrategy)]
+    """The core's kinds' strategies, then every :class:`KindStrategy` the plugins of a
+    :class:`~cpx.plugins.PluginHost` contribute (the core's own are here, not in its runtime
+    plugin, so that runtime code never imports test code)."""
+    plugins = [record for _plugin, record in host.contributions("cpx_fuzz_strategies", KindStrategy)]
+    return [*CORE_STRATEGIES, *plugins]
 
 
 def any_object(

@@ -57,9 +57,9 @@ def cluster_name(cluster: Cluster) -> str:
         )
         if cluster.slow_start
         else "",
-        cluster.client_certificate.ref if cluster.client_certificate else "",
+        "",  # (was a client certificate: removed options keep their place, so names never change)
         up.external_name or "",
-        repr(cluster.connect_timeout),
+        "2.0",  # (was a per-cluster connect timeout, always 2 s)
         repr(up.circuit_breakers),
     ]
     digest = _sha1_10("|".join(parts))

@@ -31,7 +31,6 @@ from cpx.dag.nodes import (
     Duration,
     HeadersPolicy,
     HealthCheck,
-    Secret,
     ServicePort,
     SlowStart,
     UpstreamProtocol,
@@ -42,12 +41,13 @@ from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator
 from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
-from cpx.xds.naming import alt_stat_name, cluster_name, secret_name
+from cpx.xds.naming import alt_stat_name, cluster_name
 from cpx.xds.resource import Resource
 
 HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 TLS_TRANSPORT_SOCKET = "envoy.transport_sockets.tls"
 SLOW_START_AGGRESSION_KEY = "contour.slowstart.aggression"
+CONNECT_TIMEOUT = 2.0  # seconds, Contour's default
 
 LB_POLICIES = {
     "RoundRobin": cluster_v3.Cluster.ROUND_ROBIN,
@@ -161,13 +161,11 @@ def cluster(c: Cluster) -> cluster_v3.Cluster:
     msg.CopyFrom(
         _eds_template(
             load_balancer_policy=c.load_balancer_policy,
-            connect_timeout=c.connect_timeout,
             health_check=c.health_check,
             protocol=up.protocol,
             circuit_breakers=up.circuit_breakers,
             validation=c.validation,
             sni=c.sni,
-            client_certificate=c.client_certificate,
             idle_connection_timeout=c.idle_connection_timeout,
             slow_start=c.slow_start,
         )
@@ -179,16 +177,14 @@ def cluster(c: Cluster) -> cluster_v3.Cluster:
 
 
 @functools.lru_cache(maxsize=256)
-def _eds_template(  # noqa: PLR0913  (why: one keyword per Cluster field it sets)
+def _eds_template(
     *,
     load_balancer_policy: str,
-    connect_timeout: float,
     health_check: HealthCheck | None,
     protocol: UpstreamProtocol,
     circuit_breakers: CircuitBreakers,
     validation: UpstreamValidation | None,
     sni: str,
-    client_certificate: Secret | None,
     idle_connection_timeout: Duration | None,
     slow_start: SlowStart | None,
 ) -> cluster_v3.Cluster:
@@ -198,11 +194,9 @@ def _eds_template(  # noqa: PLR0913  (why: one keyword per Cluster field it sets
             namespace="", name="", port=0, protocol=protocol, circuit_breakers=circuit_breakers
         ),
         load_balancer_policy=load_balancer_policy,
-        connect_timeout=connect_timeout,
         health_check=health_check,
         validation=validation,
         sni=sni,
-        client_certificate=client_certificate,
         idle_connection_timeout=idle_connection_timeout,
         slow_start=slow_start,
     )
@@ -211,7 +205,7 @@ def _eds_template(  # noqa: PLR0913  (why: one keyword per Cluster field it sets
 
 def _cluster(c: Cluster) -> cluster_v3.Cluster:
     up = c.upstream
-    msg = _defaults(c.load_balancer_policy, c.connect_timeout)
+    msg = _defaults(c.load_balancer_policy)
     msg.name = cluster_name(c)
     msg.alt_stat_name = alt_stat_name(c)
     if up.external_name:
@@ -225,7 +219,7 @@ def _cluster(c: Cluster) -> cluster_v3.Cluster:
         # Drain connections at once when an endpoint is known to be gone.
         msg.ignore_health_on_host_removal = True
     _circuit_breakers(msg, up.circuit_breakers)
-    _upstream_protocol(msg, up.protocol, c.validation, c.sni, c.client_certificate)
+    _upstream_protocol(msg, up.protocol, c.validation, c.sni)
     _protocol_options(msg, up.protocol, c.idle_connection_timeout)
     if c.slow_start is not None:
         _slow_start(msg, c.slow_start)
@@ -263,19 +257,12 @@ def health_check(hc: HealthCheck, protocol: UpstreamProtocol) -> health_check_v3
 
 
 def upstream_tls_context(
-    validation: UpstreamValidation | None,
-    sni: str,
-    client_certificate: Secret | None,
-    alpn: tuple[str, ...] = (),
+    validation: UpstreamValidation | None, sni: str, alpn: tuple[str, ...] = ()
 ) -> tls_v3.UpstreamTlsContext:
-    """Contour's UpstreamTLSContext: CA inline, client certificate over SDS."""
+    """Contour's UpstreamTLSContext, with the CA inline."""
     context = tls_v3.UpstreamTlsContext(sni=sni)
     common = context.common_tls_context
     common.alpn_protocols.extend(alpn)
-    if client_certificate is not None:
-        common.tls_certificate_sds_secret_configs.add(
-            name=secret_name(client_certificate), sds_config=ads_config_source()
-        )
     if validation is not None and validation.ca.ca_pem:
         _validation_context(common.validation_context, validation)
     return context
@@ -291,9 +278,9 @@ def _validation_context(
         matcher.matcher.exact = san
 
 
-def _defaults(lb_policy: str, connect_timeout: float) -> cluster_v3.Cluster:
+def _defaults(lb_policy: str) -> cluster_v3.Cluster:
     msg = cluster_v3.Cluster(
-        connect_timeout=seconds(connect_timeout),
+        connect_timeout=seconds(CONNECT_TIMEOUT),
         lb_policy=LB_POLICIES.get(lb_policy, cluster_v3.Cluster.ROUND_ROBIN),
     )
     # Contour disables the healthy panic threshold (explicit 0%) on every cluster.
@@ -330,12 +317,11 @@ def _upstream_protocol(
     protocol: UpstreamProtocol,
     validation: UpstreamValidation | None,
     sni: str,
-    client_certificate: Secret | None,
 ) -> None:
     if protocol not in (UpstreamProtocol.TLS, UpstreamProtocol.H2):
         return
     alpn = ("h2",) if protocol is UpstreamProtocol.H2 else ()
-    context = upstream_tls_context(validation, sni, client_certificate, alpn)
+    context = upstream_tls_context(validation, sni, alpn)
     msg.transport_socket.name = TLS_TRANSPORT_SOCKET
     msg.transport_socket.typed_config.CopyFrom(to_any(context))
 

@@ -7,7 +7,6 @@
   may depend on that host (the builtin 421 check does); TLS passthrough and TCP-proxy virtual hosts get a
   tcp_proxy chain instead, and virtual hosts with a fallback certificate share one chain without
   SNI match (RDS ``ingress_fallbackcert``).
-- A plain TCP listener (Gateway TCPRoute) gets one tcp_proxy chain.
 - A plugin's own listener node is built whole by the listener kind that claims its type
   (:mod:`cpx.xds.caches.kinds`), once per distinct node.
 
@@ -35,7 +34,7 @@ from cpx.objects import ObjectKey
 from cpx.records import FilterSite, ListenerKindSpec
 from cpx.xds import resource
 from cpx.xds.caches.kinds import Built, KindTranslator
-from cpx.xds.caches.routes import fallback_route_config_name
+from cpx.xds.caches.routes import FALLBACK_ROUTE_CONFIG
 from cpx.xds.constraints.notes import violation_note
 from cpx.xds.constraints.validate import resource_violations, violations
 from cpx.xds.contributions import Contributions
@@ -54,6 +53,7 @@ from cpx.xds.httpfilters import HttpFilters, connection_manager_filters
 from cpx.xds.resource import Resource, content_version
 
 _FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
+HTTP_ALPN = ("h2", "http/1.1")  # what a TLS-terminating HTTP chain offers
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -66,7 +66,6 @@ class _SecureChain:
     secret: Secret | None
     tls: TLSParams
     tcp_proxy: TCPProxy | None
-    client_validation: Secret | None
 
     @classmethod
     def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
@@ -78,7 +77,6 @@ class _SecureChain:
             secret=None if vhost.passthrough else vhost.secret,
             tls=vhost.tls,
             tcp_proxy=vhost.tcp_proxy,
-            client_validation=vhost.client_validation,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -96,10 +94,10 @@ class _SecureChain:
             site = FilterSite(listener=self.stat_prefix, virtual_host=self.fqdn, secure=secure)
             chosen = connection_manager_filters(http_filters, site)
             filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
-            alpn = self.tls.alpn
+            alpn = HTTP_ALPN
         socket = None
         if self.secret is not None:
-            socket = downstream_tls(self.secret, self.tls, settings, alpn, self.client_validation)
+            socket = downstream_tls(self.secret, self.tls, settings, alpn)
         # "*" has no SNI to match on: such a chain takes any TLS connection (Contour's FilterChainTLS).
         if self.fqdn == "*":
             return filter_chain(filters, transport_protocol="tls", transport_socket=socket)
@@ -111,7 +109,6 @@ class _FallbackChain:
     stat_prefix: str
     route_config: str
     secret: Secret
-    client_validation: Secret | None
 
     def sort_key(self) -> tuple[bool, str]:
         return (True, "")
@@ -122,7 +119,7 @@ class _FallbackChain:
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
-        socket = downstream_tls(self.secret, TLSParams(), settings, TLSParams().alpn, self.client_validation)
+        socket = downstream_tls(self.secret, TLSParams(), settings, HTTP_ALPN)
         return filter_chain([manager], transport_protocol="tls", transport_socket=socket, name=FALLBACK_CHAIN)
 
 
@@ -140,16 +137,7 @@ class _HTTPChain:
         return filter_chain([manager], transport_protocol="raw_buffer" if self.raw_only else "")
 
 
-@attrs.frozen(kw_only=True, cache_hash=True)
-class _TCPChain:
-    stat_prefix: str
-    proxy: TCPProxy
-
-    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
-        return filter_chain([tcp_proxy_filter(self.stat_prefix, self.proxy)])
-
-
-_Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
+_Chain = _SecureChain | _FallbackChain | _HTTPChain
 
 
 class ListenerCache:
@@ -277,7 +265,7 @@ class ListenerCache:
     @staticmethod
     def _tail(listener: Listener) -> bytes:
         tls = bool(listener.secure_virtual_hosts)
-        tail = listener_v3.Listener(listener_filters=listener_filters(tls, listener.use_proxy_protocol))
+        tail = listener_v3.Listener(listener_filters=listener_filters(tls))
         data: bytes = tail.SerializeToString(deterministic=True)
         return data
 
@@ -321,7 +309,7 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
     if vhost is None:
         return frozenset()
     found = {r.origin for r in vhost.routes.values() if r.origin is not None}
-    for secret in (vhost.secret, vhost.fallback_certificate, vhost.client_validation):
+    for secret in (vhost.secret, vhost.fallback_certificate):
         if secret is not None:
             found.add(ObjectKey("", "Secret", secret.namespace, secret.name))
     return frozenset(found)
@@ -344,8 +332,6 @@ def _chains(listener: Listener) -> list[_Chain]:
     if fallback is not None:
         tls_chains.append(fallback)
     chains.extend(tls_chains)
-    if listener.tcp_proxy is not None and not chains:
-        chains.append(_TCPChain(stat_prefix=listener.name, proxy=listener.tcp_proxy))
     return chains
 
 
@@ -363,9 +349,8 @@ def _fallback_chain(listener: Listener) -> _FallbackChain | None:
         if vhost.fallback_certificate is not None and vhost.tcp_proxy is None and _servable(vhost):
             return _FallbackChain(
                 stat_prefix=listener.name,
-                route_config=fallback_route_config_name(listener),
+                route_config=FALLBACK_ROUTE_CONFIG,
                 secret=vhost.fallback_certificate,
-                client_validation=vhost.client_validation,
             )
     return None
 

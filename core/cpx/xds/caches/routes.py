@@ -3,7 +3,7 @@
 Names follow Contour (``internal/xdscache/v3/route.go``): ``ingress_http`` for all plain-HTTP
 virtual hosts, ``https/<fqdn>`` for each secure one (its own HTTP connection manager, see
 :mod:`cpx.xds.caches.listeners`) and ``ingress_fallbackcert`` for the virtual hosts reachable through the
-fallback certificate.  Gateway listeners use ``<listener>`` and ``<listener>/<fqdn>``.
+fallback certificate; a plugin's listener made with ``ensure_listener`` uses its own name for plain HTTP.
 
 Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
 ``VirtualHost`` together with the set of routes it came from and the serialised ``Route`` of each:
@@ -73,12 +73,6 @@ class _Translated:
     pieces: dict[Route, _Piece]
 
 
-def fallback_route_config_name(listener: Listener) -> str:
-    if listener.route_config_prefix:
-        return f"{listener.route_config_prefix}/fallbackcert"
-    return FALLBACK_ROUTE_CONFIG
-
-
 def _route_config_tail() -> bytes:
     # Contour stamps every request with its arrival time (for upstream queueing metrics).
     tail = route_v3.RouteConfiguration(
@@ -128,8 +122,7 @@ class RouteCache:
         configs: dict[str, list[bytes]] = {}
         # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
         # waits for a route table that does not exist.
-        if not any(listener.route_config_prefix for listener in dag.listeners.values()):
-            configs[HTTP_ROUTE_CONFIG] = []
+        configs[HTTP_ROUTE_CONFIG] = []
         members: dict[str, list[VirtualHost]] = {}
         for name in sorted(dag.listeners):
             self._add_listener(dag.listeners[name], builder, configs, members)
@@ -160,8 +153,8 @@ class RouteCache:
             entry = builder.vhost(listener, vhost, secure=True)
             configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
             if vhost.fallback_certificate is not None:
-                configs.setdefault(fallback_route_config_name(listener), []).append(entry)
-                members.setdefault(fallback_route_config_name(listener), []).append(vhost)
+                configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
+                members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
 
     def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),

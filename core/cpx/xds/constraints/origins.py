@@ -16,7 +16,7 @@ from cpx.objects import ObjectKey
 from cpx.sources.cache import SourceCache
 from cpx.xds import resource
 from cpx.xds.caches.clusters import cds_shape
-from cpx.xds.caches.routes import fallback_route_config_name
+from cpx.xds.caches.routes import FALLBACK_ROUTE_CONFIG
 from cpx.xds.naming import cluster_name, secret_name
 
 Origins = dict[str, set[ObjectKey]]
@@ -46,7 +46,7 @@ def _listener_origins(listener: Listener) -> set[ObjectKey]:
         listener.secure_virtual_hosts.values()
     )
     for vhost in listener.secure_virtual_hosts.values():
-        for secret in (vhost.secret, vhost.fallback_certificate, vhost.client_validation):
+        for secret in (vhost.secret, vhost.fallback_certificate):
             if secret is not None:
                 found.add(secret_key(secret.namespace, secret.name))
     return found
@@ -90,7 +90,7 @@ def _route_config_origins(dag: DAG, source: SourceCache | None) -> Origins:
             found = _route_origins(vhost.routes.values())
             out.setdefault(listener.secure_route_config_name(vhost.name), set()).update(found)
             if vhost.fallback_certificate is not None:
-                out.setdefault(fallback_route_config_name(listener), set()).update(found)
+                out.setdefault(FALLBACK_ROUTE_CONFIG, set()).update(found)
     return out
 
 

@@ -12,7 +12,6 @@ from envoy.config.core.v3 import protocol_pb2 as core_protocol
 from envoy.config.listener.v3 import listener_components_pb2 as listener_components
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from envoy.extensions.access_loggers.stream.v3 import stream_pb2 as stream_log
-from envoy.extensions.filters.listener.proxy_protocol.v3 import proxy_protocol_pb2 as proxy_protocol
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
@@ -23,13 +22,12 @@ from google.protobuf import wrappers_pb2
 
 from cpx.config import Config
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
-from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
+from cpx.xds.envoy.common import ads_config_source, seconds, to_any
 from cpx.xds.naming import cluster_name, secret_name
 
 HCM_FILTER = "envoy.filters.network.http_connection_manager"
 TCP_PROXY_FILTER = "envoy.filters.network.tcp_proxy"
 TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
-PROXY_PROTOCOL = "envoy.filters.listener.proxy_protocol"
 TLS_TRANSPORT_SOCKET = "envoy.transport_sockets.tls"
 FALLBACK_CHAIN = "fallback-certificate"
 # Contour's TCP proxy idle timeout (issue #1074): longer than common keepalives.
@@ -82,17 +80,8 @@ def stdout_access_log() -> accesslog.AccessLog:
     )
 
 
-def listener_filters(
-    tls_inspection: bool, use_proxy_protocol: bool
-) -> list[listener_components.ListenerFilter]:
-    # PROXY protocol must come first: it rewrites the addresses the other filters see.
+def listener_filters(tls_inspection: bool) -> list[listener_components.ListenerFilter]:
     out = []
-    if use_proxy_protocol:
-        out.append(
-            listener_components.ListenerFilter(
-                name=PROXY_PROTOCOL, typed_config=to_any(proxy_protocol.ProxyProtocol())
-            )
-        )
     if tls_inspection:
         out.append(
             listener_components.ListenerFilter(
@@ -150,7 +139,7 @@ def http_connection_manager(
 
 def tcp_proxy_filter(stat_prefix: str, proxy: TCPProxy) -> listener_components.Filter:
     """Contour's TCPProxy: zero-weight clusters get no traffic unless every weight is zero."""
-    idle = seconds(TCP_PROXY_IDLE_TIMEOUT) if proxy.idle_timeout is None else timeout(proxy.idle_timeout)
+    idle = seconds(TCP_PROXY_IDLE_TIMEOUT)
     config = tcp_proxy.TcpProxy(stat_prefix=stat_prefix, idle_timeout=idle, access_log=[stdout_access_log()])
     keep = [c for c in proxy.clusters if c.weight > 0] or list(proxy.clusters)
     if len(keep) == 1:
@@ -172,7 +161,6 @@ def downstream_tls(
     params: TLSParams,
     settings: HTTPSettings,
     alpn: Sequence[str],
-    client_ca: Secret | None = None,
 ) -> core_base.TransportSocket:
     """A DownstreamTlsContext serving ``secret`` by SDS name over ADS (the key never sits in LDS)."""
     # The configured minimum is a floor: a virtual host may ask for more, never for less.
@@ -182,7 +170,6 @@ def downstream_tls(
         tls_params=tls_common.TlsParameters(
             tls_minimum_protocol_version=minimum,
             tls_maximum_protocol_version=tls_version(params.max_version),
-            cipher_suites=list(params.cipher_suites),
         ),
         tls_certificate_sds_secret_configs=[
             tls_secret.SdsSecretConfig(name=secret_name(secret), sds_config=ads_config_source())
@@ -190,10 +177,6 @@ def downstream_tls(
         alpn_protocols=list(alpn),
     )
     context = tls.DownstreamTlsContext(common_tls_context=common)
-    if client_ca is not None:
-        # Client certificates are checked against the CA inline, as Contour does.
-        context.common_tls_context.validation_context.trusted_ca.inline_bytes = client_ca.ca_pem
-        context.require_client_certificate.value = True
     return core_base.TransportSocket(name=TLS_TRANSPORT_SOCKET, typed_config=to_any(context))
 
 

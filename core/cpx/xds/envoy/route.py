@@ -21,7 +21,6 @@ from cpx.dag.nodes import (
     HeaderMatch,
     HeaderMatchKind,
     HeadersPolicy,
-    HeaderValue,
     MirrorPolicy,
     PathKind,
     QueryMatch,
@@ -55,7 +54,6 @@ _REDIRECT_CODES = {
     308: route_components.RedirectAction.PERMANENT_REDIRECT,
 }
 _OVERWRITE = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
-_APPEND = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
 
 
 # -- virtual hosts ---------------------------------------------------------------------------------
@@ -169,17 +167,13 @@ def route_match(route: Route, extra_header: HeaderMatch | None = None) -> route_
 
 
 def header_value_options(policy: HeadersPolicy) -> list[core_base.HeaderValueOption]:
-    """``set`` overwrites, ``add`` appends; each group sorted by name like Contour's headerValueList."""
-
-    def options(values: tuple[HeaderValue, ...], action: int) -> list[core_base.HeaderValueOption]:
-        return [
-            core_base.HeaderValueOption(
-                header=core_base.HeaderValue(key=h.name, value=h.value), append_action=action
-            )
-            for h in sorted(values, key=lambda h: h.name)
-        ]
-
-    return options(policy.set, _OVERWRITE) + options(policy.add, _APPEND)
+    """``set`` overwrites, sorted by name like Contour's headerValueList."""
+    return [
+        core_base.HeaderValueOption(
+            header=core_base.HeaderValue(key=h.name, value=h.value), append_action=_OVERWRITE
+        )
+        for h in sorted(policy.set, key=lambda h: h.name)
+    ]
 
 
 def redirect_action(redirect: Redirect) -> route_components.RedirectAction:
