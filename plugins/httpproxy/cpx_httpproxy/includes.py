@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import attrs
 from cpx import Config, ObjectKey, SourceView, blame
-from cpx.dag import DirectResponse, PathKind, Route, TCPProxy
+from cpx.dag import DirectResponse, PathKind, PathMatch, Route, TCPProxy
 
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild
@@ -126,31 +126,7 @@ class IncludeWalker:
         )
         if parts is None:
             return None
-        prefix_rewrite = parts.prefix_rewrite
-        if parts.replace_prefix:
-            prefix_rewrite = routebuild.resolve_prefix_rewrite(parts.replace_prefix, matched.value)
-        return Route(
-            path=matched,
-            headers=cond.merge_headers(chain),
-            query=cond.merge_query(chain),
-            clusters=parts.clusters,
-            redirect=parts.redirect,
-            direct_response=parts.direct_response,
-            https_redirect=enforce_tls and not parts.permit_insecure,
-            websocket=parts.websocket,
-            timeout_policy=parts.timeout_policy,
-            retry_policy=parts.retry_policy,
-            prefix_rewrite=prefix_rewrite,
-            request_headers=parts.request_headers,
-            response_headers=parts.response_headers,
-            mirrors=parts.mirrors,
-            hash_policies=parts.hash_policies,
-            internal_redirect=parts.internal_redirect,
-            cookie_rewrites=parts.cookie_rewrites,
-            local_rate_limit=parts.local_rate_limit,
-            ip_filter=parts.ip_filter,
-            origin=proxy.key,
-        )
+        return _dag_route(parts, matched, chain, origin=proxy.key, enforce_tls=enforce_tls)
 
     # -- TCP proxying ----------------------------------------------------------------------------
     def tcp_proxy(self, proxy: Proxy, visited: tuple[Proxy, ...] = ()) -> TCPProxy | None:
@@ -246,6 +222,42 @@ def _header_and_query_problem(conditions: Sequence[model.MatchCondition]) -> _Pr
     if problem is not None:
         return st.ROUTE_ERROR, "QueryParameterMatchConditionsNotValid", problem
     return None
+
+
+def _dag_route(
+    parts: routebuild.RouteParts,
+    matched: PathMatch,
+    chain: Conditions,
+    *,
+    origin: ObjectKey,
+    enforce_tls: bool,
+) -> Route:
+    """The DAG route of what routebuild made of a route, matching the merged ``chain``."""
+    prefix_rewrite = parts.prefix_rewrite
+    if parts.replace_prefix:
+        prefix_rewrite = routebuild.resolve_prefix_rewrite(parts.replace_prefix, matched.value)
+    return Route(
+        path=matched,
+        headers=cond.merge_headers(chain),
+        query=cond.merge_query(chain),
+        clusters=parts.clusters,
+        redirect=parts.redirect,
+        direct_response=parts.direct_response,
+        https_redirect=enforce_tls and not parts.permit_insecure,
+        websocket=parts.websocket,
+        timeout_policy=parts.timeout_policy,
+        retry_policy=parts.retry_policy,
+        prefix_rewrite=prefix_rewrite,
+        request_headers=parts.request_headers,
+        response_headers=parts.response_headers,
+        mirrors=parts.mirrors,
+        hash_policies=parts.hash_policies,
+        internal_redirect=parts.internal_redirect,
+        cookie_rewrites=parts.cookie_rewrites,
+        local_rate_limit=parts.local_rate_limit,
+        ip_filter=parts.ip_filter,
+        origin=origin,
+    )
 
 
 def _bad_gateway(
