@@ -19,6 +19,7 @@ from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.proxies import Proxy, ProxyRegistry, not_supported
+from cpx_httpproxy.status import ProxyStatus
 
 Conditions = tuple[model.MatchCondition, ...]
 # (type, reason, message) of a status error
@@ -46,7 +47,7 @@ class IncludeWalker:
         """The routes of ``proxy`` and its includes under ``conditions``; an empty list after an
         error means the route set of this proxy (and of everything it includes) is dropped."""
         status = self.proxies.status_of(proxy)
-        if any(seen.key == proxy.key for seen in visited):
+        if proxy in visited:
             path = " -> ".join([p.ref for p in visited] + [proxy.ref])
             status.add_error(
                 st.INCLUDE_ERROR, "IncludeCreatesCycle", f"include creates an include cycle: {path}"
@@ -60,9 +61,9 @@ class IncludeWalker:
             if problem is not None:
                 status.add_error(*problem)
                 continue
-            routes += self._included(proxy, include, conditions, visited, enforce_tls=enforce_tls)
+            routes += self._included(proxy, status, include, conditions, visited, enforce_tls=enforce_tls)
         for index, route in enumerate(proxy.spec.routes):
-            built = self._route(proxy, index, route, conditions, enforce_tls=enforce_tls)
+            built = self._route(proxy, status, index, route, conditions, enforce_tls=enforce_tls)
             if built is None:
                 return []
             routes.append(built)
@@ -71,6 +72,7 @@ class IncludeWalker:
     def _included(
         self,
         proxy: Proxy,
+        status: ProxyStatus,
         include: model.Include,
         conditions: Conditions,
         visited: tuple[Proxy, ...],
@@ -81,7 +83,6 @@ class IncludeWalker:
         chain = (*conditions, *include.conditions)
         target_name = (include.namespace or proxy.key.namespace, include.name)
         target = self.proxies.get(target_name)
-        status = self.proxies.status_of(proxy)
         if target is None:
             status.add_error(
                 st.INCLUDE_ERROR, "IncludeNotFound", f"include {target_name[0]}/{target_name[1]} not found"
@@ -100,11 +101,17 @@ class IncludeWalker:
         return routes
 
     def _route(
-        self, proxy: Proxy, index: int, route: model.Route, conditions: Conditions, *, enforce_tls: bool
+        self,
+        proxy: Proxy,
+        status: ProxyStatus,
+        index: int,
+        route: model.Route,
+        conditions: Conditions,
+        *,
+        enforce_tls: bool,
     ) -> Route | None:
         """One route of ``proxy`` under its includes' ``conditions``; None after recording why it
         cannot be served."""
-        status = self.proxies.status_of(proxy)
         unsupported = routebuild.unsupported_route_fields(route)
         if unsupported:
             not_supported(status, (f"spec.routes[{index}].{field}" for field in unsupported))
@@ -153,18 +160,17 @@ class IncludeWalker:
         )
         if not isinstance(found, model.TCPProxyInclude):
             return found
-        target = self._tcp_include_target(proxy, found, visited)
+        target = self._tcp_include_target(proxy, status, found, visited)
         if target is None:
             return None
         with blame(target.key):
             return self.tcp_proxy(target, visited)
 
     def _tcp_include_target(
-        self, proxy: Proxy, include: model.TCPProxyInclude, visited: tuple[Proxy, ...]
+        self, proxy: Proxy, status: ProxyStatus, include: model.TCPProxyInclude, visited: tuple[Proxy, ...]
     ) -> Proxy | None:
         """The proxy a ``tcpproxy.include`` names, if it may be followed (``visited`` ends with
         ``proxy``)."""
-        status = self.proxies.status_of(proxy)
         target_name = (include.namespace or proxy.key.namespace, include.name)
         target = self.proxies.get(target_name)
         if target is None:
@@ -182,7 +188,7 @@ class IncludeWalker:
             )
             return None
         self.proxies.reached(target_name)
-        if any(p.key == target.key for p in visited):
+        if target in visited:
             path = " -> ".join([p.ref for p in visited] + [target.ref])
             status.add_error(
                 st.TCP_PROXY_INCLUDE_ERROR, "IncludeCreatesCycle", f"include creates a cycle: {path}"

@@ -25,15 +25,14 @@ NOT_IMPLEMENTED = "NotImplemented"
 Name = tuple[str, str]  # (namespace, name)
 
 
-@attrs.frozen
+@attrs.frozen(eq=False)
 class Proxy:
+    """One HTTPProxy of a build; the registry holds one per object, so identity is equality."""
+
     obj: Mapping[str, Any]
     key: ObjectKey
     model: model.HTTPProxy
-
-    @property
-    def name(self) -> Name:
-        return (self.key.namespace, self.key.name)
+    name: Name  # the registry's key
 
     @property
     def ref(self) -> str:
@@ -62,7 +61,7 @@ class ProxyRegistry:
             with blame(key):
                 parsed = model.HTTPProxy.from_dict(obj)
             name = (parsed.namespace, parsed.name)
-            registry.proxies[name] = Proxy(obj, key, parsed)
+            registry.proxies[name] = Proxy(obj, key, parsed, name)
             registry.statuses[name] = ProxyStatus.for_object(obj)
         return registry
 

@@ -8,7 +8,7 @@ root: nothing of it is programmed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import attrs
 from cpx import SourceView
@@ -46,7 +46,7 @@ class RootBuilder:
         status = self.walker.proxies.status_of(proxy)
         vhost = proxy.spec.virtualhost
         assert vhost is not None
-        if not all(check(proxy, vhost, status) for check in self._checks()):
+        if not self._acceptable(proxy, vhost, status):
             return
         tls: ResolvedTLS | None = None
         if vhost.tls is not None:
@@ -71,15 +71,15 @@ class RootBuilder:
         self._serve(vhost.fqdn, routes, policies, tls, tcp_proxy)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
-    def _checks(self) -> Sequence[Callable[[Proxy, model.VirtualHost, ProxyStatus], bool]]:
-        """Each records its error and answers False when the root cannot be served."""
+    def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        """Each check records its error and answers False when the root cannot be served."""
         return (
-            _has_fqdn,
-            self._in_root_namespace,
-            _defines_something,
-            _only_supported_fields,
-            _valid_ip_filters,
-            self._has_listeners,
+            _has_fqdn(proxy, vhost, status)
+            and self._in_root_namespace(proxy, vhost, status)
+            and _defines_something(proxy, vhost, status)
+            and _only_supported_fields(proxy, vhost, status)
+            and _valid_ip_filters(proxy, vhost, status)
+            and self._has_listeners(proxy, vhost, status)
         )
 
     def _in_root_namespace(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
