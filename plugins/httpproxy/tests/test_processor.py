@@ -320,6 +320,19 @@ def test_fqdn_must_be_specified() -> None:
     assert dag.listeners == {}
 
 
+def test_root_needs_the_core_listeners() -> None:
+    source = SourceCache(
+        watches={HTTPPROXY.group_kind: WatchSpec(gvk=HTTPPROXY, accept=ingress_class_accepts)}
+    )
+    for obj in (service(), httpproxy(routes=[route()])):
+        source.insert(obj)
+    processor = HTTPProxyProcessor.from_config(Config())
+    processor.clock = status.fixed_clock(NOW)
+    dag = Builder([("httpproxy", processor)]).build(source)  # no ListenerProcessor
+    assert errors(dag) == [("ListenerError", "ErrorIdentifyingListener", "listener ingress_http not found")]
+    assert dag.listeners == {}
+
+
 @pytest.mark.parametrize("configured", [("roots",), ("a,roots",), "roots", ["x", "roots, y"]])
 def test_roots_only_in_root_namespaces(configured: Any) -> None:
     dag = build(

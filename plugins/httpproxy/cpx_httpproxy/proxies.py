@@ -1,0 +1,130 @@
+"""The HTTPProxies of one build and their statuses: which are roots, which are still orphans, and
+the status each one ends up with.
+
+The root builder and the include walker record errors on :meth:`ProxyRegistry.status_of`; the
+processor publishes every status once the tree is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+from cpx import ObjectKey, SourceView, blame
+from cpx.dag import DAG
+
+from cpx_httpproxy import model
+from cpx_httpproxy import status as st
+from cpx_httpproxy.kinds import HTTPPROXY
+from cpx_httpproxy.model import HTTPProxySpec
+from cpx_httpproxy.status import ProxyStatus
+
+NOT_IMPLEMENTED = "NotImplemented"
+
+Name = tuple[str, str]  # (namespace, name)
+
+
+@attrs.frozen(eq=False)
+class Proxy:
+    """One HTTPProxy of a build; the registry holds one per object, so identity is equality."""
+
+    obj: Mapping[str, Any]
+    key: ObjectKey
+    model: model.HTTPProxy
+    name: Name  # the registry's key
+
+    @property
+    def ref(self) -> str:
+        return f"{self.key.namespace}/{self.key.name}"
+
+    @property
+    def spec(self) -> HTTPProxySpec:
+        return self.model.spec
+
+
+@attrs.define(eq=False)
+class ProxyRegistry:
+    """Every HTTPProxy of the source, its status, and the ones no root has reached (yet)."""
+
+    proxies: dict[Name, Proxy] = attrs.field(factory=dict)
+    statuses: dict[Name, ProxyStatus] = attrs.field(factory=dict)
+    orphaned: set[Name] = attrs.field(factory=set)
+
+    @classmethod
+    def load(cls, source: SourceView) -> ProxyRegistry:
+        registry = cls()
+        for obj in source.list(HTTPPROXY):
+            key = ObjectKey.of(obj)
+            # A crash in one proxy's translation leaves out that proxy (or the included one it
+            # happened in), not the build: see cpx.isolation.
+            with blame(key):
+                parsed = model.HTTPProxy.from_dict(obj)
+            name = (parsed.namespace, parsed.name)
+            registry.proxies[name] = Proxy(obj, key, parsed, name)
+            registry.statuses[name] = ProxyStatus.for_object(obj)
+        return registry
+
+    def get(self, name: Name) -> Proxy | None:
+        return self.proxies.get(name)
+
+    def status_of(self, proxy: Proxy) -> ProxyStatus:
+        return self.statuses[proxy.name]
+
+    def reached(self, name: Name) -> None:
+        """``name`` is included from a root: it is no orphan."""
+        self.orphaned.discard(name)
+
+    def unique_roots(self) -> list[Proxy]:
+        """Roots whose FQDN no other root claims, in (namespace, name) order; the others get
+        DuplicateVhost.  Every proxy that is not a root starts out orphaned."""
+        by_fqdn: dict[str, list[Proxy]] = {}
+        for name, proxy in self.proxies.items():
+            vhost = proxy.spec.virtualhost
+            if vhost is None:
+                self.orphaned.add(name)
+                continue
+            by_fqdn.setdefault(vhost.fqdn.lower(), []).append(proxy)
+        roots = []
+        for fqdn, claimants in by_fqdn.items():
+            if len(claimants) == 1:
+                roots.append(claimants[0])
+                continue
+            refs = ", ".join(sorted(p.ref for p in claimants))
+            message = f'fqdn "{fqdn}" is used in multiple HTTPProxies: {refs}'
+            for proxy in claimants:
+                self.status_of(proxy).add_error(st.VIRTUAL_HOST_ERROR, "DuplicateVhost", message)
+        return sorted(roots, key=lambda p: (p.key.namespace, p.key.name))
+
+    def publish(
+        self,
+        dag: DAG,
+        *,
+        clock: st.Clock,
+        last_rendered: Mapping[ObjectKey, Mapping[str, Any]],
+        load_balancer: Mapping[str, Any] | None,
+    ) -> dict[ObjectKey, Mapping[str, Any]]:
+        """Orphan every proxy never reached, set every status and note on ``dag``; returns the
+        rendered statuses (the next build's ``last_rendered``)."""
+        for name in self.orphaned:
+            self.statuses[name].orphan()
+        rendered: dict[ObjectKey, Mapping[str, Any]] = {}
+        for name, proxy in self.proxies.items():
+            status = self.statuses[name]
+            previous = proxy.obj.get("status")
+            if not isinstance(previous, Mapping) or not previous:
+                previous = last_rendered.get(proxy.key)
+            computed = status.render(previous, clock=clock)
+            if load_balancer is not None:
+                computed = {**computed, **load_balancer}
+            rendered[proxy.key] = computed
+            dag.set_status(proxy.key, computed)
+            for note in status.notes():
+                dag.add_note(proxy.key, note)
+        return rendered
+
+
+def not_supported(status: ProxyStatus, fields: Iterable[str]) -> None:
+    """Record each of ``fields`` as a feature cpx does not have (the proxy is not served)."""
+    for field in fields:
+        status.add_error(st.SPEC_ERROR, NOT_IMPLEMENTED, f"{field} is not supported by cpx yet")

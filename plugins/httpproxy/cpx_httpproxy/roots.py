@@ -1,0 +1,184 @@
+"""One root HTTPProxy → its virtual hosts (Contour's computeHTTPProxy).
+
+A root is checked in Contour's order: FQDN, root namespace, emptiness, features cpx does not have,
+IP filters, listeners, TLS, TCP proxy, routes (its includes walked by
+:class:`~cpx_httpproxy.includes.IncludeWalker`), virtual host policies.  A failure drops the
+root: nothing of it is programmed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+from cpx import SourceView
+from cpx.dag import DAG, Route, SecureVirtualHost, TCPProxy, VirtualHost
+
+from cpx_httpproxy import model, routebuild
+from cpx_httpproxy import status as st
+from cpx_httpproxy.includes import IncludeWalker
+from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
+from cpx_httpproxy.proxies import Proxy, not_supported
+from cpx_httpproxy.status import ProxyStatus
+from cpx_httpproxy.tls import ResolvedTLS, resolve_tls
+
+
+def unsupported_vhost_fields(vhost: model.VirtualHost) -> list[str]:
+    """Virtual host fields cpx cannot honour yet (routebuild's list plus client certificate
+    validation); a root using one is not served."""
+    found = [f"spec.virtualhost.{field}" for field in routebuild.unsupported_vhost_fields(vhost)]
+    if vhost.tls is not None and vhost.tls.client_validation is not None:
+        found.append("spec.virtualhost.tls.clientValidation")
+    return found
+
+
+@attrs.frozen
+class RootBuilder:
+    """Adds each accepted root's virtual hosts (plain and, with TLS, secure) to the DAG."""
+
+    dag: DAG
+    source: SourceView
+    walker: IncludeWalker
+    root_namespaces: tuple[str, ...]
+    fallback_certificate: tuple[str, str] | None
+
+    def build(self, proxy: Proxy) -> None:
+        status = self.walker.proxies.status_of(proxy)
+        vhost = proxy.spec.virtualhost
+        assert vhost is not None
+        if not self._acceptable(proxy, vhost, status):
+            return
+        tls: ResolvedTLS | None = None
+        if vhost.tls is not None:
+            tls = resolve_tls(
+                vhost.tls,
+                referrer=proxy.key,
+                source=self.source,
+                fallback_certificate=self.fallback_certificate,
+                status=status,
+            )
+            if tls is None:
+                return
+        tcp_proxy: TCPProxy | None = None
+        if proxy.spec.tcpproxy is not None:
+            tcp_proxy = self._tcp_proxy(proxy, tls, status)
+            if tcp_proxy is None:
+                return
+        routes = self.walker.routes(proxy, enforce_tls=tls is not None)
+        policies = routebuild.build_vhost_policies(vhost, status=status)
+        if policies is None:
+            return
+        self._serve(vhost.fqdn, routes, policies, tls, tcp_proxy)
+
+    # -- the checks before TLS, in Contour's order -----------------------------------------------
+    def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        """Each check records its error and answers False when the root cannot be served."""
+        return (
+            _has_fqdn(proxy, vhost, status)
+            and self._in_root_namespace(proxy, vhost, status)
+            and _defines_something(proxy, vhost, status)
+            and _only_supported_fields(proxy, vhost, status)
+            and _valid_ip_filters(proxy, vhost, status)
+            and self._has_listeners(proxy, vhost, status)
+        )
+
+    def _in_root_namespace(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        roots = self.root_namespaces
+        if roots and proxy.key.namespace not in roots:
+            status.add_error(
+                st.ROOT_NAMESPACE_ERROR,
+                "RootProxyNotAllowedInNamespace",
+                "root HTTPProxy cannot be defined in this namespace",
+            )
+            return False
+        return True
+
+    def _has_listeners(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        for listener in (HTTP_LISTENER, HTTPS_LISTENER):
+            if self.dag.get_listener(listener) is None:
+                status.add_error(
+                    st.LISTENER_ERROR, "ErrorIdentifyingListener", f"listener {listener} not found"
+                )
+                return False
+        return True
+
+    # -- what is served --------------------------------------------------------------------------
+    def _tcp_proxy(self, proxy: Proxy, tls: ResolvedTLS | None, status: ProxyStatus) -> TCPProxy | None:
+        if tls is None:
+            status.add_error(
+                st.TCP_PROXY_ERROR,
+                "TLSMustBeConfigured",
+                "Spec.TCPProxy requires that either Spec.TLS.Passthrough or Spec.TLS.SecretName be set",
+            )
+            return None
+        return self.walker.tcp_proxy(proxy)
+
+    def _serve(
+        self,
+        host: str,
+        routes: Sequence[Route],
+        policies: routebuild.VhostPolicies,
+        tls: ResolvedTLS | None,
+        tcp_proxy: TCPProxy | None,
+    ) -> None:
+        _apply(self.dag.ensure_virtual_host(HTTP_LISTENER, host), policies, routes)
+        if tls is None:
+            return
+        if tls.passthrough and tcp_proxy is None:
+            # Nothing to serve over TLS: without a certificate only a TCP proxy can use the SNI.
+            return
+        secure = self.dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
+        _configure_secure(secure, tls, tcp_proxy)
+        if tcp_proxy is not None:
+            return  # routes are not attached to a TCP-proxying virtual host
+        # Over HTTPS a route is served, not redirected to HTTPS.
+        secure_routes = [attrs.evolve(r, https_redirect=False) if r.https_redirect else r for r in routes]
+        _apply(secure, policies, secure_routes)
+
+
+def _has_fqdn(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+    if not vhost.fqdn.strip():
+        status.add_error(st.VIRTUAL_HOST_ERROR, "FQDNNotSpecified", "Spec.VirtualHost.Fqdn must be specified")
+        return False
+    return True
+
+
+def _defines_something(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+    spec = proxy.spec
+    if not spec.routes and not spec.includes and spec.tcpproxy is None:
+        status.add_error(
+            st.SPEC_ERROR,
+            "NothingDefined",
+            "HTTPProxy.Spec must have at least one Route, Include, or a TCPProxy",
+        )
+        return False
+    return True
+
+
+def _only_supported_fields(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+    unsupported = unsupported_vhost_fields(vhost)
+    not_supported(status, unsupported)
+    return not unsupported
+
+
+def _valid_ip_filters(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+    return routebuild.check_vhost_ip_filters(vhost, status)
+
+
+def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Sequence[Route]) -> None:
+    vhost.cors = policies.cors
+    vhost.local_rate_limit = policies.local_rate_limit
+    vhost.ip_filter = policies.ip_filter
+    for route in routes:
+        vhost.add_route(route)
+
+
+def _configure_secure(secure: SecureVirtualHost, tls: ResolvedTLS, tcp_proxy: TCPProxy | None) -> None:
+    secure.passthrough = tls.passthrough
+    if tls.secret is not None:
+        secure.secret = tls.secret
+        secure.tls = attrs.evolve(secure.tls, min_version=tls.min_version, max_version=tls.max_version)
+    if tls.fallback is not None:
+        secure.fallback_certificate = tls.fallback
+    if tcp_proxy is not None:
+        secure.tcp_proxy = tcp_proxy
