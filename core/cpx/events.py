@@ -44,6 +44,8 @@ class Event:
     source: str = ""
     # REJECTED: (type URL, resource names, Envoy's message, whether to leave out the objects)
     rejected: tuple[str, tuple[str, ...], str, bool] | None = None
+    # Already checked as the API server would (standalone admission): not schema-checked again.
+    admitted: bool = False
 
 
 @attrs.define(eq=False)
@@ -70,8 +72,8 @@ class EventHandler:
     def submit(self, event: Event) -> None:
         self._queue.put_nowait(event)
 
-    def upsert(self, obj: KubeObject, source: str = "") -> None:
-        self.submit(Event(Op.UPSERT, obj, source))
+    def upsert(self, obj: KubeObject, source: str = "", *, admitted: bool = False) -> None:
+        self.submit(Event(Op.UPSERT, obj, source, admitted=admitted))
 
     def delete(self, obj: KubeObject, source: str = "") -> None:
         self.submit(Event(Op.DELETE, obj, source))
@@ -153,7 +155,7 @@ class EventHandler:
         assert event.obj is not None
         try:
             if event.op is Op.UPSERT:
-                relevant = self.pipeline.upsert(event.obj, validate=True)
+                relevant = self.pipeline.upsert(event.obj, validate=not event.admitted)
             else:
                 relevant = self.pipeline.delete(event.obj)
         except UnknownKindError as err:

@@ -39,8 +39,8 @@ class _Apply:
 
     pipeline: SnapshotHandler
 
-    def upsert(self, obj: KubeObject, source: str = "") -> None:
-        self.pipeline.upsert(obj, validate=True)
+    def upsert(self, obj: KubeObject, source: str = "", *, admitted: bool = False) -> None:
+        self.pipeline.upsert(obj, validate=not admitted)
 
     def delete(self, obj: KubeObject, source: str = "") -> None:
         self.pipeline.delete(obj)

@@ -58,7 +58,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def upsert(self, obj: KubeObject, source: str = "") -> None:
+    def upsert(self, obj: KubeObject, source: str = "", *, admitted: bool = False) -> None:
         self.names.add(obj["metadata"]["name"])
 
     def delete(self, obj: KubeObject, source: str = "") -> None:
@@ -140,7 +140,7 @@ class _Sink:
         self.served: dict[str, KubeObject] = {}
         self.resyncs = 0
 
-    def upsert(self, obj: KubeObject, source: str = "") -> None:
+    def upsert(self, obj: KubeObject, source: str = "", *, admitted: bool = False) -> None:
         self.served[obj["metadata"]["name"]] = obj
 
     def delete(self, obj: KubeObject, source: str = "") -> None:

@@ -28,7 +28,7 @@ SOURCE_NAME = "manifests"
 class ObjectSink(Protocol):
     """Where a loaded file's changes go: the event handler, or `cpx translate`'s pipeline."""
 
-    def upsert(self, obj: KubeObject, source: str = "") -> None: ...
+    def upsert(self, obj: KubeObject, source: str = "", *, admitted: bool = False) -> None: ...
 
     def delete(self, obj: KubeObject, source: str = "") -> None: ...
 
@@ -106,7 +106,7 @@ class StandaloneSource:
         for obj in deletes:
             handler.delete(obj, SOURCE_NAME)
         for obj in upserts:
-            handler.upsert(obj, SOURCE_NAME)
+            handler.upsert(obj, SOURCE_NAME, admitted=True)
         self._update_notes(touched, handler)
 
     def remove_file(self, path: Path, handler: ObjectSink) -> None:
@@ -117,7 +117,7 @@ class StandaloneSource:
         touched = {*self.manifests.by_file.get(path, {}), *self.refused.pop(path, {})}
         upserts, deletes = self.manifests.remove_file(path)
         for obj in upserts:
-            handler.upsert(obj, SOURCE_NAME)
+            handler.upsert(obj, SOURCE_NAME, admitted=True)
         for obj in deletes:
             handler.delete(obj, SOURCE_NAME)
         self._update_notes(touched, handler)
