@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite, built on :mod:`cpx.testing.harness`."""
+"""Fixtures shared by the whole suite, built on :mod:`cpx.testing`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cpx.testing.harness import EchoServer, EnvoyProcess, TCPEchoServer, envoy_binary
+from cpx.testing import EchoServer, EnvoyProcess, TCPEchoServer, envoy_binary
 
 
 @pytest.hookimpl(wrapper=True)

@@ -332,7 +332,7 @@ def wait_until(check: Callable[[], bool], timeout: float, interval: float) -> fl
 
 
 def bench_converge(n: int, iterations: int, interval: float) -> dict[str, Any]:
-    from cpx.testing.harness import EchoServer, EnvoyProcess
+    from cpx.testing import EchoServer, EnvoyProcess
 
     with tempfile.TemporaryDirectory(prefix="cpx-bench-") as tmp, EchoServer("echo") as echo:
         root = Path(tmp)

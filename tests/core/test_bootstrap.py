@@ -17,7 +17,7 @@ from google.protobuf.json_format import ParseError
 
 from cpx.cli import cli
 from cpx.ops import certgen
-from cpx.testing.harness import EnvoyProcess, envoy_binary, free_port
+from cpx.testing import EnvoyProcess, envoy_binary, free_port
 from cpx.xds.envoy import admin as envoyadmin
 from cpx.xds.envoy import bootstrap
 

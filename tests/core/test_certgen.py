@@ -16,7 +16,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 
 from cpx.ops import certgen
 from cpx.sources import secrets as tlsutil
-from cpx.testing.harness import EchoServer, request
+from cpx.testing import EchoServer, request
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from websockets.sync.client import connect
 
-from cpx.testing.harness import (
+from cpx.testing import (
     EchoServer,
     EnvoyError,
     EnvoyProcess,

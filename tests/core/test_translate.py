@@ -12,8 +12,8 @@ from click.testing import CliRunner, Result
 
 from cpx.cli import cli
 from cpx.offline import REDACTED
+from cpx.testing import make_tls_secret
 from cpx.testing.cpxproc import backend, write_manifest
-from cpx.testing.harness import make_tls_secret
 from cpx_ingress.testing import simple_ingress as ingress
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"

@@ -19,8 +19,7 @@ import attrs
 import pytest
 
 from cpx.ops import certgen
-from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, service, write_manifest
-from cpx.testing.harness import (
+from cpx.testing import (
     EchoServer,
     EnvoyProcess,
     envoy_binary,
@@ -28,6 +27,7 @@ from cpx.testing.harness import (
     https_get,
     make_tls_secret,
 )
+from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, service, write_manifest
 from cpx.testing.tls import weak_tls_secret
 from cpx_ingress.testing import simple_ingress as ingress
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cpx.testing import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
-from cpx.testing.harness import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cpx.testing import EchoServer, Response, envoy_binary, http_get, https_get, make_tls_secret
 from cpx.testing.cpxproc import backend, cpx_with_envoy, write_manifest
-from cpx.testing.harness import EchoServer, Response, envoy_binary, http_get, https_get, make_tls_secret
 from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e

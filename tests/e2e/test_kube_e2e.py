@@ -15,8 +15,8 @@ import attrs
 import pytest
 
 from cpx import objects as k8s
+from cpx.testing import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx.testing.cpxproc import CpxProcess, backend, endpoint_slice, service
-from cpx.testing.harness import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx.testing.kubeapi import KubeAPI
 from cpx_ingress.testing import simple_ingress as ingress
 
