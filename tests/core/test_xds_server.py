@@ -394,8 +394,12 @@ async def test_ads_pushes_in_make_before_break_order(xds: Harness) -> None:
     xds.server.set_snapshot(
         base(c1=cluster("c1", 3), e1=cla("eds/c1", "10.1.1.1"), l1=listener("l1", 81), r1=route("r1", "x"))
     )
-    order = [(await client.recv()).type_url for _ in range(4)]
-    assert order == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
+    cds, eds = await client.recv(), await client.recv()
+    assert [cds.type_url, eds.type_url] == [CLUSTER, ENDPOINT]
+    await client.quiet()  # no routing before the Envoy ACKed the clusters it uses
+    await client.ack(cds)
+    order = [(await client.recv()).type_url for _ in range(2)]
+    assert order == [LISTENER, ROUTE]
 
 
 async def test_reconnect_with_current_version_is_not_resent(xds: Harness) -> None:
@@ -542,6 +546,7 @@ async def test_delta_initial_resource_versions(xds: Harness) -> None:
     response = await client.recv()
     assert [r.name for r in response.resources] == ["c2"]
     assert list(response.removed_resources) == ["gone"]
+    await client.delta(CLUSTER, nonce=response.nonce)  # listeners wait for the clusters' ACK
     await client.delta(LISTENER, ["*"], initial={"l1": listener("l1").version})
     first = await client.recv()  # the first wildcard answer is always sent, even if empty
     assert first.type_url == LISTENER and not first.resources and not first.removed_resources
@@ -557,7 +562,10 @@ async def test_delta_nack_and_order_and_warming(xds: Harness) -> None:
     await client.quiet()
     # A cluster changes, its endpoints do not: EDS follows CDS anyway (cluster warming).
     xds.server.set_snapshot(base(c1=cluster("c1", 4), l1=listener("l1", 81), r1=route("r1", "y")))
-    responses = [await client.recv() for _ in range(4)]
+    responses = [await client.recv() for _ in range(2)]
+    await client.quiet()  # routing waits for the ACK of the clusters
+    await client.delta(CLUSTER, nonce=responses[0].nonce)
+    responses += [await client.recv() for _ in range(2)]
     assert [r.type_url for r in responses] == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
     assert [r.name for r in responses[1].resources] == ["eds/c1"]
     listeners = responses[2]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -31,6 +31,7 @@ from cpx.xds.server import wire
 from cpx.xds.server.counters import XdsMetrics
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
 from cpx.xds.server.rejects import Rejections, SentResponse, short
+from cpx.xds.server.sequencing import ROUTING, Sequencer
 
 log = logging.getLogger("cpx.xds")
 
@@ -150,6 +151,10 @@ class Stream:
     wake: asyncio.Event = attrs.field(factory=asyncio.Event)
     _nonce: int = 0
     _unanswered: OrderedDict[str, SentResponse] = attrs.field(factory=OrderedDict)
+    # Make-before-break on ADS, where one stream carries every type (docs/design/0016).
+    sequencer: Sequencer | None = attrs.field(
+        default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
+    )
 
     @property
     def who(self) -> str:
@@ -160,6 +165,54 @@ class Stream:
         raise NotImplementedError
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
+        """The responses the stream's state calls for, in make-before-break order."""
+        seq = self.sequencer
+        for type_url in _ordered(list(self.watches())):
+            if seq is None:
+                out = self._respond_type(type_url, snapshot.get(type_url))
+            else:
+                if type_url in ROUTING:
+                    seq.advance(snapshot, self._holds_clusters_of)
+                    if seq.sent_routing is None:
+                        continue  # nothing to route to yet: answered once the clusters are in
+                out = self._respond_type(type_url, seq.view(snapshot).get(type_url))
+            if out is not None:
+                yield out
+        if seq is not None and seq.acked_routing is not seq.sent_routing and self._routing_settled():
+            seq.routing_acked()
+            self.wake.set()  # what only the older routing used can go now
+
+    def _holds_clusters_of(self, current: Snapshot) -> bool:
+        """The Envoy ACKed the clusters of ``current`` and was sent their endpoints."""
+        assert self.sequencer is not None
+        view = self.sequencer.view(current)
+        clusters = current.get(CLUSTER).resources
+        if CLUSTER in self.watches() and not (
+            self._settled(CLUSTER) and self._holds(CLUSTER, view.get(CLUSTER), clusters.keys())
+        ):
+            return False
+        if ENDPOINT not in self.watches():
+            return True
+        endpoints = view.get(ENDPOINT)
+        wanted = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
+        return self._holds(ENDPOINT, endpoints, {n for n in wanted if n is not None})
+
+    def _routing_settled(self) -> bool:
+        return all(self._settled(t) for t in ROUTING if t in self.watches())
+
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        raise NotImplementedError
+
+    def _settled(self, type_url: str) -> bool:
+        """The latest response of ``type_url`` was ACKed (or none was sent)."""
+        raise NotImplementedError
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        """The client was sent those of ``names`` it subscribes to, at their versions in ``snap``.
+
+        Only subscribed names count: Envoy subscribes to a new cluster's endpoints before it ACKs
+        the cluster (it holds EDS requests back while it applies CDS, then sends them first).
+        """
         raise NotImplementedError
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
@@ -225,6 +278,7 @@ class SotwWatch:
     names: frozenset[str] = frozenset()
     named_ever: bool = False  # once a client named anything, an empty list means "nothing"
     nonce: str = ""  # latest nonce sent for this type
+    settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
     resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
@@ -274,6 +328,8 @@ class SotwStream(Stream):
             return
         if watch is None:
             watch = self.by_type[type_url] = SotwWatch(type_url)
+        elif nonce and nonce == watch.nonce:
+            watch.settled = not request.HasField("error_detail")
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
         watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
@@ -285,11 +341,19 @@ class SotwStream(Stream):
         if watch is not None:
             watch.resend_on_request = True
 
-    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.by_type)):
-            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
-            if out is not None:
-                yield out
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        return self._respond(self.by_type[type_url], snap)
+
+    def _settled(self, type_url: str) -> bool:
+        return self.by_type[type_url].settled
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        watch = self.by_type[type_url]
+        if watch.wildcard:
+            return watch.sent_version == snap.version and not watch.force
+        if watch.force or watch.resend_on_request:
+            return False  # cluster warming: endpoints are due again
+        return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
         if not (watch.dirty or watch.force or watch.checked != snap.version):
@@ -312,6 +376,7 @@ class SotwStream(Stream):
             names = current.keys()
         watch.force = watch.resend_on_request = False
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
+        watch.settled = False
         self.hub.count_response(snap.type_url)
         log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
         if snap.type_url == CLUSTER:
@@ -329,6 +394,8 @@ class DeltaWatch:
     names: set[str] = attrs.field(factory=set)  # explicit subscriptions
     known: dict[str, str] = attrs.field(factory=dict)  # name -> version the client holds
     first: bool = True  # nothing sent yet: a wildcard subscription always gets a first answer
+    nonce: str = ""  # latest nonce sent for this type
+    settled: bool = True  # the response of ``nonce`` was ACKed
     dirty: bool = True
     checked: str | None = None
 
@@ -403,6 +470,8 @@ class DeltaStream(Stream):
             watch.wildcard = not subscribe and type_url in LEGACY_WILDCARD
             # Reconnect: skip what the client already has at the same version.
             watch.known.update(dict(request.initial_resource_versions))
+        elif request.response_nonce and request.response_nonce == watch.nonce:
+            watch.settled = not request.HasField("error_detail")
         watch.update(subscribe, list(request.resource_names_unsubscribe))
         limit = self.hub.limits.max_resource_names
         if len(watch.names) > limit:
@@ -420,11 +489,16 @@ class DeltaStream(Stream):
         if watch.dirty:
             self.wake.set()  # per-type EDS stream: nothing else would wake it
 
-    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.by_type)):
-            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
-            if out is not None:
-                yield out
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        return self._respond(self.by_type[type_url], snap)
+
+    def _settled(self, type_url: str) -> bool:
+        return self.by_type[type_url].settled
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        watch = self.by_type[type_url]
+        wanted = names if watch.wildcard else (n for n in names if n in watch.names)
+        return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
         if not watch.dirty and watch.checked == snap.version:
@@ -434,7 +508,10 @@ class DeltaStream(Stream):
         if not (changed or removed or (watch.first and watch.wildcard)):
             return None
         watch.record(changed, removed)
-        nonce = self.sent(SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed)))
+        nonce = watch.nonce = self.sent(
+            SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed))
+        )
+        watch.settled = False
         self.hub.count_response(snap.type_url)
         log.debug(
             "%s: sending %s delta: %d changed, %d removed",
