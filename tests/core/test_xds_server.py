@@ -918,6 +918,21 @@ async def test_sotw_nack_leaves_the_last_acknowledged_state(xds: Harness) -> Non
     assert xds.counters.xds_nacks[ROUTE] == 1
 
 
+async def test_sotw_routes_do_not_wait_for_endpoints_nobody_asks_for(xds: Harness) -> None:
+    client, _ = await settled_sotw(xds)
+    static = Resource.from_message(
+        "s", CLUSTER, cluster_pb2.Cluster(name="s", type=cluster_pb2.Cluster.STATIC)
+    )
+    # A route to a new non-EDS cluster (the others unchanged).
+    xds.server.set_snapshot(
+        snapshot(static, cluster("a"), cla("eds/a"), listener("l1"), route("r1", "s.example"))
+    )
+    cds = await client.recv()
+    assert names_of(cds) == ["a", "s"]
+    await client.ack(cds)  # no EDS request follows: no EDS cluster changed
+    assert (await client.recv()).type_url == ROUTE
+
+
 async def test_streams_are_sequenced_independently(xds: Harness) -> None:
     quick, quick_last = await settled_sotw(xds, "quick")
     slow, slow_last = await settled_sotw(xds, "slow")

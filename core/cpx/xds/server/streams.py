@@ -350,9 +350,9 @@ class SotwStream(Stream):
     def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
         watch = self.by_type[type_url]
         if watch.wildcard:
-            return watch.sent_version == snap.version and not watch.force
-        if watch.force or watch.resend_on_request:
-            return False  # cluster warming: endpoints are due again
+            return watch.sent_version == snap.version
+        # A pending warming resend (resend_on_request) is not waited for: Envoy asks for it only
+        # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
         return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
