@@ -40,6 +40,19 @@ def background(count: int, port: int) -> list[dict[str, Any]]:
     return docs
 
 
+def wait_served(port: int, api: str) -> None:
+    """Until the flip host answers 200 (Envoy's admin is too busy to ask while 10k clusters warm)."""
+    deadline = time.monotonic() + 300.0
+    while time.monotonic() < deadline:
+        try:
+            if http_get(f"http://127.0.0.1:{port}/", host_header=HOST, timeout=5.0).status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise SystemExit(f"{api}: {HOST} never answered 200")
+
+
 def run(api: str, args: argparse.Namespace, workdir: Path) -> ChurnResult:
     manifests = workdir / "manifests"
     with EchoServer("a") as a, EchoServer("b") as b, EchoServer("bg") as bg:
@@ -51,12 +64,7 @@ def run(api: str, args: argparse.Namespace, workdir: Path) -> ChurnResult:
         try:
             cpx.start()
             envoy.start()
-            envoy.wait_ready(timeout=120.0)
-            deadline = time.monotonic() + 120.0
-            while http_get(f"http://127.0.0.1:{cpx.http_port}/", host_header=HOST).status != 200:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"{api}: {HOST} never answered 200")
-                time.sleep(0.1)
+            wait_served(cpx.http_port, api)
             return flip_routes(
                 manifests=manifests,
                 file_name="flip.yaml",
