@@ -27,6 +27,7 @@ from envoy.service.cluster.v3 import cds_pb2_grpc
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from envoy.service.endpoint.v3 import eds_pb2_grpc
 from envoy.service.listener.v3 import lds_pb2_grpc
+from envoy.service.route.v3 import rds_pb2_grpc
 from google.protobuf import any_pb2, duration_pb2
 
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
@@ -948,6 +949,34 @@ async def test_streams_are_sequenced_independently(xds: Harness) -> None:
     assert (await take_b(quick, quick_last, await quick.recv())).type_url == ROUTE
     await slow.quiet()  # the slow Envoy did not answer: no route for it, and it held nobody back
     assert (await take_b(slow, slow_last, slow_cds)).type_url == ROUTE
+
+
+async def test_per_type_streams_of_one_envoy_are_sequenced_together(xds: Harness) -> None:
+    xds.server.set_snapshot(flipped("a"))
+    channel = xds.channel()
+    streams = {
+        CLUSTER: cds_pb2_grpc.ClusterDiscoveryServiceStub(channel).StreamClusters(),
+        ENDPOINT: eds_pb2_grpc.EndpointDiscoveryServiceStub(channel).StreamEndpoints(),
+        ROUTE: rds_pb2_grpc.RouteDiscoveryServiceStub(channel).StreamRoutes(),
+    }
+    clients = {t: xds._client(call, "node-t") for t, call in streams.items()}
+    names = {CLUSTER: ["*"], ENDPOINT: ["eds/a"], ROUTE: ["r1"]}
+    last = {}
+    for type_url, client in clients.items():
+        await client.send(type_url, names[type_url])
+        last[type_url] = await client.recv()
+        await client.ack(last[type_url], names[type_url])
+    xds.server.set_snapshot(flipped("b"))
+    cds = await clients[CLUSTER].recv()
+    assert names_of(cds) == ["a", "b"]
+    await clients[ENDPOINT].ack(last[ENDPOINT], ["eds/a", "eds/b"])
+    await clients[ENDPOINT].ack(await clients[ENDPOINT].recv(), ["eds/a", "eds/b"])
+    await clients[ROUTE].quiet()  # the route waits for the ACK on the cluster stream
+    await clients[CLUSTER].ack(cds)
+    rds = await clients[ROUTE].recv()
+    await clients[CLUSTER].quiet()  # a stays until the route stream ACKs
+    await clients[ROUTE].ack(rds, ["r1"])
+    assert names_of(await clients[CLUSTER].recv()) == ["b"]
 
 
 async def test_delta_new_cluster_before_route_and_removal_after_ack(xds: Harness) -> None:

@@ -97,6 +97,8 @@ class StreamHub:
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
     )
     _by_node: dict[str, set[Stream]] = attrs.field(factory=dict)
+    # Per-type streams of one Envoy (one node) share its make-before-break state.
+    _sequencers: dict[str, Sequencer] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -117,10 +119,31 @@ class StreamHub:
             peers.discard(stream)
             if not peers:
                 del self._by_node[stream.node_id]
+                self._sequencers.pop(stream.node_id, None)
         self.metrics.xds_connections.dec()
 
     def node_known(self, stream: Stream) -> None:
         self._by_node.setdefault(stream.node_id, set()).add(stream)
+        if stream.fixed_type is not None:
+            stream.sequencer = self._sequencers.setdefault(stream.node_id, Sequencer())
+
+    def carrier(self, origin: Stream, type_url: str) -> Stream | None:
+        """The stream that carries ``type_url`` to the Envoy of ``origin``: ``origin`` itself on
+        ADS, else the per-type stream of the same node (the only link between an Envoy's streams)."""
+        if origin.fixed_type is None:
+            return origin if type_url in origin.watches() else None
+        for stream in self._by_node.get(origin.node_id, ()):
+            if stream.fixed_type == type_url and type_url in stream.watches():
+                return stream
+        return None
+
+    def poke(self, origin: Stream) -> None:
+        """Wake ``origin`` and, for a per-type stream, the other streams of its Envoy (one's ACK
+        can let another's routing move on)."""
+        origin.wake.set()
+        if origin.fixed_type is not None:
+            for stream in self._by_node.get(origin.node_id, ()):
+                stream.wake.set()
 
     def clusters_sent(self, origin: Stream, changed: Sequence[Resource]) -> None:
         """Let the EDS subscriptions of the same Envoy finish cluster warming.
@@ -151,7 +174,7 @@ class Stream:
     wake: asyncio.Event = attrs.field(factory=asyncio.Event)
     _nonce: int = 0
     _unanswered: OrderedDict[str, SentResponse] = attrs.field(factory=OrderedDict)
-    # Make-before-break on ADS, where one stream carries every type (docs/design/0016).
+    # Make-before-break (docs/design/0016): the stream's own on ADS, its node's on per-type streams.
     sequencer: Sequencer | None = attrs.field(
         default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
     )
@@ -180,25 +203,28 @@ class Stream:
                 yield out
         if seq is not None and seq.acked_routing is not seq.sent_routing and self._routing_settled():
             seq.routing_acked()
-            self.wake.set()  # what only the older routing used can go now
+            self.hub.poke(self)  # what only the older routing used can go now
 
     def _holds_clusters_of(self, current: Snapshot) -> bool:
         """The Envoy ACKed the clusters of ``current`` and was sent their endpoints."""
         assert self.sequencer is not None
         view = self.sequencer.view(current)
         clusters = current.get(CLUSTER).resources
-        if CLUSTER in self.watches() and not (
-            self._settled(CLUSTER) and self._holds(CLUSTER, view.get(CLUSTER), clusters.keys())
+        cds = self.hub.carrier(self, CLUSTER)
+        if cds is not None and not (
+            cds._settled(CLUSTER) and cds._holds(CLUSTER, view.get(CLUSTER), clusters.keys())
         ):
             return False
-        if ENDPOINT not in self.watches():
+        eds = self.hub.carrier(self, ENDPOINT)
+        if eds is None:
             return True
         endpoints = view.get(ENDPOINT)
         wanted = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
-        return self._holds(ENDPOINT, endpoints, {n for n in wanted if n is not None})
+        return eds._holds(ENDPOINT, endpoints, {n for n in wanted if n is not None})
 
     def _routing_settled(self) -> bool:
-        return all(self._settled(t) for t in ROUTING if t in self.watches())
+        carriers = ((t, self.hub.carrier(self, t)) for t in ROUTING)
+        return all(stream._settled(t) for t, stream in carriers if stream is not None)
 
     def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
         raise NotImplementedError
