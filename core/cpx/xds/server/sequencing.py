@@ -1,6 +1,7 @@
-"""Make-before-break per ADS stream: what one Envoy is served while its routing changes.
+"""Make-before-break per Envoy: what one Envoy is served while its routing changes.
 
-The hub holds one snapshot for every Envoy; each ADS stream serves its own *view* of it:
+The hub holds one snapshot for every Envoy; each Envoy (its ADS stream, or its per-type streams
+together) is served its own *view* of it:
 
 - listeners and routes come from the last snapshot whose clusters this Envoy has ACKed (and whose
   EDS endpoints it was sent), so a route never names a cluster the Envoy does not have warm;
