@@ -27,6 +27,7 @@ from envoy.service.cluster.v3 import cds_pb2_grpc
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from envoy.service.endpoint.v3 import eds_pb2_grpc
 from envoy.service.listener.v3 import lds_pb2_grpc
+from envoy.service.route.v3 import rds_pb2_grpc
 from google.protobuf import any_pb2, duration_pb2
 
 from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
@@ -394,8 +395,12 @@ async def test_ads_pushes_in_make_before_break_order(xds: Harness) -> None:
     xds.server.set_snapshot(
         base(c1=cluster("c1", 3), e1=cla("eds/c1", "10.1.1.1"), l1=listener("l1", 81), r1=route("r1", "x"))
     )
-    order = [(await client.recv()).type_url for _ in range(4)]
-    assert order == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
+    cds, eds = await client.recv(), await client.recv()
+    assert [cds.type_url, eds.type_url] == [CLUSTER, ENDPOINT]
+    await client.quiet()  # no routing before the Envoy ACKed the clusters it uses
+    await client.ack(cds)
+    order = [(await client.recv()).type_url for _ in range(2)]
+    assert order == [LISTENER, ROUTE]
 
 
 async def test_reconnect_with_current_version_is_not_resent(xds: Harness) -> None:
@@ -542,6 +547,7 @@ async def test_delta_initial_resource_versions(xds: Harness) -> None:
     response = await client.recv()
     assert [r.name for r in response.resources] == ["c2"]
     assert list(response.removed_resources) == ["gone"]
+    await client.delta(CLUSTER, nonce=response.nonce)  # listeners wait for the clusters' ACK
     await client.delta(LISTENER, ["*"], initial={"l1": listener("l1").version})
     first = await client.recv()  # the first wildcard answer is always sent, even if empty
     assert first.type_url == LISTENER and not first.resources and not first.removed_resources
@@ -557,7 +563,10 @@ async def test_delta_nack_and_order_and_warming(xds: Harness) -> None:
     await client.quiet()
     # A cluster changes, its endpoints do not: EDS follows CDS anyway (cluster warming).
     xds.server.set_snapshot(base(c1=cluster("c1", 4), l1=listener("l1", 81), r1=route("r1", "y")))
-    responses = [await client.recv() for _ in range(4)]
+    responses = [await client.recv() for _ in range(2)]
+    await client.quiet()  # routing waits for the ACK of the clusters
+    await client.delta(CLUSTER, nonce=responses[0].nonce)
+    responses += [await client.recv() for _ in range(2)]
     assert [r.type_url for r in responses] == [CLUSTER, ENDPOINT, LISTENER, ROUTE]
     assert [r.name for r in responses[1].resources] == ["eds/c1"]
     listeners = responses[2]
@@ -837,3 +846,157 @@ async def test_keepalive_pings_are_allowed_up_to_the_limit_and_not_beyond() -> N
     async with harness(XdsLimits(min_ping_interval_ms=2000)) as xds:
         assert await _idle_pinging_stream(xds.port, 2500, watch=6.0) is None  # still open
         assert await _idle_pinging_stream(xds.port, 100, watch=6.0) == grpc.StatusCode.UNAVAILABLE
+
+
+# --- make-before-break (docs/design/0016) ----------------------------------------------------
+
+
+def flipped(to: str) -> Snapshot:
+    """Listener l1 and route r1 routing to cluster ``to`` (EDS eds/<to>), the other cluster gone."""
+    return snapshot(cluster(to), cla(f"eds/{to}"), listener("l1"), route("r1", f"{to}.example.com"))
+
+
+async def settled_sotw(xds: Harness, node: str = "envoy-1") -> tuple[Client, dict[str, Any]]:
+    """An ADS client that ACKed everything of ``flipped("a")``: (client, last response per type)."""
+    xds.server.set_snapshot(flipped("a"))
+    client = xds.ads(node=node)
+    last: dict[str, Any] = {}
+    for type_url, names in ((CLUSTER, []), (ENDPOINT, ["eds/a"]), (LISTENER, []), (ROUTE, ["r1"])):
+        await client.send(type_url, names)
+        last[type_url] = await client.recv()
+        await client.ack(last[type_url], names)
+    await client.quiet()
+    return client, last
+
+
+async def test_sotw_new_cluster_before_route_and_removal_after_ack(xds: Harness) -> None:
+    client, last = await settled_sotw(xds)
+    xds.server.set_snapshot(flipped("b"))
+    cds = await client.recv()
+    assert cds.type_url == CLUSTER and names_of(cds) == ["a", "b"]  # the old one stays for now
+    await client.quiet()  # the route to b waits for b
+    await client.ack(last[ENDPOINT], ["eds/a", "eds/b"])  # Envoy subscribes to b's endpoints ...
+    eds = await client.recv()
+    assert names_of(eds) == ["eds/a", "eds/b"]
+    await client.ack(eds, ["eds/a", "eds/b"])
+    await client.quiet()
+    await client.ack(cds)  # ... then ACKs the cluster
+    rds = await client.recv()
+    assert rds.type_url == ROUTE and rds.version_info == flipped("b").get(ROUTE).version
+    await client.quiet()  # a stays until the Envoy ACKs the route that left it
+    await client.ack(rds, ["r1"])
+    final = await client.recv()
+    assert final.type_url == CLUSTER and names_of(final) == ["b"]
+    assert final.version_info == flipped("b").get(CLUSTER).version
+
+
+async def test_sotw_nack_leaves_the_last_acknowledged_state(xds: Harness) -> None:
+    client, last = await settled_sotw(xds)
+    xds.server.set_snapshot(flipped("b"))
+    cds = await client.recv()
+    await client.send(CLUSTER, version=last[CLUSTER].version_info, nonce=cds.nonce, error="cluster b: bad")
+    await client.ack(last[ENDPOINT], ["eds/a", "eds/b"])
+    eds = await client.recv()  # b's endpoints: harmless
+    await client.ack(eds, ["eds/a", "eds/b"])
+    await client.quiet()  # the route keeps pointing at a, which stays
+    assert xds.counters.xds_nacks[CLUSTER] == 1
+
+    xds.server.set_snapshot(flipped("c"))  # a good change after the bad one
+    fixed = await client.recv()
+    assert names_of(fixed) == ["a", "c"]
+    eds = await client.recv()  # b is no longer served
+    assert names_of(eds) == ["eds/a"]
+    await client.ack(eds, ["eds/a", "eds/c"])
+    eds = await client.recv()
+    assert names_of(eds) == ["eds/a", "eds/c"]
+    await client.ack(eds, ["eds/a", "eds/c"])
+    await client.ack(fixed)
+    rds = await client.recv()
+    assert rds.type_url == ROUTE
+    # Envoy refuses the route too: it still routes to a, so a is kept.
+    await client.send(ROUTE, ["r1"], last[ROUTE].version_info, rds.nonce, error="route r1: bad")
+    await client.quiet()
+    assert xds.counters.xds_nacks[ROUTE] == 1
+
+
+async def test_sotw_routes_do_not_wait_for_endpoints_nobody_asks_for(xds: Harness) -> None:
+    client, _ = await settled_sotw(xds)
+    static = Resource.from_message(
+        "s", CLUSTER, cluster_pb2.Cluster(name="s", type=cluster_pb2.Cluster.STATIC)
+    )
+    # A route to a new non-EDS cluster (the others unchanged).
+    xds.server.set_snapshot(
+        snapshot(static, cluster("a"), cla("eds/a"), listener("l1"), route("r1", "s.example"))
+    )
+    cds = await client.recv()
+    assert names_of(cds) == ["a", "s"]
+    await client.ack(cds)  # no EDS request follows: no EDS cluster changed
+    assert (await client.recv()).type_url == ROUTE
+
+
+async def test_streams_are_sequenced_independently(xds: Harness) -> None:
+    quick, quick_last = await settled_sotw(xds, "quick")
+    slow, slow_last = await settled_sotw(xds, "slow")
+    xds.server.set_snapshot(flipped("b"))
+
+    async def take_b(client: Client, last: dict[str, Any], cds: Any) -> Any:
+        await client.ack(last[ENDPOINT], ["eds/a", "eds/b"])
+        await client.ack(await client.recv(), ["eds/a", "eds/b"])
+        await client.ack(cds)
+        return await client.recv()
+
+    slow_cds = await slow.recv()
+    assert (await take_b(quick, quick_last, await quick.recv())).type_url == ROUTE
+    await slow.quiet()  # the slow Envoy did not answer: no route for it, and it held nobody back
+    assert (await take_b(slow, slow_last, slow_cds)).type_url == ROUTE
+
+
+async def test_per_type_streams_of_one_envoy_are_sequenced_together(xds: Harness) -> None:
+    xds.server.set_snapshot(flipped("a"))
+    channel = xds.channel()
+    streams = {
+        CLUSTER: cds_pb2_grpc.ClusterDiscoveryServiceStub(channel).StreamClusters(),
+        ENDPOINT: eds_pb2_grpc.EndpointDiscoveryServiceStub(channel).StreamEndpoints(),
+        ROUTE: rds_pb2_grpc.RouteDiscoveryServiceStub(channel).StreamRoutes(),
+    }
+    clients = {t: xds._client(call, "node-t") for t, call in streams.items()}
+    names = {CLUSTER: ["*"], ENDPOINT: ["eds/a"], ROUTE: ["r1"]}
+    last = {}
+    for type_url, client in clients.items():
+        await client.send(type_url, names[type_url])
+        last[type_url] = await client.recv()
+        await client.ack(last[type_url], names[type_url])
+    xds.server.set_snapshot(flipped("b"))
+    cds = await clients[CLUSTER].recv()
+    assert names_of(cds) == ["a", "b"]
+    await clients[ENDPOINT].ack(last[ENDPOINT], ["eds/a", "eds/b"])
+    await clients[ENDPOINT].ack(await clients[ENDPOINT].recv(), ["eds/a", "eds/b"])
+    await clients[ROUTE].quiet()  # the route waits for the ACK on the cluster stream
+    await clients[CLUSTER].ack(cds)
+    rds = await clients[ROUTE].recv()
+    await clients[CLUSTER].quiet()  # a stays until the route stream ACKs
+    await clients[ROUTE].ack(rds, ["r1"])
+    assert names_of(await clients[CLUSTER].recv()) == ["b"]
+
+
+async def test_delta_new_cluster_before_route_and_removal_after_ack(xds: Harness) -> None:
+    xds.server.set_snapshot(flipped("a"))
+    client = xds.delta_ads()
+    for type_url, names in ((CLUSTER, []), (ENDPOINT, ["eds/a"]), (LISTENER, []), (ROUTE, ["r1"])):
+        await client.delta(type_url, names)
+        await client.delta(type_url, nonce=(await client.recv()).nonce)
+    await client.quiet()
+    xds.server.set_snapshot(flipped("b"))
+    cds = await client.recv()
+    assert [r.name for r in cds.resources] == ["b"] and not cds.removed_resources
+    await client.delta(ENDPOINT, ["eds/b"])
+    eds = await client.recv()
+    assert [r.name for r in eds.resources] == ["eds/b"]
+    await client.quiet()
+    await client.delta(CLUSTER, nonce=cds.nonce)
+    rds = await client.recv()
+    assert rds.type_url == ROUTE and [r.name for r in rds.resources] == ["r1"]
+    await client.quiet()
+    await client.delta(ROUTE, nonce=rds.nonce)
+    removal = await client.recv()
+    assert (removal.type_url, list(removal.removed_resources)) == (CLUSTER, ["a"])

@@ -89,7 +89,7 @@ async def _read(stream: Stream, requests: AsyncIterator[Any]) -> None:
                 limit = stream.hub.limits.max_resource_names
                 raise LimitExceeded(f"about {request.bound} resource names in one request (limit {limit})")
             stream.on_request(request)
-            stream.wake.set()
+            stream.hub.poke(stream)
     finally:
         stream.wake.set()  # the writer notices the end (or the failure) of the request stream
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -31,6 +31,7 @@ from cpx.xds.server import wire
 from cpx.xds.server.counters import XdsMetrics
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
 from cpx.xds.server.rejects import Rejections, SentResponse, short
+from cpx.xds.server.sequencing import ROUTING, Sequencer
 
 log = logging.getLogger("cpx.xds")
 
@@ -96,6 +97,8 @@ class StreamHub:
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
     )
     _by_node: dict[str, set[Stream]] = attrs.field(factory=dict)
+    # Per-type streams of one Envoy (one node) share its make-before-break state.
+    _sequencers: dict[str, Sequencer] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
@@ -116,10 +119,31 @@ class StreamHub:
             peers.discard(stream)
             if not peers:
                 del self._by_node[stream.node_id]
+                self._sequencers.pop(stream.node_id, None)
         self.metrics.xds_connections.dec()
 
     def node_known(self, stream: Stream) -> None:
         self._by_node.setdefault(stream.node_id, set()).add(stream)
+        if stream.fixed_type is not None:
+            stream.sequencer = self._sequencers.setdefault(stream.node_id, Sequencer())
+
+    def carrier(self, origin: Stream, type_url: str) -> Stream | None:
+        """The stream that carries ``type_url`` to the Envoy of ``origin``: ``origin`` itself on
+        ADS, else the per-type stream of the same node (the only link between an Envoy's streams)."""
+        if origin.fixed_type is None:
+            return origin if type_url in origin.watches() else None
+        for stream in self._by_node.get(origin.node_id, ()):
+            if stream.fixed_type == type_url and type_url in stream.watches():
+                return stream
+        return None
+
+    def poke(self, origin: Stream) -> None:
+        """Wake ``origin`` and, for a per-type stream, the other streams of its Envoy (one's ACK
+        can let another's routing move on)."""
+        origin.wake.set()
+        if origin.fixed_type is not None:
+            for stream in self._by_node.get(origin.node_id, ()):
+                stream.wake.set()
 
     def clusters_sent(self, origin: Stream, changed: Sequence[Resource]) -> None:
         """Let the EDS subscriptions of the same Envoy finish cluster warming.
@@ -150,6 +174,10 @@ class Stream:
     wake: asyncio.Event = attrs.field(factory=asyncio.Event)
     _nonce: int = 0
     _unanswered: OrderedDict[str, SentResponse] = attrs.field(factory=OrderedDict)
+    # Make-before-break (docs/design/0016): the stream's own on ADS, its node's on per-type streams.
+    sequencer: Sequencer | None = attrs.field(
+        default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
+    )
 
     @property
     def who(self) -> str:
@@ -160,6 +188,57 @@ class Stream:
         raise NotImplementedError
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
+        """The responses the stream's state calls for, in make-before-break order."""
+        seq = self.sequencer
+        for type_url in _ordered(list(self.watches())):
+            if seq is None:
+                out = self._respond_type(type_url, snapshot.get(type_url))
+            else:
+                if type_url in ROUTING:
+                    seq.advance(snapshot, self._holds_clusters_of)
+                    if seq.sent_routing is None:
+                        continue  # nothing to route to yet: answered once the clusters are in
+                out = self._respond_type(type_url, seq.view(snapshot).get(type_url))
+            if out is not None:
+                yield out
+        if seq is not None and seq.acked_routing is not seq.sent_routing and self._routing_settled():
+            seq.routing_acked()
+            self.hub.poke(self)  # what only the older routing used can go now
+
+    def _holds_clusters_of(self, current: Snapshot) -> bool:
+        """The Envoy ACKed the clusters of ``current`` and was sent their endpoints."""
+        assert self.sequencer is not None
+        view = self.sequencer.view(current)
+        clusters = current.get(CLUSTER).resources
+        cds = self.hub.carrier(self, CLUSTER)
+        if cds is not None and not (
+            cds._settled(CLUSTER) and cds._holds(CLUSTER, view.get(CLUSTER), clusters.keys())
+        ):
+            return False
+        eds = self.hub.carrier(self, ENDPOINT)
+        if eds is None:
+            return True
+        endpoints = view.get(ENDPOINT)
+        wanted = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
+        return eds._holds(ENDPOINT, endpoints, {n for n in wanted if n is not None})
+
+    def _routing_settled(self) -> bool:
+        carriers = ((t, self.hub.carrier(self, t)) for t in ROUTING)
+        return all(stream._settled(t) for t, stream in carriers if stream is not None)
+
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        raise NotImplementedError
+
+    def _settled(self, type_url: str) -> bool:
+        """The latest response of ``type_url`` was ACKed (or none was sent)."""
+        raise NotImplementedError
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        """The client was sent those of ``names`` it subscribes to, at their versions in ``snap``.
+
+        Only subscribed names count: Envoy subscribes to a new cluster's endpoints before it ACKs
+        the cluster (it holds EDS requests back while it applies CDS, then sends them first).
+        """
         raise NotImplementedError
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
@@ -225,6 +304,7 @@ class SotwWatch:
     names: frozenset[str] = frozenset()
     named_ever: bool = False  # once a client named anything, an empty list means "nothing"
     nonce: str = ""  # latest nonce sent for this type
+    settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
     resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
@@ -274,6 +354,8 @@ class SotwStream(Stream):
             return
         if watch is None:
             watch = self.by_type[type_url] = SotwWatch(type_url)
+        elif nonce and nonce == watch.nonce:
+            watch.settled = not request.HasField("error_detail")
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
         watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
@@ -285,11 +367,19 @@ class SotwStream(Stream):
         if watch is not None:
             watch.resend_on_request = True
 
-    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.by_type)):
-            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
-            if out is not None:
-                yield out
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        return self._respond(self.by_type[type_url], snap)
+
+    def _settled(self, type_url: str) -> bool:
+        return self.by_type[type_url].settled
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        watch = self.by_type[type_url]
+        if watch.wildcard:
+            return watch.sent_version == snap.version
+        # A pending warming resend (resend_on_request) is not waited for: Envoy asks for it only
+        # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
+        return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
         if not (watch.dirty or watch.force or watch.checked != snap.version):
@@ -312,6 +402,7 @@ class SotwStream(Stream):
             names = current.keys()
         watch.force = watch.resend_on_request = False
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
+        watch.settled = False
         self.hub.count_response(snap.type_url)
         log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
         if snap.type_url == CLUSTER:
@@ -329,6 +420,8 @@ class DeltaWatch:
     names: set[str] = attrs.field(factory=set)  # explicit subscriptions
     known: dict[str, str] = attrs.field(factory=dict)  # name -> version the client holds
     first: bool = True  # nothing sent yet: a wildcard subscription always gets a first answer
+    nonce: str = ""  # latest nonce sent for this type
+    settled: bool = True  # the response of ``nonce`` was ACKed
     dirty: bool = True
     checked: str | None = None
 
@@ -403,6 +496,8 @@ class DeltaStream(Stream):
             watch.wildcard = not subscribe and type_url in LEGACY_WILDCARD
             # Reconnect: skip what the client already has at the same version.
             watch.known.update(dict(request.initial_resource_versions))
+        elif request.response_nonce and request.response_nonce == watch.nonce:
+            watch.settled = not request.HasField("error_detail")
         watch.update(subscribe, list(request.resource_names_unsubscribe))
         limit = self.hub.limits.max_resource_names
         if len(watch.names) > limit:
@@ -420,11 +515,16 @@ class DeltaStream(Stream):
         if watch.dirty:
             self.wake.set()  # per-type EDS stream: nothing else would wake it
 
-    def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
-        for type_url in _ordered(list(self.by_type)):
-            out = self._respond(self.by_type[type_url], snapshot.get(type_url))
-            if out is not None:
-                yield out
+    def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
+        return self._respond(self.by_type[type_url], snap)
+
+    def _settled(self, type_url: str) -> bool:
+        return self.by_type[type_url].settled
+
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+        watch = self.by_type[type_url]
+        wanted = names if watch.wildcard else (n for n in names if n in watch.names)
+        return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
         if not watch.dirty and watch.checked == snap.version:
@@ -434,7 +534,10 @@ class DeltaStream(Stream):
         if not (changed or removed or (watch.first and watch.wildcard)):
             return None
         watch.record(changed, removed)
-        nonce = self.sent(SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed)))
+        nonce = watch.nonce = self.sent(
+            SentResponse(snap.type_url, snap.version, tuple(r.name for r in changed))
+        )
+        watch.settled = False
         self.hub.count_response(snap.type_url)
         log.debug(
             "%s: sending %s delta: %d changed, %d removed",
