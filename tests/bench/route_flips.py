@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cpx.testing import EchoServer, EnvoyProcess, http_get
 from cpx.testing.churn import ChurnResult, flip_routes
 from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
-from cpx.testing.harness import EchoServer, EnvoyProcess, http_get
 from cpx_ingress.testing import simple_ingress as ingress
 
 HOST = "flip.example"

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from cpx.testing import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx.testing.churn import flip_routes
 from cpx.testing.cpxproc import CpxProcess, backend, write_manifest
-from cpx.testing.harness import EchoServer, EnvoyProcess, envoy_binary, http_get
 from cpx_ingress.testing import simple_ingress as ingress
 
 pytestmark = pytest.mark.e2e
