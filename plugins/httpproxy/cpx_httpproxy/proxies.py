@@ -11,12 +11,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from cpx import ObjectKey, SourceView, blame
+from cpx import ObjectKey, blame
 from cpx.dag import DAG
 
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
-from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.model import HTTPProxySpec
 from cpx_httpproxy.status import ProxyStatus
 
@@ -43,6 +42,16 @@ class Proxy:
         return self.model.spec
 
 
+def parse(obj: Mapping[str, Any]) -> Proxy:
+    """One HTTPProxy of the source as the processor uses it."""
+    key = ObjectKey.of(obj)
+    # A crash in one proxy's translation leaves out that proxy (or the included one it happened
+    # in), not the build: see cpx.isolation.
+    with blame(key):
+        parsed = model.HTTPProxy.from_dict(obj)
+    return Proxy(obj, key, parsed, (parsed.namespace, parsed.name))
+
+
 @attrs.define(eq=False)
 class ProxyRegistry:
     """Every HTTPProxy of the source, its status, and the ones no root has reached (yet)."""
@@ -52,18 +61,11 @@ class ProxyRegistry:
     orphaned: set[Name] = attrs.field(factory=set)
 
     @classmethod
-    def load(cls, source: SourceView) -> ProxyRegistry:
-        registry = cls()
-        for obj in source.list(HTTPPROXY):
-            key = ObjectKey.of(obj)
-            # A crash in one proxy's translation leaves out that proxy (or the included one it
-            # happened in), not the build: see cpx.isolation.
-            with blame(key):
-                parsed = model.HTTPProxy.from_dict(obj)
-            name = (parsed.namespace, parsed.name)
-            registry.proxies[name] = Proxy(obj, key, parsed, name)
-            registry.statuses[name] = ProxyStatus.for_object(obj)
-        return registry
+    def of(cls, proxies: dict[Name, Proxy]) -> ProxyRegistry:
+        """A build's registry over already parsed proxies (in (namespace, name) order), each with
+        an empty status."""
+        statuses = {name: ProxyStatus.for_object(proxy.obj) for name, proxy in proxies.items()}
+        return cls(proxies=proxies, statuses=statuses)
 
     def get(self, name: Name) -> Proxy | None:
         return self.proxies.get(name)
