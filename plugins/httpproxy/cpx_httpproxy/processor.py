@@ -44,7 +44,7 @@ from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
-from cpx_httpproxy.proxies import ProxyRegistry
+from cpx_httpproxy.proxies import ProxyRegistry, Rendered
 from cpx_httpproxy.roots import RootBuilder
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
@@ -134,9 +134,8 @@ class HTTPProxyProcessor:
     clock: st.Clock = st.utc_now
     # status.loadBalancer for every proxy, from the core's --ingress-status-address (as Contour).
     load_balancer: Mapping[str, Any] | None = None
-    # The status each proxy got last build: objects from files carry none, and without it every
-    # rebuild would stamp a new lastTransitionTime (and log every proxy as changed).
-    last_rendered: dict[ObjectKey, Mapping[str, Any]] = attrs.field(factory=dict)
+    # The status each proxy got last build (kept, or reused, by the next one).
+    last_rendered: dict[ObjectKey, Rendered] = attrs.field(factory=dict)
     memo: Memo = attrs.field(factory=Memo)
     # How many roots the last build built (not replayed): for tests and benchmarks.
     built: int = 0
@@ -155,7 +154,7 @@ class HTTPProxyProcessor:
             self.memo.reset()  # a half-applied update must not leak into the next build
             raise
         self.last_rendered = registry.publish(
-            dag, clock=self.clock, last_rendered=self.last_rendered, load_balancer=self.load_balancer
+            dag, clock=self.clock, last=self.last_rendered, load_balancer=self.load_balancer
         )
 
     def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:

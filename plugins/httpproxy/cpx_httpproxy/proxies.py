@@ -103,27 +103,65 @@ class ProxyRegistry:
         dag: DAG,
         *,
         clock: st.Clock,
-        last_rendered: Mapping[ObjectKey, Mapping[str, Any]],
+        last: Mapping[ObjectKey, Rendered],
         load_balancer: Mapping[str, Any] | None,
-    ) -> dict[ObjectKey, Mapping[str, Any]]:
+    ) -> dict[ObjectKey, Rendered]:
         """Orphan every proxy never reached, set every status and note on ``dag``; returns the
-        rendered statuses (the next build's ``last_rendered``)."""
+        rendered statuses (the next build's ``last``)."""
         for name in self.orphaned:
             self.statuses[name].orphan()
-        rendered: dict[ObjectKey, Mapping[str, Any]] = {}
+        rendered: dict[ObjectKey, Rendered] = {}
         for name, proxy in self.proxies.items():
             status = self.statuses[name]
-            previous = proxy.obj.get("status")
-            if not isinstance(previous, Mapping) or not previous:
-                previous = last_rendered.get(proxy.key)
-            computed = status.render(previous, clock=clock)
-            if load_balancer is not None:
-                computed = {**computed, **load_balancer}
-            rendered[proxy.key] = computed
-            dag.set_status(proxy.key, computed)
-            for note in status.notes():
-                dag.add_note(proxy.key, note)
+            errors, warnings = tuple(status.errors), tuple(status.warnings)
+            done = last.get(proxy.key)
+            if done is None or not done.same(proxy, errors, warnings):
+                done = _render(proxy, status, done, clock, load_balancer)
+            rendered[proxy.key] = done
+            dag.set_status(proxy.key, done.status)
+            if errors or warnings:
+                for note in status.notes():
+                    dag.add_note(proxy.key, note)
         return rendered
+
+
+@attrs.frozen(eq=False)
+class Rendered:
+    """A proxy's rendered status and what it was rendered from: the next build reuses it for the
+    same proxy object with the same errors and warnings when rendering again would give the same
+    dict (the status keeps its lastTransitionTime)."""
+
+    proxy: Proxy
+    errors: tuple[st.SubCondition, ...]
+    warnings: tuple[st.SubCondition, ...]
+    status: dict[str, Any]
+    reusable: bool
+
+    def same(
+        self, proxy: Proxy, errors: tuple[st.SubCondition, ...], warnings: tuple[st.SubCondition, ...]
+    ) -> bool:
+        return self.reusable and self.proxy is proxy and self.errors == errors and self.warnings == warnings
+
+
+def _render(
+    proxy: Proxy,
+    status: ProxyStatus,
+    last: Rendered | None,
+    clock: st.Clock,
+    load_balancer: Mapping[str, Any] | None,
+) -> Rendered:
+    own = proxy.obj.get("status")
+    # Objects from files carry no status: without the last rendered one every rebuild would stamp
+    # a new lastTransitionTime (and log every proxy as changed).
+    if isinstance(own, Mapping) and own:
+        previous: Mapping[str, Any] | None = own
+        reusable = st.keeps_transition_time(own, status)
+    else:
+        previous, reusable = (last.status if last is not None else None), True
+    computed = status.render(previous, clock=clock)
+    if load_balancer is not None:
+        computed = {**computed, **load_balancer}
+    return Rendered(proxy, tuple(status.errors), tuple(status.warnings), computed, reusable)
 
 
 def not_supported(status: ProxyStatus, fields: Iterable[str]) -> None:
