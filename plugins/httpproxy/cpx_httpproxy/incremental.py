@@ -37,6 +37,10 @@ class RootScope(ProxyRegistry):
     looked_up: set[Name] = attrs.field(factory=set)
     reached_names: list[Name] = attrs.field(factory=list)
 
+    def start(self) -> None:
+        """Forget the previous root's walk (one scope serves every root built in a build)."""
+        self.statuses, self.looked_up, self.reached_names = {}, set(), []
+
     def get(self, name: Name) -> Proxy | None:
         self.looked_up.add(name)
         return self.proxies.get(name)
@@ -78,6 +82,7 @@ def build_root(builder: RootBuilder, root: Proxy, source: SourceView) -> RootRes
     """Build ``root`` through ``builder`` (whose walker's registry is a fresh :class:`RootScope`)."""
     scope = builder.walker.proxies
     assert isinstance(scope, RootScope)
+    scope.start()
     with source.recording() as lookups, blame(root.key):
         served = builder.plan(root)
     return RootResult(

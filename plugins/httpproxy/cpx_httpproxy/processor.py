@@ -165,10 +165,12 @@ class HTTPProxyProcessor:
         roots = registry.unique_roots()
         memo.keep_only({root.name for root in roots} - stale)
         self.built = 0
+        builder: RootBuilder | None = None
         for root in roots:
             result = memo.results.get(root.name)
             if result is None:
-                result = build_root(self._root_builder(dag, source, registry), root, source)
+                builder = builder or self._root_builder(dag, source, registry)
+                result = build_root(builder, root, source)
                 memo.keep(root.name, result)
                 self.built += 1
             result.replay(registry, dag)
