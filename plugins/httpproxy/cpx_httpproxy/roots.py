@@ -8,7 +8,7 @@ root: nothing of it is programmed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import attrs
 from cpx import SourceView
@@ -38,7 +38,10 @@ class Served:
     by :func:`serve` (again in later builds while the root's inputs do not change)."""
 
     host: str
-    routes: tuple[Route, ...]
+    # By match key, as VirtualHost.add_route would leave them (a later route with the same
+    # match replaces an earlier one); over HTTPS a route is served, not redirected to HTTPS.
+    routes: dict[str, Route]
+    secure_routes: dict[str, Route]
     policies: routebuild.VhostPolicies
     tls: ResolvedTLS | None
     tcp_proxy: TCPProxy | None
@@ -87,7 +90,11 @@ class RootBuilder:
         policies = routebuild.build_vhost_policies(vhost, status=status)
         if policies is None:
             return None
-        return Served(vhost.fqdn, tuple(routes), policies, tls, tcp_proxy)
+        by_key = {route.match_key(): route for route in routes}
+        secure = {
+            k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
+        }
+        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
     def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -146,9 +153,7 @@ def serve(dag: DAG, served: Served) -> None:
     _configure_secure(secure, tls, tcp_proxy)
     if tcp_proxy is not None:
         return  # routes are not attached to a TCP-proxying virtual host
-    # Over HTTPS a route is served, not redirected to HTTPS.
-    secure_routes = [attrs.evolve(r, https_redirect=False) if r.https_redirect else r for r in served.routes]
-    _apply(secure, policies, secure_routes)
+    _apply(secure, policies, served.secure_routes)
 
 
 def _has_fqdn(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -180,12 +185,11 @@ def _valid_ip_filters(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatu
     return routebuild.check_vhost_ip_filters(vhost, status)
 
 
-def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Sequence[Route]) -> None:
+def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Mapping[str, Route]) -> None:
     vhost.cors = policies.cors
     vhost.local_rate_limit = policies.local_rate_limit
     vhost.ip_filter = policies.ip_filter
-    for route in routes:
-        vhost.add_route(route)
+    vhost.routes.update(routes)
 
 
 def _configure_secure(secure: SecureVirtualHost, tls: ResolvedTLS, tcp_proxy: TCPProxy | None) -> None:
