@@ -69,7 +69,7 @@ class RootResult:
 
     def replay(self, registry: ProxyRegistry, dag: DAG) -> None:
         for name, errors, warnings in self.statuses:
-            status = registry.statuses[name]
+            status = registry.status_named(name)
             status.errors += errors
             status.warnings += warnings
         for name in self.reached:

@@ -161,7 +161,7 @@ class HTTPProxyProcessor:
         memo = self.memo
         listeners = all(dag.get_listener(name) is not None for name in (HTTP_LISTENER, HTTPS_LISTENER))
         stale = memo.update(source, listeners)
-        registry = ProxyRegistry.of(memo.proxies)
+        registry = ProxyRegistry(proxies=memo.proxies)
         roots = registry.unique_roots()
         memo.keep_only({root.name for root in roots} - stale)
         self.built = 0

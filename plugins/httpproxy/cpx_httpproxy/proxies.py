@@ -56,22 +56,23 @@ def parse(obj: Mapping[str, Any]) -> Proxy:
 class ProxyRegistry:
     """Every HTTPProxy of the source, its status, and the ones no root has reached (yet)."""
 
-    proxies: dict[Name, Proxy] = attrs.field(factory=dict)
+    proxies: dict[Name, Proxy] = attrs.field(factory=dict)  # in (namespace, name) order
+    # Made on first use: most proxies of a large build get no error, and their rendered status
+    # from the last build is reused without one.
     statuses: dict[Name, ProxyStatus] = attrs.field(factory=dict)
     orphaned: set[Name] = attrs.field(factory=set)
-
-    @classmethod
-    def of(cls, proxies: dict[Name, Proxy]) -> ProxyRegistry:
-        """A build's registry over already parsed proxies (in (namespace, name) order), each with
-        an empty status."""
-        statuses = {name: ProxyStatus.for_object(proxy.obj) for name, proxy in proxies.items()}
-        return cls(proxies=proxies, statuses=statuses)
 
     def get(self, name: Name) -> Proxy | None:
         return self.proxies.get(name)
 
     def status_of(self, proxy: Proxy) -> ProxyStatus:
-        return self.statuses[proxy.name]
+        return self.status_named(proxy.name)
+
+    def status_named(self, name: Name) -> ProxyStatus:
+        status = self.statuses.get(name)
+        if status is None:
+            status = self.statuses[name] = ProxyStatus.for_object(self.proxies[name].obj)
+        return status
 
     def reached(self, name: Name) -> None:
         """``name`` is included from a root: it is no orphan."""
@@ -109,17 +110,18 @@ class ProxyRegistry:
         """Orphan every proxy never reached, set every status and note on ``dag``; returns the
         rendered statuses (the next build's ``last``)."""
         for name in self.orphaned:
-            self.statuses[name].orphan()
+            self.status_named(name).orphan()
         rendered: dict[ObjectKey, Rendered] = {}
+        statuses = self.statuses
         for name, proxy in self.proxies.items():
-            status = self.statuses[name]
-            errors, warnings = tuple(status.errors), tuple(status.warnings)
+            status = statuses.get(name)
+            errors, warnings = (tuple(status.errors), tuple(status.warnings)) if status else ((), ())
             done = last.get(proxy.key)
             if done is None or not done.same(proxy, errors, warnings):
-                done = _render(proxy, status, done, clock, load_balancer)
+                done = _render(proxy, self.status_named(name), done, clock, load_balancer)
             rendered[proxy.key] = done
             dag.set_status(proxy.key, done.status)
-            if errors or warnings:
+            if status is not None:
                 for note in status.notes():
                     dag.add_note(proxy.key, note)
         return rendered
