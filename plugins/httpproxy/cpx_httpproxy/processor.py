@@ -1,7 +1,8 @@
 """HTTPProxyProcessor: projectcontour.io/v1 HTTPProxy → virtual hosts and routes (Contour's
 ``internal/dag/httpproxy_processor.go``).
 
-Every build starts from scratch, as Contour's does:
+Every build gives the result of one from scratch, as Contour's does (but reuses what each root
+built last time when nothing it read changed: :mod:`cpx_httpproxy.incremental`):
 
 1. Roots (proxies with ``spec.virtualhost``) are grouped by lower-cased FQDN; every root of an
    FQDN claimed twice gets ``DuplicateVhost`` and is not served.  Every other proxy starts out
@@ -35,14 +36,15 @@ from cpx import (
     ConfigError,
     ObjectKey,
     SourceView,
-    blame,
     load_balancer_status,
 )
 from cpx.dag import DAG
 
 from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
-from cpx_httpproxy.proxies import ProxyRegistry
+from cpx_httpproxy.incremental import Memo, RootScope, build_root
+from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
+from cpx_httpproxy.proxies import ProxyRegistry, Rendered
 from cpx_httpproxy.roots import RootBuilder
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
@@ -121,8 +123,10 @@ class Settings:
 class HTTPProxyProcessor:
     """Adds every accepted HTTPProxy's virtual hosts and routes to the static listeners.
 
-    Holds only its configuration (and the statuses it rendered last): each run recomputes every
-    proxy.
+    Incremental (:mod:`cpx_httpproxy.incremental`): a root is built again only when it, a proxy
+    its include tree looked up, or a Service/Secret/... it read changed, or when it just became
+    a unique root; every other root's result is replayed.  DuplicateVhost, orphans and statuses
+    are worked out afresh every build, so the result is always that of a build from scratch.
     """
 
     config: Config
@@ -130,9 +134,11 @@ class HTTPProxyProcessor:
     clock: st.Clock = st.utc_now
     # status.loadBalancer for every proxy, from the core's --ingress-status-address (as Contour).
     load_balancer: Mapping[str, Any] | None = None
-    # The status each proxy got last build: objects from files carry none, and without it every
-    # rebuild would stamp a new lastTransitionTime (and log every proxy as changed).
-    last_rendered: dict[ObjectKey, Mapping[str, Any]] = attrs.field(factory=dict)
+    # The status each proxy got last build (kept, or reused, by the next one).
+    last_rendered: dict[ObjectKey, Rendered] = attrs.field(factory=dict)
+    memo: Memo = attrs.field(factory=Memo)
+    # How many roots the last build built (not replayed): for tests and benchmarks.
+    built: int = 0
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPProxyProcessor:
@@ -140,20 +146,43 @@ class HTTPProxyProcessor:
         return cls(config=config, settings=Settings.from_config(config), load_balancer=lb)
 
     def run(self, dag: DAG, source: SourceView) -> None:
-        """One build, from scratch as Contour's: roots first, each walking its includes, then every
-        proxy's status."""
-        proxies = ProxyRegistry.load(source)
-        walker = IncludeWalker(proxies, source, self.config)
-        roots = RootBuilder(
+        """One build: roots first (each walking its includes, or replayed), then every proxy's
+        status."""
+        try:
+            registry = self._build(dag, source)
+        except BaseException:
+            self.memo.reset()  # a half-applied update must not leak into the next build
+            raise
+        self.last_rendered = registry.publish(
+            dag, clock=self.clock, last=self.last_rendered, load_balancer=self.load_balancer
+        )
+
+    def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:
+        memo = self.memo
+        listeners = all(dag.get_listener(name) is not None for name in (HTTP_LISTENER, HTTPS_LISTENER))
+        stale = memo.update(source, listeners)
+        registry = ProxyRegistry(proxies=memo.proxies)
+        roots = registry.unique_roots()
+        memo.keep_only({root.name for root in roots} - stale)
+        self.built = 0
+        builder: RootBuilder | None = None
+        for root in roots:
+            result = memo.results.get(root.name)
+            if result is None:
+                builder = builder or self._root_builder(dag, source, registry)
+                result = build_root(builder, root, source)
+                memo.keep(root.name, result)
+                self.built += 1
+            result.replay(registry, dag)
+        # What the reused results read is what this build depends on, rebuilt or not.
+        source.depend_on(memo.reads)
+        return registry
+
+    def _root_builder(self, dag: DAG, source: SourceView, registry: ProxyRegistry) -> RootBuilder:
+        return RootBuilder(
             dag,
             source,
-            walker,
+            IncludeWalker(RootScope(proxies=registry.proxies), source, self.config),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
-        )
-        for root in proxies.unique_roots():
-            with blame(root.key):
-                roots.build(root)
-        self.last_rendered = proxies.publish(
-            dag, clock=self.clock, last_rendered=self.last_rendered, load_balancer=self.load_balancer
         )

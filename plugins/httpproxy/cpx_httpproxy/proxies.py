@@ -11,12 +11,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from cpx import ObjectKey, SourceView, blame
+from cpx import ObjectKey, blame
 from cpx.dag import DAG
 
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
-from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.model import HTTPProxySpec
 from cpx_httpproxy.status import ProxyStatus
 
@@ -43,33 +42,37 @@ class Proxy:
         return self.model.spec
 
 
+def parse(obj: Mapping[str, Any]) -> Proxy:
+    """One HTTPProxy of the source as the processor uses it."""
+    key = ObjectKey.of(obj)
+    # A crash in one proxy's translation leaves out that proxy (or the included one it happened
+    # in), not the build: see cpx.isolation.
+    with blame(key):
+        parsed = model.HTTPProxy.from_dict(obj)
+    return Proxy(obj, key, parsed, (parsed.namespace, parsed.name))
+
+
 @attrs.define(eq=False)
 class ProxyRegistry:
     """Every HTTPProxy of the source, its status, and the ones no root has reached (yet)."""
 
-    proxies: dict[Name, Proxy] = attrs.field(factory=dict)
+    proxies: dict[Name, Proxy] = attrs.field(factory=dict)  # in (namespace, name) order
+    # Made on first use: most proxies of a large build get no error, and their rendered status
+    # from the last build is reused without one.
     statuses: dict[Name, ProxyStatus] = attrs.field(factory=dict)
     orphaned: set[Name] = attrs.field(factory=set)
-
-    @classmethod
-    def load(cls, source: SourceView) -> ProxyRegistry:
-        registry = cls()
-        for obj in source.list(HTTPPROXY):
-            key = ObjectKey.of(obj)
-            # A crash in one proxy's translation leaves out that proxy (or the included one it
-            # happened in), not the build: see cpx.isolation.
-            with blame(key):
-                parsed = model.HTTPProxy.from_dict(obj)
-            name = (parsed.namespace, parsed.name)
-            registry.proxies[name] = Proxy(obj, key, parsed, name)
-            registry.statuses[name] = ProxyStatus.for_object(obj)
-        return registry
 
     def get(self, name: Name) -> Proxy | None:
         return self.proxies.get(name)
 
     def status_of(self, proxy: Proxy) -> ProxyStatus:
-        return self.statuses[proxy.name]
+        return self.status_named(proxy.name)
+
+    def status_named(self, name: Name) -> ProxyStatus:
+        status = self.statuses.get(name)
+        if status is None:
+            status = self.statuses[name] = ProxyStatus.for_object(self.proxies[name].obj)
+        return status
 
     def reached(self, name: Name) -> None:
         """``name`` is included from a root: it is no orphan."""
@@ -101,27 +104,66 @@ class ProxyRegistry:
         dag: DAG,
         *,
         clock: st.Clock,
-        last_rendered: Mapping[ObjectKey, Mapping[str, Any]],
+        last: Mapping[ObjectKey, Rendered],
         load_balancer: Mapping[str, Any] | None,
-    ) -> dict[ObjectKey, Mapping[str, Any]]:
+    ) -> dict[ObjectKey, Rendered]:
         """Orphan every proxy never reached, set every status and note on ``dag``; returns the
-        rendered statuses (the next build's ``last_rendered``)."""
+        rendered statuses (the next build's ``last``)."""
         for name in self.orphaned:
-            self.statuses[name].orphan()
-        rendered: dict[ObjectKey, Mapping[str, Any]] = {}
+            self.status_named(name).orphan()
+        rendered: dict[ObjectKey, Rendered] = {}
+        statuses = self.statuses
         for name, proxy in self.proxies.items():
-            status = self.statuses[name]
-            previous = proxy.obj.get("status")
-            if not isinstance(previous, Mapping) or not previous:
-                previous = last_rendered.get(proxy.key)
-            computed = status.render(previous, clock=clock)
-            if load_balancer is not None:
-                computed = {**computed, **load_balancer}
-            rendered[proxy.key] = computed
-            dag.set_status(proxy.key, computed)
-            for note in status.notes():
-                dag.add_note(proxy.key, note)
+            status = statuses.get(name)
+            errors, warnings = (tuple(status.errors), tuple(status.warnings)) if status else ((), ())
+            done = last.get(proxy.key)
+            if done is None or not done.same(proxy, errors, warnings):
+                done = _render(proxy, self.status_named(name), done, clock, load_balancer)
+            rendered[proxy.key] = done
+            dag.set_status(proxy.key, done.status)
+            if status is not None:
+                for note in status.notes():
+                    dag.add_note(proxy.key, note)
         return rendered
+
+
+@attrs.frozen(eq=False)
+class Rendered:
+    """A proxy's rendered status and what it was rendered from: the next build reuses it for the
+    same proxy object with the same errors and warnings when rendering again would give the same
+    dict (the status keeps its lastTransitionTime)."""
+
+    proxy: Proxy
+    errors: tuple[st.SubCondition, ...]
+    warnings: tuple[st.SubCondition, ...]
+    status: dict[str, Any]
+    reusable: bool
+
+    def same(
+        self, proxy: Proxy, errors: tuple[st.SubCondition, ...], warnings: tuple[st.SubCondition, ...]
+    ) -> bool:
+        return self.reusable and self.proxy is proxy and self.errors == errors and self.warnings == warnings
+
+
+def _render(
+    proxy: Proxy,
+    status: ProxyStatus,
+    last: Rendered | None,
+    clock: st.Clock,
+    load_balancer: Mapping[str, Any] | None,
+) -> Rendered:
+    own = proxy.obj.get("status")
+    # Objects from files carry no status: without the last rendered one every rebuild would stamp
+    # a new lastTransitionTime (and log every proxy as changed).
+    if isinstance(own, Mapping) and own:
+        previous: Mapping[str, Any] | None = own
+        reusable = st.keeps_transition_time(own, status)
+    else:
+        previous, reusable = (last.status if last is not None else None), True
+    computed = status.render(previous, clock=clock)
+    if load_balancer is not None:
+        computed = {**computed, **load_balancer}
+    return Rendered(proxy, tuple(status.errors), tuple(status.warnings), computed, reusable)
 
 
 def not_supported(status: ProxyStatus, fields: Iterable[str]) -> None:

@@ -8,7 +8,7 @@ root: nothing of it is programmed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import attrs
 from cpx import SourceView
@@ -32,9 +32,24 @@ def unsupported_vhost_fields(vhost: model.VirtualHost) -> list[str]:
     return found
 
 
+@attrs.frozen(eq=False)
+class Served:
+    """What an accepted root puts in the DAG: computed once by :meth:`RootBuilder.plan`, added
+    by :func:`serve` (again in later builds while the root's inputs do not change)."""
+
+    host: str
+    # By match key, as VirtualHost.add_route would leave them (a later route with the same
+    # match replaces an earlier one); over HTTPS a route is served, not redirected to HTTPS.
+    routes: dict[str, Route]
+    secure_routes: dict[str, Route]
+    policies: routebuild.VhostPolicies
+    tls: ResolvedTLS | None
+    tcp_proxy: TCPProxy | None
+
+
 @attrs.frozen
 class RootBuilder:
-    """Adds each accepted root's virtual hosts (plain and, with TLS, secure) to the DAG."""
+    """Checks each root and works out its virtual hosts (plain and, with TLS, secure)."""
 
     dag: DAG
     source: SourceView
@@ -43,11 +58,18 @@ class RootBuilder:
     fallback_certificate: tuple[str, str] | None
 
     def build(self, proxy: Proxy) -> None:
+        """Check ``proxy`` and add what it serves to the DAG."""
+        served = self.plan(proxy)
+        if served is not None:
+            serve(self.dag, served)
+
+    def plan(self, proxy: Proxy) -> Served | None:
+        """What ``proxy`` serves; None (its errors recorded) when it is not served."""
         status = self.walker.proxies.status_of(proxy)
         vhost = proxy.spec.virtualhost
         assert vhost is not None
         if not self._acceptable(proxy, vhost, status):
-            return
+            return None
         tls: ResolvedTLS | None = None
         if vhost.tls is not None:
             tls = resolve_tls(
@@ -58,17 +80,21 @@ class RootBuilder:
                 status=status,
             )
             if tls is None:
-                return
+                return None
         tcp_proxy: TCPProxy | None = None
         if proxy.spec.tcpproxy is not None:
             tcp_proxy = self._tcp_proxy(proxy, tls, status)
             if tcp_proxy is None:
-                return
+                return None
         routes = self.walker.routes(proxy, enforce_tls=tls is not None)
         policies = routebuild.build_vhost_policies(vhost, status=status)
         if policies is None:
-            return
-        self._serve(vhost.fqdn, routes, policies, tls, tcp_proxy)
+            return None
+        by_key = {route.match_key(): route for route in routes}
+        secure = {
+            k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
+        }
+        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
     def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -113,27 +139,21 @@ class RootBuilder:
             return None
         return self.walker.tcp_proxy(proxy)
 
-    def _serve(
-        self,
-        host: str,
-        routes: Sequence[Route],
-        policies: routebuild.VhostPolicies,
-        tls: ResolvedTLS | None,
-        tcp_proxy: TCPProxy | None,
-    ) -> None:
-        _apply(self.dag.ensure_virtual_host(HTTP_LISTENER, host), policies, routes)
-        if tls is None:
-            return
-        if tls.passthrough and tcp_proxy is None:
-            # Nothing to serve over TLS: without a certificate only a TCP proxy can use the SNI.
-            return
-        secure = self.dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
-        _configure_secure(secure, tls, tcp_proxy)
-        if tcp_proxy is not None:
-            return  # routes are not attached to a TCP-proxying virtual host
-        # Over HTTPS a route is served, not redirected to HTTPS.
-        secure_routes = [attrs.evolve(r, https_redirect=False) if r.https_redirect else r for r in routes]
-        _apply(secure, policies, secure_routes)
+
+def serve(dag: DAG, served: Served) -> None:
+    """Add a root's virtual hosts to ``dag`` (fresh containers, shared route objects)."""
+    host, policies, tls, tcp_proxy = served.host, served.policies, served.tls, served.tcp_proxy
+    _apply(dag.ensure_virtual_host(HTTP_LISTENER, host), policies, served.routes)
+    if tls is None:
+        return
+    if tls.passthrough and tcp_proxy is None:
+        # Nothing to serve over TLS: without a certificate only a TCP proxy can use the SNI.
+        return
+    secure = dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
+    _configure_secure(secure, tls, tcp_proxy)
+    if tcp_proxy is not None:
+        return  # routes are not attached to a TCP-proxying virtual host
+    _apply(secure, policies, served.secure_routes)
 
 
 def _has_fqdn(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -165,12 +185,11 @@ def _valid_ip_filters(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatu
     return routebuild.check_vhost_ip_filters(vhost, status)
 
 
-def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Sequence[Route]) -> None:
+def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Mapping[str, Route]) -> None:
     vhost.cors = policies.cors
     vhost.local_rate_limit = policies.local_rate_limit
     vhost.ip_filter = policies.ip_filter
-    for route in routes:
-        vhost.add_route(route)
+    vhost.routes.update(routes)
 
 
 def _configure_secure(secure: SecureVirtualHost, tls: ResolvedTLS, tcp_proxy: TCPProxy | None) -> None:

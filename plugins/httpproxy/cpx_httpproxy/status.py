@@ -196,6 +196,14 @@ class ProxyStatus:
             yield Note(type=w.type, reason=w.reason, message=w.message, severity="warning")
 
 
+def keeps_transition_time(previous: Mapping[str, Any], status: ProxyStatus) -> bool:
+    """Whether rendering ``status`` over ``previous`` keeps the previous lastTransitionTime (rather
+    than stamping "now"), so that rendering it again gives the same dict."""
+    prior = _valid_condition(previous)
+    expected = "True" if status.valid else "False"
+    return prior is not None and prior.get("status") == expected and bool(prior.get("lastTransitionTime"))
+
+
 def _valid_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
     if not isinstance(status, Mapping):
         return None

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Incremental HTTPProxy benchmark: one changed HTTPProxy among N, in process.
+
+    .venv/bin/python tests/bench/httpproxy_incremental_bench.py [--count 10000] [--changes 15] [--json]
+
+Not a test: it prints figures and never fails on them.  N root HTTPProxies (one fqdn and one route
+each, every tenth including a child proxy) with N Services and EndpointSlices, in namespace
+``bench``.  Measured, each as minimum and median of ``--changes`` samples:
+
+- DAG build: ``Builder([listeners, httpproxy]).build(source)`` after one HTTPProxy changed, with
+  the processor's memo kept (incremental) and reset before each build (what every build did
+  before the processor was incremental);
+- whole pipeline: ``SnapshotHandler.upsert`` of one changed HTTPProxy, then ``rebuild()`` (DAG,
+  xDS caches, statuses), the path ``cpx serve`` takes on a change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cpx_httpproxy import testing as hp
+from cpx_httpproxy.kinds import HTTPPROXY
+from cpx_httpproxy.processor import HTTPProxyProcessor
+
+from cpx import Config, KubeObject, WatchSpec, ingress_class_accepts
+from cpx.testing import Builder, ListenerProcessor, PluginHost, SnapshotHandler, SourceCache
+
+NAMESPACE = "bench"
+
+
+def proxy(i: int, version: int = 1, prefix: str = "/") -> KubeObject:
+    includes = [hp.include(f"child-{i}", hp.prefix("/child"))] if i % 10 == 0 else []
+    obj = hp.root(
+        f"proxy-{i}",
+        f"host-{i}.example.com",
+        hp.route(hp.prefix(prefix), services=[hp.service(f"svc-{i}")]),
+        namespace=NAMESPACE,
+        includes=includes,
+    )
+    obj["metadata"]["resourceVersion"] = str(version)
+    return obj
+
+
+def objects(count: int) -> list[KubeObject]:
+    out: list[KubeObject] = []
+    for i in range(count):
+        meta = {"name": f"svc-{i}", "namespace": NAMESPACE}
+        out.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Service",
+                "metadata": meta,
+                "spec": {"ports": [{"name": "http", "port": 80}]},
+            }
+        )
+        out.append(
+            {
+                "apiVersion": "discovery.k8s.io/v1",
+                "kind": "EndpointSlice",
+                "metadata": {
+                    **meta,
+                    "name": f"svc-{i}-1",
+                    "labels": {"kubernetes.io/service-name": f"svc-{i}"},
+                },
+                "addressType": "IPv4",
+                "endpoints": [{"addresses": [f"10.{i // 65536}.{i // 256 % 256}.{i % 256}"]}],
+                "ports": [{"name": "http", "port": 8080}],
+            }
+        )
+        out.append(proxy(i))
+        if i % 10 == 0:
+            out.append(
+                hp.child(f"child-{i}", hp.route(services=[hp.service(f"svc-{i}")]), namespace=NAMESPACE)
+            )
+    return out
+
+
+def timed(samples: int, change: Callable[[int], None], measured: Callable[[], object]) -> list[float]:
+    out = []
+    for n in range(samples):
+        change(n)
+        start = time.perf_counter()
+        measured()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def dag_builds(count: int, samples: int, *, reset: bool) -> list[float]:
+    watch = WatchSpec(gvk=HTTPPROXY, accept=ingress_class_accepts)
+    source = SourceCache(watches={HTTPPROXY.group_kind: watch})
+    for obj in objects(count):
+        source.insert(obj)
+    config = Config()
+    processor = HTTPProxyProcessor.from_config(config)
+    builder = Builder([("listeners", ListenerProcessor(config)), ("httpproxy", processor)])
+    builder.build(source)
+
+    def change(n: int) -> None:
+        source.insert(proxy(count // 2 + n, version=n + 2, prefix=f"/v{n}"))
+        if reset:
+            processor.memo.reset()
+
+    return timed(samples, change, lambda: builder.build(source))
+
+
+def pipeline_rebuilds(count: int, samples: int) -> list[float]:
+    pipeline = SnapshotHandler.create(PluginHost.load(["httpproxy"]), Config())
+    for obj in objects(count):
+        pipeline.upsert(obj)
+    pipeline.rebuild()
+    pipeline.rebuild()
+
+    def change(n: int) -> None:
+        pipeline.upsert(proxy(count // 2 + n, version=n + 2, prefix=f"/v{n}"))
+
+    return timed(samples, change, pipeline.rebuild)
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"min_ms": round(min(values), 1), "median_ms": round(statistics.median(values), 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--changes", type=int, default=15)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"count": args.count}
+    print(f"building {args.count} HTTPProxies ...", file=sys.stderr)
+    results["dag_build_incremental"] = summary(dag_builds(args.count, args.changes, reset=False))
+    results["dag_build_from_scratch"] = summary(dag_builds(args.count, max(3, args.changes // 3), reset=True))
+    results["pipeline_change_rebuild"] = summary(pipeline_rebuilds(args.count, args.changes))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"one changed HTTPProxy among {args.count}          min      median")
+    for name in ("dag_build_incremental", "dag_build_from_scratch", "pipeline_change_rebuild"):
+        row = results[name]
+        print(f"  {name:<32} {row['min_ms']:>8.1f} ms {row['median_ms']:>8.1f} ms")
+
+
+if __name__ == "__main__":
+    main()
