@@ -20,7 +20,7 @@ object.  Only what the latest DAG uses stays memoised.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter, itemgetter
 
 import attrs
@@ -29,10 +29,12 @@ from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
 
 from cpx.config import Config
+from cpx.dag.attachments import NO_ATTACHMENTS
 from cpx.dag.dag import DAG, Listener, VirtualHost
 from cpx.dag.nodes import PathKind, PathMatch, Route
 from cpx.dag.sorting import route_key
 from cpx.isolation import Fault
+from cpx.objects import ObjectKey
 from cpx.xds import resource
 from cpx.xds.constraints.notes import violation_note
 from cpx.xds.constraints.validate import violations
@@ -264,6 +266,10 @@ class _Build:
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
         faults = self.faults
+
+        def breaks(route: Route) -> bool:
+            return bool(violations(build_route(route, secure, authority, fqdn, filters)))
+
         found = len(faults)
         for route in routes.values():
             piece = known.get(route)
@@ -271,8 +277,8 @@ class _Build:
                 message = build_route(route, secure, authority, fqdn, filters)
                 problems = violations(message)
                 if problems:
-                    origins = frozenset((route.origin,)) if route.origin is not None else frozenset()
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
+                    origins = _culprits(route, breaks)
                     faults.append(Fault(note=note, origins=origins, precise=bool(origins)))
                     continue
                 body = message.SerializeToString(deterministic=True)
@@ -286,6 +292,7 @@ class _Build:
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
             origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
+            origins |= vhost.attachments.origins()
             faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
             tail_message = route_components.VirtualHost()
         head = head_message.SerializeToString(deterministic=True)
@@ -295,3 +302,15 @@ class _Build:
         # A sentinel route set when something was left out: the next build translates it again.
         kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
         return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
+
+
+def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[ObjectKey]:
+    """Who made a route Envoy would refuse: the objects that attached data to it when the route
+    is fine without their attachments (what a plugin's filter made of them broke the rule),
+    otherwise the object the route came from.  Runs only when a route is refused."""
+    attached = route.attachments.origins().union(*(c.attachments.origins() for c in route.clusters))
+    if attached:
+        clusters = tuple(attrs.evolve(c, attachments=NO_ATTACHMENTS) for c in route.clusters)
+        if not breaks(attrs.evolve(route, attachments=NO_ATTACHMENTS, clusters=clusters)):
+            return attached
+    return frozenset((route.origin,)) if route.origin is not None else frozenset()

@@ -31,7 +31,7 @@ class AttachHeaders:
                 hosts = list(dag.virtual_hosts(str(spec.get("host"))))
                 for vhost in hosts:
                     for match, route in vhost.routes.items():
-                        attached = route.attachments.set(HEADERS, headers)
+                        attached = route.attachments.set(HEADERS, headers, origin=key)
                         vhost.routes[match] = attrs.evolve(route, attachments=attached)
                 reason = "Attached" if hosts else "NoVirtualHost"
                 accepted = {"type": "Accepted", "status": str(bool(hosts)), "reason": reason}

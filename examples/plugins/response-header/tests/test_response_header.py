@@ -111,3 +111,19 @@ def test_a_plugin_importing_a_private_module_fails_the_contract(tmp_path: Path) 
         "from cpx import hookimpl\nfrom cpx.sources.cache import SourceCache\n"
     )
     assert private_imports(package) == ["cpx_sneaky/__init__.py: cpx.sources.cache"]
+
+
+def test_headers_envoy_would_refuse_leave_out_their_object_not_the_route(cpx_translate: Any) -> None:
+    bad = """
+---
+kind: ResponseHeaders
+apiVersion: examples.cpx.dev/v1alpha1
+metadata: {namespace: default, name: bad}
+spec: {host: web.example.com, set: {":status": "200"}}
+"""
+    result = cpx_translate(INGRESS + SERVICE + bad, ["ingress"], modules=PLUGIN)
+    [route] = _vhost(result.envoy_json(), "web.example.com")["routes"]  # the Ingress is still served
+    assert FILTER not in route.get("typedPerFilterConfig", {})
+    [problem] = result.status("ResponseHeaders", "bad")["cpx"]["problems"]
+    assert problem["reason"] == "EnvoyConstraintViolated" and ":-prefixed" in problem["message"]
+    assert "problems" not in result.status("Ingress", "web").get("cpx", {})
