@@ -3,8 +3,8 @@
 A plugin declares a module-level :class:`AttachmentKey` for its own data; its processor attaches a
 value (``attrs.evolve(route, attachments=route.attachments.set(KEY, value, origin=key))``, ``key``
 the object it came from, so that a config Envoy would refuse leaves out that object, not the
-route's) and its HTTP filter's per-route config reads it back (``route.attachments.get(KEY)``).  Keys carry the
-value's type, so readers get a typed value without casts.
+route's) and its HTTP filter's per-route config reads it back (``route.attachments.get(KEY)``).
+Keys carry the value's type, so readers get a typed value without casts.
 
 :class:`Attachments` is immutable and hashable: nodes are memo keys of the translation, so an
 attachment is part of what makes two routes equal.  Values must therefore be hashable (frozen
