@@ -40,6 +40,9 @@ class Config:
     # Debounce of the event loop (Contour's HoldoffDelay / HoldoffMaxDelay).
     holdoff_delay: float = 0.1
     holdoff_max_delay: float = 0.5
+    # Plain-HTTP routes: one RouteConfiguration per exact host through Scoped RDS ("scoped"), or
+    # Contour's single RouteConfiguration per listener ("single"); see docs/design/0018.
+    route_shape: Literal["scoped", "single"] = "scoped"
     # Plugin-contributed options by their Python name (e.g. "ingress_class_name").
     options: Mapping[str, Any] = attrs.field(factory=dict)
 

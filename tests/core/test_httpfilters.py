@@ -31,6 +31,10 @@ from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.naming import cluster_name
 
+# Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
+# it is tested in test_scoped_routes.py).
+SINGLE = Config(route_shape="single")
+
 ROOT = Path(__file__).resolve().parents[2]
 HTTP, HTTPS = "ingress_http", "ingress_https"
 MUTATION = "envoy.filters.http.header_mutation"
@@ -161,7 +165,7 @@ def _translate(host: PluginHost, dag: DAG) -> tuple[dict[str, Any], dict[str, An
     dag.prune()
     dag.seal()
     contributions = host.xds_contributions()
-    listeners, routes = ListenerCache(Config()), RouteCache(Config())
+    listeners, routes = ListenerCache(SINGLE), RouteCache(SINGLE)
     for cache in (listeners, routes):
         cache.bind_contributions(contributions)
         cache.on_change(dag)

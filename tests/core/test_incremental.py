@@ -19,6 +19,10 @@ from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.routes import RouteCache
 
+# Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
+# it is tested in test_scoped_routes.py).
+SINGLE = Config(route_shape="single")
+
 WEB = ServicePort(namespace="default", name="web", port=80, port_name="http")
 
 
@@ -133,7 +137,7 @@ def dag_with(*routes: tuple[str, Cluster]) -> DAG:
 
 
 def test_route_cache_keeps_unchanged_resources() -> None:
-    cache = with_builtin_filters(RouteCache(Config()))
+    cache = with_builtin_filters(RouteCache(SINGLE))
     web = Cluster(upstream=WEB)
     cache.on_change(dag_with(("a.example.com", web), ("b.example.com", web)))
     first = cache.contents()
@@ -179,7 +183,7 @@ def test_endpoint_changes_reach_a_rebuild_without_the_fast_path() -> None:
 
 
 def pipeline() -> SnapshotHandler:
-    p = SnapshotHandler.create(PluginHost.load(["ingress"]), Config())
+    p = SnapshotHandler.create(PluginHost.load(["ingress"]), SINGLE)
     p.upsert(service())
     return p
 

@@ -16,6 +16,10 @@ from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.resource import Snapshot
 
+# Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
+# it is tested in test_scoped_routes.py).
+SINGLE = Config(route_shape="single")
+
 
 def service(name: str = "web") -> dict[str, Any]:
     return {
@@ -66,7 +70,7 @@ class Bomb:
 
 
 def make_pipeline(*objects: dict[str, Any]) -> SnapshotHandler:
-    p = SnapshotHandler.create(PluginHost.load(["ingress"]), Config())
+    p = SnapshotHandler.create(PluginHost.load(["ingress"]), SINGLE)
     p.builder.processors = [*p.builder.processors, ("bomb", Bomb())]  # runs last
     p.upsert(service())
     for obj in objects:

@@ -56,6 +56,10 @@ from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.secrets import SecretCache
 from cpx.xds.naming import cluster_name, secret_name
 
+# Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
+# it is tested in test_scoped_routes.py).
+SINGLE = Config(route_shape="single")
+
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
 # Every connection manager's filters after the (HTTPS-only) 421 check, in Contour's order.
@@ -95,7 +99,7 @@ def add_secure(dag: DAG, fqdn: str, secret: Secret = SECRET, **fields: Any) -> N
 
 
 def translate(dag: DAG, cache: ListenerCache | None = None) -> dict[str, listener_v3.Listener]:
-    cache = cache or with_builtin_filters(ListenerCache(Config()))
+    cache = cache or with_builtin_filters(ListenerCache(SINGLE))
     cache.on_change(dag)
     out = {}
     for name, res in cache.contents().items():
@@ -177,7 +181,9 @@ def test_http_settings_from_config_options() -> None:
     dag.ensure_virtual_host(HTTP, "example.com").add_route(prefix())
     options = {"connection_idle_timeout": 30.0, "stream_idle_timeout": 120.0, "disable_merge_slashes": True}
     manager = unpack_hcm(
-        translate(dag, with_builtin_filters(ListenerCache(Config(options=options))))[HTTP].filter_chains[0]
+        translate(dag, with_builtin_filters(ListenerCache(Config(options=options, route_shape="single"))))[
+            HTTP
+        ].filter_chains[0]
     )
     assert manager.common_http_protocol_options.idle_timeout.seconds == 30
     assert manager.stream_idle_timeout.seconds == 120
@@ -349,7 +355,7 @@ def test_unchanged_listeners_keep_their_resources() -> None:
             add_secure(dag, extra)
         return dag
 
-    cache = with_builtin_filters(ListenerCache(Config()))
+    cache = with_builtin_filters(ListenerCache(SINGLE))
     cache.on_change(build())
     before = dict(cache.contents())
     for res in before.values():
@@ -387,8 +393,8 @@ def static_bootstrap(dag: DAG, admin_port: int = 0, upstream_port: int = 9) -> d
     Every cluster is a static one sending to ``127.0.0.1:<upstream_port>``.
     """
     caches = (
-        with_builtin_filters(ListenerCache(Config())),
-        with_builtin_filters(RouteCache(Config())),
+        with_builtin_filters(ListenerCache(SINGLE)),
+        with_builtin_filters(RouteCache(SINGLE)),
         SecretCache(Config()),
     )
     for cache in caches:

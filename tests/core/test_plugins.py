@@ -129,6 +129,7 @@ def test_plugins_list_json_reports_contributions() -> None:
     assert {c.split()[0] for c in core["resource_caches"]} == {
         "listeners",
         "routes",
+        "scoped-routes",
         "clusters",
         "endpoints",
         "secrets",

@@ -60,6 +60,10 @@ from cpx.xds.envoy.filters import COOKIE_REWRITE_LUA
 from cpx.xds.envoy.route import build_route
 from cpx.xds.naming import cluster_name
 
+# Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
+# it is tested in test_scoped_routes.py).
+SINGLE = Config(route_shape="single")
+
 HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
 RC = route_components.RedirectAction
@@ -82,7 +86,7 @@ def new_dag() -> DAG:
 
 
 def translate(dag: DAG, cache: RouteCache | None = None) -> dict[str, route_v3.RouteConfiguration]:
-    cache = cache or with_builtin_filters(RouteCache(Config()))
+    cache = cache or with_builtin_filters(RouteCache(SINGLE))
     cache.on_change(dag)
     out = {}
     for name, res in cache.contents().items():
@@ -443,7 +447,7 @@ def big_dag(changed: str = "") -> DAG:
 
 
 def test_body_is_canonical_serialisation() -> None:
-    cache = with_builtin_filters(RouteCache(Config()))
+    cache = with_builtin_filters(RouteCache(SINGLE))
     cache.on_change(big_dag())
     for res in cache.contents().values():
         assert res.message().SerializeToString(deterministic=True) == res.body
@@ -458,7 +462,7 @@ def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytes
         return real(route, *args)
 
     monkeypatch.setattr(routes_module, "build_route", counting)
-    cache = with_builtin_filters(RouteCache(Config()))
+    cache = with_builtin_filters(RouteCache(SINGLE))
     cache.on_change(big_dag())
     assert len(calls) == 101
     before = dict(cache.contents())
@@ -480,7 +484,7 @@ def test_unchanged_dag_keeps_resources_and_translates_nothing(monkeypatch: pytes
 
 
 def test_removed_resources_disappear() -> None:
-    cache = with_builtin_filters(RouteCache(Config()))
+    cache = with_builtin_filters(RouteCache(SINGLE))
     cache.on_change(big_dag())
     assert "https/secure.com" in cache.contents()
     dag = new_dag()
@@ -856,7 +860,7 @@ def test_vhost_policy_change_reuses_routes(monkeypatch: pytest.MonkeyPatch) -> N
         return real(route, *args)
 
     monkeypatch.setattr(routes_module, "build_route", counting)
-    cache = with_builtin_filters(RouteCache(Config()))
+    cache = with_builtin_filters(RouteCache(SINGLE))
     cache.on_change(policy_dag())
     before = dict(cache.contents())
     assert len(calls) == 7

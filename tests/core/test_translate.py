@@ -17,7 +17,7 @@ from cpx.testing.cpxproc import backend, write_manifest
 from cpx_ingress.testing import simple_ingress as ingress
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
-XDS_KEYS = {"listeners", "routes", "clusters", "endpoints", "secrets"}
+XDS_KEYS = {"listeners", "scoped-routes", "routes", "clusters", "endpoints", "secrets"}
 
 
 pytestmark = pytest.mark.usefixtures("keep_logging")

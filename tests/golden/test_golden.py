@@ -4,7 +4,10 @@ the end-to-end tests serve (``corpus/e2e-*.yaml``) and a fixed
 corpus of generated objects (``corpus/fuzz-*.yaml``).
 
 The outputs pin translation byte for byte (status timestamps aside), so that a refactoring that
-claims to change no behaviour can prove it.  Regenerate them only for an intended change::
+claims to change no behaviour can prove it.  They are Contour's route shape (``--route-shape
+single``); the default scoped shape is checked against them: the same virtual hosts, each exact
+host moved into a RouteConfiguration of its own behind a scope, everything else identical.
+Regenerate them only for an intended change::
 
     python tests/golden/test_golden.py --update          # rewrite expected/ from the current code
     python tests/golden/test_golden.py --new-corpus      # draw a new corpus (then --update)
@@ -16,6 +19,7 @@ import argparse
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -40,9 +44,10 @@ def cases() -> dict[str, list[Path]]:
     return out
 
 
-def translate(paths: list[Path]) -> str:
+def translate(paths: list[Path], shape: str = "single") -> str:
     # The cli group configures logging for the runner's stderr; keep it out of the output.
-    result = CliRunner().invoke(cli, ["translate", "--plugins", PLUGINS, "-o", "json", *map(str, paths)])
+    args = ["translate", "--plugins", PLUGINS, "--route-shape", shape, "-o", "json", *map(str, paths)]
+    result = CliRunner().invoke(cli, args)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     # Error messages name the manifest files: show them relative to the repository.
@@ -104,6 +109,62 @@ def test_every_case_has_an_expected_output() -> None:
 def test_translate_output_unchanged(name: str) -> None:
     expected = (EXPECTED / f"{name}.json").read_text()
     assert translate(CASES[name]) == expected
+
+
+@pytest.mark.usefixtures("keep_logging")
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_scoped_shape_holds_the_same_virtual_hosts(name: str) -> None:
+    single = json.loads((EXPECTED / f"{name}.json").read_text())
+    scoped = json.loads(translate(CASES[name], "scoped"))
+    assert scoped["objects"] == single["objects"]
+    assert scoped["errors"] == single["errors"]
+    for kind in ("clusters", "endpoints", "secrets"):
+        assert scoped["xds"][kind] == single["xds"][kind], kind
+    assert _split(single["xds"]["routes"], scoped=False) == _split(scoped["xds"]["routes"], scoped=True)
+    # One scope per exact host of each scoped listener, and one for its wildcard and default hosts.
+    routes = {r["name"] for r in scoped["xds"]["routes"]}
+    scopes = scoped["xds"]["scoped-routes"]
+    keys = sorted(s["key"]["fragments"][0]["stringKey"] for s in scopes)
+    assert len(keys) == len(set(keys))
+    assert {s["routeConfigurationName"] for s in scopes} <= routes
+    plain = sorted(
+        r["name"] for r in scoped["xds"]["routes"] if not r["name"].startswith(("https/", "ingress_fallback"))
+    )
+    assert sorted(s["routeConfigurationName"] for s in scopes) == plain
+    for listener in scoped["xds"]["listeners"]:
+        for chain in listener.get("filterChains", ()):
+            manager = chain["filters"][0].get("typedConfig", {})
+            if "scopedRoutes" in manager:
+                assert [f["name"] for f in manager["httpFilters"][:2]] == [
+                    "cpx.route_scope",
+                    "cpx.upgrade_guard",
+                ]
+
+
+def _split(configs: list[dict[str, Any]], *, scoped: bool) -> dict[str, Any]:
+    """Per listener: its plain virtual hosts (without the scope selector's markers), and every
+    other RouteConfiguration as it is."""
+    plain: dict[str, list[Any]] = {}
+    other: dict[str, Any] = {}
+    for config in configs:
+        name = config["name"]
+        if name.startswith(("https/", "ingress_fallbackcert")):
+            other[name] = config
+            continue
+        for found in config.get("virtualHosts", ()):
+            vhost = dict(found)
+            if scoped:
+                vhost.pop("metadata", None)
+                vhost["routes"] = [_unmarked(r) for r in vhost.get("routes", ())]
+            plain.setdefault(name.split("/")[0], []).append(vhost)
+    return {"plain": {k: sorted(v, key=lambda vh: vh["name"]) for k, v in plain.items()}, "other": other}
+
+
+def _unmarked(route: dict[str, Any]) -> dict[str, Any]:
+    route = dict(route)
+    metadata = route.pop("metadata", {})
+    assert set(metadata.get("filterMetadata", {})) <= {"cpx.upgrade_guard"}, metadata
+    return route
 
 
 if __name__ == "__main__":

@@ -45,8 +45,7 @@ def plugins(banner: types.ModuleType) -> list[tuple[str, Any]]:
 
 
 def vhost_routes(result: Any) -> list[dict[str, Any]]:
-    [config] = [r for r in result.envoy_json()["routes"] if r["name"] == "ingress_http"]
-    [vhost] = config["virtualHosts"]
+    [vhost] = result.virtual_hosts().values()
     routes: list[dict[str, Any]] = vhost["routes"]
     return routes
 

@@ -63,16 +63,11 @@ class Tagger:
                     vhost.routes[key] = attrs.evolve(route, response_headers=headers)
 
 
-def route_config(envoy_json: dict[str, Any], name: str) -> dict[str, Any]:
-    [found] = [r for r in envoy_json["routes"] if r["name"] == name]
-    return dict(found)
-
-
 def test_translate_gives_the_dag_the_xds_and_the_statuses(cpx_translate: Any) -> None:
     result = cpx_translate(SERVICE + proxy("web", "web.example.com"), ["httpproxy"])
     [route] = result.routes("ingress_http")
     assert route.clusters[0].upstream.name == "echo"
-    [vhost] = route_config(result.envoy_json(), "ingress_http")["virtualHosts"]
+    [vhost] = result.virtual_hosts().values()
     assert vhost["domains"] == ["web.example.com"]
     assert result.status("HTTPProxy", "web")["currentStatus"] == "valid"
 
@@ -102,7 +97,7 @@ def test_translate_runs_plugin_objects_with_their_options(
 
     modules = [("httpproxy", cpx_httpproxy.plugin), ("tag", TagPlugin)]
     result = cpx_translate(SERVICE + proxy("web", "web.example.com"), modules=modules, options=options)
-    [vhost] = route_config(result.envoy_json(), "ingress_http")["virtualHosts"]
+    [vhost] = result.virtual_hosts().values()
     added = vhost["routes"][0]["responseHeadersToAdd"]
     assert {
         "header": {"key": "x-tag", "value": expected},

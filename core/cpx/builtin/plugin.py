@@ -28,6 +28,7 @@ from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
+from cpx.xds.caches.scopes import ScopeCache
 from cpx.xds.caches.secrets import SecretCache
 
 EXTERNAL_NAME_OPTION = OptionSpec(
@@ -99,6 +100,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
     yield ResourceCacheSpec(name="listeners", type_url=resource.LISTENER, factory=ListenerCache)
     yield ResourceCacheSpec(name="routes", type_url=resource.ROUTE, factory=RouteCache)
+    yield ResourceCacheSpec(name="scoped-routes", type_url=resource.SCOPED_ROUTE, factory=ScopeCache)
     yield ResourceCacheSpec(name="clusters", type_url=resource.CLUSTER, factory=ClusterCache)
     yield ResourceCacheSpec(name="endpoints", type_url=resource.ENDPOINT, factory=EndpointCache)
     yield ResourceCacheSpec(name="secrets", type_url=resource.SECRET, factory=SecretCache)

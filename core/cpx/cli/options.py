@@ -145,6 +145,7 @@ _CONFIG_FIELDS = {
     "envoy_service_http_port": "http_port",
     "envoy_service_https_address": "https_address",
     "envoy_service_https_port": "https_port",
+    "route_shape": "route_shape",
 }
 
 
@@ -190,6 +191,15 @@ def envoy_listener_options(f: F) -> F:
                 type=int,
                 show_default=True,
                 help="Port of Envoy's HTTPS listener.",
+            ),
+            click.option(
+                "--route-shape",
+                type=click.Choice(["scoped", "single"]),
+                default=default(Config, "route_shape"),
+                show_default=True,
+                help="Plain-HTTP routes: one RouteConfiguration per exact host through Scoped RDS "
+                "(a change costs Envoy that host only), or Contour's single RouteConfiguration "
+                "per listener (ingress_http).",
             ),
         ],
     )

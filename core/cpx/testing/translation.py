@@ -43,6 +43,15 @@ class Translation:
                 return status
         raise KeyError(f"no status for {kind} {namespace}/{name}")
 
+    def virtual_hosts(self, listener: str = "ingress_http") -> dict[str, dict[str, Any]]:
+        """The Envoy JSON of a listener's plain-HTTP virtual hosts, by name, whatever the route
+        shape: in ``<listener>`` and, with the scoped shape, ``<listener>/<fqdn>``."""
+        found: dict[str, dict[str, Any]] = {}
+        for config in self.envoy_json()["routes"]:
+            if config["name"] == listener or config["name"].startswith(f"{listener}/"):
+                found.update((vhost["name"], vhost) for vhost in config.get("virtualHosts", ()))
+        return dict(sorted(found.items()))
+
     def routes(self, listener: str) -> list[Any]:
         """Every DAG route on one listener, across its virtual hosts."""
         found = self.dag.listeners[listener]

@@ -12,6 +12,7 @@ from google.protobuf.message import Message
 
 LISTENER = "type.googleapis.com/envoy.config.listener.v3.Listener"
 ROUTE = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+SCOPED_ROUTE = "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration"
 CLUSTER = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 ENDPOINT = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 SECRET = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
@@ -19,12 +20,13 @@ RUNTIME = "type.googleapis.com/envoy.service.runtime.v3.Runtime"
 
 # Make-before-break push order within ADS (xDS protocol: CDS, EDS, LDS, RDS; secrets before the
 # listeners and clusters that use them are not required but cost nothing).
-PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, ROUTE)
+PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, SCOPED_ROUTE, ROUTE)
 SHORT_NAMES = {
     CLUSTER: "clusters",
     ENDPOINT: "endpoints",
     SECRET: "secrets",
     LISTENER: "listeners",
+    SCOPED_ROUTE: "scoped-routes",
     ROUTE: "routes",
 }
 
@@ -101,6 +103,8 @@ class Snapshot:
         out: dict[str, Any] = {}
         for type_url in PUSH_ORDER:
             snap = self.get(type_url)
+            if type_url == SCOPED_ROUTE and not snap.resources:
+                continue  # only the scoped route shape has any (the single shape's output is Contour's)
             out[SHORT_NAMES[type_url]] = [
                 _sort_maps(message, json_format.MessageToDict(message))
                 for message in (snap.resources[name].message() for name in sorted(snap.resources))

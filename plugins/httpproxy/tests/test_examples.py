@@ -40,7 +40,8 @@ def test_every_httpproxy_is_valid(translated: dict[str, Any]) -> None:
 def test_xds_serves_the_documented_hosts(translated: dict[str, Any]) -> None:
     xds = translated["xds"]
     routes = {r["name"]: r for r in xds["routes"]}
-    assert sorted(routes) == ["https/www.example.com", "ingress_http"]
+    # Plain HTTP: each exact host in its own RouteConfiguration (the scoped route shape).
+    assert sorted(routes) == ["https/www.example.com", "ingress_http", "ingress_http/www.example.com"]
     (www,) = routes["https/www.example.com"]["virtualHosts"]
     assert www["domains"] == ["www.example.com"]
     # The include put the blog's routes under /blog.

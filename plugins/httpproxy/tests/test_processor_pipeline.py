@@ -230,8 +230,9 @@ def test_translate_disable_permit_insecure_flag(tmp_path: Path) -> None:
     args = ("--fallback-certificate", "default/fallback", manifests)
 
     def open_route_redirects(doc: Any) -> bool:
-        [config] = [r for r in doc["xds"]["routes"] if r["name"] == HTTP_LISTENER]
-        [vhost] = [v for v in config["virtualHosts"] if v["name"] == "example.com"]
+        # The scoped route shape: the exact host's own RouteConfiguration.
+        [config] = [r for r in doc["xds"]["routes"] if r["name"] == f"{HTTP_LISTENER}/example.com"]
+        [vhost] = config["virtualHosts"]
         [route] = [r for r in vhost["routes"] if r["match"] == {"prefix": "/open"}]
         return bool(route.get("redirect", {}).get("httpsRedirect"))
 

@@ -432,8 +432,9 @@ def test_every_proxy_has_a_status(translated: dict[str, Any]) -> None:
 
 def test_invalid_roots_are_not_served_but_valid_parts_are(translated: dict[str, Any]) -> None:
     """Best effort: a root with a missing include or service still serves what resolved."""
-    http = next(r for r in translated["xds"]["routes"] if r["name"] == "ingress_http")
-    domains = {d for vhost in http["virtualHosts"] for d in vhost["domains"]}
+    # Plain HTTP: ingress_http and, with the scoped route shape, ingress_http/<fqdn>.
+    http = [r for r in translated["xds"]["routes"] if r["name"].split("/")[0] == "ingress_http"]
+    domains = {d for config in http for vhost in config.get("virtualHosts", ()) for d in vhost["domains"]}
     # Dropped: nothing to serve, duplicates, an invalid secret, a tcpproxy without TLS.
     for host in ("empty.test", "dup.test", "bad-secret.test", "tcp-no-tls.test", "both-ip-filters.test"):
         assert host not in domains, host

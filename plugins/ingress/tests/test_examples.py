@@ -48,8 +48,17 @@ def test_missing_service_is_reported_on_its_ingress(translated: dict[str, Any]) 
 def test_xds_has_the_expected_routes(translated: dict[str, Any]) -> None:
     xds = translated["xds"]
     routes = {r["name"]: r for r in xds["routes"]}
-    assert sorted(routes) == ["https/secure.example.com", "ingress_http"]
-    vhosts = {v["name"]: v for v in routes["ingress_http"]["virtualHosts"]}
+    # Plain HTTP: each exact host in its own RouteConfiguration (the scoped route shape), the
+    # wildcard and default hosts together in ingress_http.
+    assert sorted(routes) == [
+        "https/secure.example.com",
+        "ingress_http",
+        "ingress_http/secure.example.com",
+        "ingress_http/shop.example.com",
+    ]
+    assert [v["name"] for v in routes["ingress_http"]["virtualHosts"]] == ["*", "*.tenants.example.com"]
+    plain = (r for name, r in routes.items() if name.split("/")[0] == "ingress_http")
+    vhosts = {v["name"]: v for r in plain for v in r["virtualHosts"]}
     assert sorted(vhosts) == ["*", "*.tenants.example.com", "secure.example.com", "shop.example.com"]
 
     shop = [(next(k for k in r["match"] if k != "headers"), r) for r in vhosts["shop.example.com"]["routes"]]

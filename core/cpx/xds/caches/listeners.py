@@ -1,7 +1,8 @@
 """The LDS cache: one Envoy listener per DAG listener (Contour's ``internal/xdscache/v3/listener.go``).
 
 - A listener with plain virtual hosts gets one filter chain: an HTTP connection manager whose
-  routes come from RDS (``ingress_http``).
+  routes come from Scoped RDS, one RouteConfiguration per exact host (:mod:`cpx.xds.envoy.scoped`),
+  or, with ``--route-shape single``, from one RouteConfiguration (``ingress_http``) as in Contour.
 - A listener with secure virtual hosts inspects TLS and gets one filter chain per virtual host,
   selected by SNI, each with its own connection manager (RDS ``https/<fqdn>``), whose HTTP filters
   may depend on that host (the builtin 421 check does); TLS passthrough and TCP-proxy virtual hosts get a
@@ -129,11 +130,14 @@ class _HTTPChain:
     route_config: str
     # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
     raw_only: bool = False
+    scoped: bool = False  # routes per exact host through Scoped RDS (cpx.xds.envoy.scoped)
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=False)
         chosen = connection_manager_filters(http_filters, site)
-        manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
+        manager = http_connection_manager(
+            self.route_config, self.stat_prefix, settings, chosen, scoped=self.scoped
+        )
         return filter_chain([manager], transport_protocol="raw_buffer" if self.raw_only else "")
 
 
@@ -152,6 +156,7 @@ class ListenerCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.settings = HTTPSettings.from_config(config)
+        self.scoped = config.route_shape == "scoped"
         self._resources: dict[str, Resource] = {}
         # Per chain: its Listener.filter_chains entry, and the entry of its name and match only.
         self._chains: dict[_Chain, tuple[bytes, bytes]] = {}
@@ -180,7 +185,7 @@ class ListenerCache:
         resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
             listener = dag.listeners[name]
-            chains = _chains(listener)
+            chains = _chains(listener, self.scoped)
             if not chains:
                 continue  # Envoy refuses a listener without filter chains
             body, kept = self._assemble(listener, chains, previous)
@@ -315,7 +320,7 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
     return frozenset(found)
 
 
-def _chains(listener: Listener) -> list[_Chain]:
+def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
     chains: list[_Chain] = []
     secure = [_SecureChain.of(listener, v) for v in listener.secure_virtual_hosts.values() if _servable(v)]
     if listener.virtual_hosts:
@@ -324,6 +329,7 @@ def _chains(listener: Listener) -> list[_Chain]:
                 stat_prefix=listener.name,
                 route_config=listener.http_route_config_name(),
                 raw_only=bool(secure),
+                scoped=scoped,
             )
         )
     secure.sort(key=_SecureChain.sort_key)

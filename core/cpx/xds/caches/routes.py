@@ -1,8 +1,10 @@
-"""The RDS cache: one RouteConfiguration per HTTP listener and per secure virtual host.
+"""The RDS cache: RouteConfigurations per HTTP listener, per exact host and per secure virtual host.
 
 Names follow Contour (``internal/xdscache/v3/route.go``): ``ingress_http`` for all plain-HTTP
-virtual hosts, ``https/<fqdn>`` for each secure one (its own HTTP connection manager, see
-:mod:`cpx.xds.caches.listeners`) and ``ingress_fallbackcert`` for the virtual hosts reachable through the
+virtual hosts (with the default scoped shape, only the wildcard and ``*`` ones: each exact host
+has its own ``ingress_http/<fqdn>``, see :mod:`cpx.xds.envoy.scoped`), ``https/<fqdn>`` for each
+secure one (its own HTTP connection manager, see :mod:`cpx.xds.caches.listeners`) and
+``ingress_fallbackcert`` for the virtual hosts reachable through the
 fallback certificate; a plugin's listener made with ``ensure_listener`` uses its own name for plain HTTP.
 
 Translation is memoised on frozen DAG values.  Each virtual host keeps its serialised
@@ -46,6 +48,7 @@ from cpx.xds.envoy.route import (
     virtual_host_tail,
     wildcard_authority_match,
 )
+from cpx.xds.envoy.scoped import EXACT_MARKER, SCOPE_HEADER, host_route_config_name, is_exact, mark_upgrades
 from cpx.xds.httpfilters import HttpFilters
 from cpx.xds.resource import Resource, content_version
 
@@ -75,7 +78,7 @@ class _Translated:
     pieces: dict[Route, _Piece]
 
 
-def _route_config_tail() -> bytes:
+def _route_config_tail(scoped: bool = False) -> bytes:
     # Contour stamps every request with its arrival time (for upstream queueing metrics).
     tail = route_v3.RouteConfiguration(
         request_headers_to_add=[
@@ -83,7 +86,9 @@ def _route_config_tail() -> bytes:
                 header=core_base.HeaderValue(key="x-request-start", value="t=%START_TIME(%s.%3f)%"),
                 append_action=core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD,
             )
-        ]
+        ],
+        # The scope selector's header is cpx's business, not the backend's.
+        request_headers_to_remove=[SCOPE_HEADER] if scoped else [],
     )
     data: bytes = tail.SerializeToString(deterministic=True)
     return data
@@ -106,6 +111,9 @@ class RouteCache:
         self._entries: dict[str, list[bytes]] = {}
         self._tail = _route_config_tail()
         self._http_filters: HttpFilters = ()
+        self.scoped = config.route_shape == "scoped"
+        self._scoped_tail = _route_config_tail(scoped=True)
+        self._scoped_configs: set[str] = set()  # RouteConfigurations reached through a scope
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._http_filters = contributions.http_filters
@@ -119,13 +127,14 @@ class RouteCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
-        builder = _Build(self._vhosts, self._http_filters)
+        builder = _Build(self._vhosts, self._http_filters, EXACT_MARKER if self.scoped else b"")
         self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
         # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
         # waits for a route table that does not exist.
         configs[HTTP_ROUTE_CONFIG] = []
         members: dict[str, list[VirtualHost]] = {}
+        self._scoped_configs = {HTTP_ROUTE_CONFIG} if self.scoped else set()
         for name in sorted(dag.listeners):
             self._add_listener(dag.listeners[name], builder, configs, members)
         self._check_skeletons(members)
@@ -146,8 +155,13 @@ class RouteCache:
     ) -> None:
         if listener.virtual_hosts:
             name = listener.http_route_config_name()
-            configs.setdefault(name, []).extend(builder.plain_vhosts(listener))
-            members.setdefault(name, []).extend(_by_name(listener.virtual_hosts.values()))
+            vhosts = _by_name(listener.virtual_hosts.values())
+            entries = builder.plain_vhosts(listener.name, vhosts)
+            if self.scoped:
+                self._add_scoped(name, vhosts, entries, configs)
+            else:
+                configs.setdefault(name, []).extend(entries)
+            members.setdefault(name, []).extend(vhosts)
         for fqdn in sorted(listener.secure_virtual_hosts):
             vhost = listener.secure_virtual_hosts[fqdn]
             if vhost.tcp_proxy is not None or not vhost.routes:
@@ -157,6 +171,21 @@ class RouteCache:
             if vhost.fallback_certificate is not None:
                 configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
                 members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
+
+    def _add_scoped(
+        self, name: str, vhosts: list[VirtualHost], entries: list[bytes], configs: dict[str, list[bytes]]
+    ) -> None:
+        """Each exact host in a RouteConfiguration of its own; the others in ``name``."""
+        shared = configs.setdefault(name, [])
+        scoped = self._scoped_configs
+        scoped.add(name)
+        for vhost, entry in zip(vhosts, entries, strict=True):
+            if is_exact(vhost.name):
+                own = host_route_config_name(name, vhost.name)
+                configs[own] = [entry]
+                scoped.add(own)
+            else:
+                shared.append(entry)
 
     def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
@@ -197,7 +226,8 @@ class RouteCache:
         if previous is not None and self._entries.get(name) == vhosts:
             return previous  # the same entries (mostly the same bytes objects): the same body
         head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
-        body = b"".join((head, *vhosts, self._tail))
+        tail = self._scoped_tail if name in self._scoped_configs else self._tail
+        body = b"".join((head, *vhosts, tail))
         if previous is not None and previous.body == body:
             return previous
         return Resource(name, self.type_url, body, content_version(body))
@@ -217,17 +247,18 @@ _NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
 class _Build:
     """One on_change: reads the previous memo table and fills a new one with what it uses."""
 
-    def __init__(self, previous: dict[VHostKey, _Translated], filters: HttpFilters) -> None:
+    def __init__(self, previous: dict[VHostKey, _Translated], filters: HttpFilters, marker: bytes) -> None:
         self.previous = previous
         self.filters = filters
+        self.marker = marker  # appended to plain exact hosts (the scope selector looks for it)
         self.current: dict[VHostKey, _Translated] = {}
         self.faults: list[Fault] = []
 
-    def plain_vhosts(self, listener: Listener) -> list[bytes]:
-        """:meth:`vhost` for every plain virtual host of a listener, by name (the hot loop)."""
+    def plain_vhosts(self, name: str, vhosts: list[VirtualHost]) -> list[bytes]:
+        """:meth:`vhost` for every plain virtual host of listener ``name`` (the hot loop)."""
         previous, current, translate = self.previous, self.current, self._translate
-        name, entries = listener.name, []
-        for vhost in _by_name(listener.virtual_hosts.values()):
+        entries = []
+        for vhost in vhosts:
             key = (name, vhost.name, False)
             done = current.get(key)
             if done is None:
@@ -275,6 +306,8 @@ class _Build:
             piece = known.get(route)
             if piece is None:
                 message = build_route(route, secure, authority, fqdn, filters)
+                if self.marker and not secure:
+                    mark_upgrades(message)
                 problems = violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
@@ -298,7 +331,8 @@ class _Build:
         head = head_message.SerializeToString(deterministic=True)
         tail = tail_message.SerializeToString(deterministic=True)
         ordered = sorted(pieces.values(), key=itemgetter(0))
-        body = b"".join((head, *(p[1] for p in ordered), tail))
+        marker = self.marker if not secure and is_exact(fqdn) else b""
+        body = b"".join((head, *(p[1] for p in ordered), tail, marker))
         # A sentinel route set when something was left out: the next build translates it again.
         kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
         return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)

@@ -25,7 +25,7 @@ from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import config_source_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
-from envoy.config.route.v3 import route_pb2
+from envoy.config.route.v3 import route_pb2, scoped_route_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
 from google.protobuf import descriptor_pool, json_format, message_factory
@@ -35,7 +35,7 @@ from google.protobuf.message import Message
 from cpx.errors import CpxError
 from cpx.xds.envoy.admin import ADMIN_CLUSTER
 from cpx.xds.envoy.bootstrap import _import_package, bootstrap_config
-from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
+from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, Snapshot
 
 HCM = http_connection_manager_pb2.HttpConnectionManager
 ANY = "google.protobuf.Any"
@@ -145,7 +145,7 @@ class _Render:
         elif isinstance(msg, HCM):
             changed = inlined = self._inline_routes(msg)
         for field, value in msg.ListFields():
-            if inlined and field.name == "route_config":
+            if inlined and field.name in ("route_config", "scoped_routes"):
                 # Served routes hold no ADS reference, and their cluster names are not checked
                 # (validate_clusters off): neither renamed in a batch nor a reason to render a cluster.
                 continue
@@ -184,9 +184,14 @@ class _Render:
         return False
 
     def _inline_routes(self, hcm: Message) -> bool:
+        if hcm.HasField("scoped_routes"):
+            return self._inline_scopes(hcm.scoped_routes)
         if not (hcm.HasField("rds") and hcm.rds.config_source.HasField("ads")):
             return False
-        name = hcm.rds.route_config_name
+        hcm.route_config.CopyFrom(self._route_config(hcm.rds.route_config_name))  # the oneof drops rds
+        return True
+
+    def _route_config(self, name: str) -> route_pb2.RouteConfiguration:
         routes = route_pb2.RouteConfiguration(name=name)
         found = self.snapshot.get(ROUTE).resources.get(name)
         if found is not None:
@@ -194,7 +199,21 @@ class _Render:
         if not routes.HasField("validate_clusters"):
             # Envoy checks the clusters of inline routes by default, never those of RDS routes.
             routes.validate_clusters.value = False
-        hcm.route_config.CopyFrom(routes)  # the oneof drops rds
+        return routes
+
+    def _inline_scopes(self, scoped: Message) -> bool:
+        """Scoped RDS over ADS: every scope (Envoy subscribes to all of them), routes inline."""
+        if not (scoped.HasField("scoped_rds") and scoped.scoped_rds.scoped_rds_config_source.HasField("ads")):
+            return False
+        listed = scoped.scoped_route_configurations_list.scoped_route_configurations  # drops scoped_rds
+        for res in self.snapshot.get(SCOPED_ROUTE).resources.values():
+            scope = scoped_route_pb2.ScopedRouteConfiguration.FromString(res.body)
+            scope.route_configuration.CopyFrom(self._route_config(scope.route_configuration_name))
+            scope.ClearField("route_configuration_name")
+            listed.append(scope)
+        if not listed:
+            scoped.scoped_route_configurations_list.SetInParent()
+        self.needs_ads = True  # rds_config_source (required) still names ADS
         return True
 
     def _cluster_names(self, msg: Message, field: FieldDescriptor, value: Any) -> bool:

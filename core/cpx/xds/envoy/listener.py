@@ -23,6 +23,7 @@ from google.protobuf import wrappers_pb2
 from cpx.config import Config
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
+from cpx.xds.envoy.scoped import scope_selector, scoped_routes, upgrade_guard
 from cpx.xds.naming import cluster_name, secret_name
 
 HCM_FILTER = "envoy.filters.network.http_connection_manager"
@@ -103,16 +104,21 @@ def http_connection_manager(
     stat_prefix: str,
     settings: HTTPSettings,
     http_filters: Sequence[hcm.HttpFilter],
+    *,
+    scoped: bool = False,
 ) -> listener_components.Filter:
     """Contour's HTTPConnectionManagerBuilder with its default settings.
 
     ``http_filters`` are what the plugins contribute for this chain, in order (see
-    :mod:`cpx.xds.httpfilters`), the router last.
+    :mod:`cpx.xds.httpfilters`), the router last.  ``scoped``: routes come through Scoped RDS,
+    one RouteConfiguration per exact host named after ``route_config_name``
+    (:mod:`cpx.xds.envoy.scoped`), and the scope selector runs first.
     """
     manager = hcm.HttpConnectionManager(
         stat_prefix=stat_prefix,
-        rds=hcm.Rds(route_config_name=route_config_name, config_source=ads_config_source()),
-        http_filters=list(http_filters),
+        http_filters=[scope_selector(route_config_name), upgrade_guard(), *http_filters]
+        if scoped
+        else list(http_filters),
         # HTTP/1.0 requests that carry a Host header are served (Contour #537).
         http_protocol_options=core_protocol.Http1ProtocolOptions(accept_http_10=True),
         use_remote_address=wrappers_pb2.BoolValue(value=True),
@@ -124,6 +130,10 @@ def http_connection_manager(
         request_timeout=seconds(settings.request_timeout),
         access_log=[stdout_access_log()],
     )
+    if scoped:
+        manager.scoped_routes.CopyFrom(scoped_routes(route_config_name))
+    else:
+        manager.rds.CopyFrom(hcm.Rds(route_config_name=route_config_name, config_source=ads_config_source()))
     common = manager.common_http_protocol_options
     if settings.connection_idle_timeout is not None:
         common.idle_timeout.CopyFrom(seconds(settings.connection_idle_timeout))

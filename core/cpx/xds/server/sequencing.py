@@ -18,12 +18,22 @@ from collections.abc import Callable
 
 import attrs
 
-from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Resource, Snapshot, TypeSnapshot
+from cpx.xds.resource import (
+    CLUSTER,
+    ENDPOINT,
+    LISTENER,
+    ROUTE,
+    SCOPED_ROUTE,
+    SECRET,
+    Resource,
+    Snapshot,
+    TypeSnapshot,
+)
 
 # Kept while an older routing may use them; added before the routing that uses them is sent.
 HELD = (CLUSTER, ENDPOINT, SECRET)
 # Sent only once what they use is in place.
-ROUTING = frozenset({LISTENER, ROUTE})
+ROUTING = frozenset({LISTENER, SCOPED_ROUTE, ROUTE})
 
 
 def _merged(type_url: str, layers: list[Snapshot]) -> TypeSnapshot:

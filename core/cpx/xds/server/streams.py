@@ -23,6 +23,7 @@ from cpx.xds.resource import (
     ENDPOINT,
     LISTENER,
     PUSH_ORDER,
+    SCOPED_ROUTE,
     Resource,
     Snapshot,
     TypeSnapshot,
@@ -37,7 +38,7 @@ log = logging.getLogger("cpx.xds")
 
 # Types for which a first request without names means "everything" (legacy wildcard). Envoy
 # always subscribes to LDS and CDS this way; for the others an empty list means "nothing".
-LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER})
+LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER, SCOPED_ROUTE})
 WILDCARD = "*"
 
 # Delta: what the client holds for a name, besides a real version.

@@ -49,22 +49,20 @@ spec: {host: missing.example.com, set: {x-lost: "yes"}}
 """
 
 
-def _vhost(envoy_json: dict[str, Any], name: str) -> dict[str, Any]:
-    [config] = [r for r in envoy_json["routes"] if r["name"] == "ingress_http"]
-    [found] = [v for v in config["virtualHosts"] if v["name"] == name]
-    return dict(found)
+def _vhost(result: Any, name: str) -> dict[str, Any]:
+    return dict(result.virtual_hosts()[name])
 
 
 def test_the_named_host_gets_the_headers_through_the_filter(cpx_translate: Any) -> None:
     result = cpx_translate(INGRESS + SERVICE + HEADERS, ["ingress"], modules=PLUGIN)
     envoy = result.envoy_json()
-    [route] = _vhost(envoy, "web.example.com")["routes"]
+    [route] = _vhost(result, "web.example.com")["routes"]
     mutations = route["typedPerFilterConfig"][FILTER]["mutations"]["responseMutations"]
     assert [m["append"]["header"] for m in mutations] == [
         {"key": "x-served-by", "value": "cpx"},
         {"key": "x-team", "value": "edge"},
     ]
-    [other] = _vhost(envoy, "other.example.com")["routes"]
+    [other] = _vhost(result, "other.example.com")["routes"]
     assert FILTER not in other.get("typedPerFilterConfig", {})
     # The filter sits in the connection manager, before the router.
     [listener] = [ls for ls in envoy["listeners"] if ls["name"] == "ingress_http"]
@@ -122,7 +120,7 @@ metadata: {namespace: default, name: bad}
 spec: {host: web.example.com, set: {":status": "200"}}
 """
     result = cpx_translate(INGRESS + SERVICE + bad, ["ingress"], modules=PLUGIN)
-    [route] = _vhost(result.envoy_json(), "web.example.com")["routes"]  # the Ingress is still served
+    [route] = _vhost(result, "web.example.com")["routes"]  # the Ingress is still served
     assert FILTER not in route.get("typedPerFilterConfig", {})
     [problem] = result.status("ResponseHeaders", "bad")["cpx"]["problems"]
     assert problem["reason"] == "EnvoyConstraintViolated" and ":-prefixed" in problem["message"]
