@@ -12,21 +12,27 @@ from google.protobuf.message import Message
 
 LISTENER = "type.googleapis.com/envoy.config.listener.v3.Listener"
 ROUTE = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+SCOPED_ROUTE = "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration"
 CLUSTER = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 ENDPOINT = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 SECRET = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 RUNTIME = "type.googleapis.com/envoy.service.runtime.v3.Runtime"
 
 # Make-before-break push order within ADS (xDS protocol: CDS, EDS, LDS, RDS; secrets before the
-# listeners and clusters that use them are not required but cost nothing).
-PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, ROUTE)
+# listeners and clusters that use them are not required but cost nothing). Scopes (SRDS) come
+# after the listener that asks for them and before the RouteConfigurations they name.
+PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, SCOPED_ROUTE, ROUTE)
 SHORT_NAMES = {
     CLUSTER: "clusters",
     ENDPOINT: "endpoints",
     SECRET: "secrets",
     LISTENER: "listeners",
+    SCOPED_ROUTE: "scoped-routes",
     ROUTE: "routes",
 }
+
+# Left out of :meth:`Snapshot.to_json` when empty.
+_SHOWN_WHEN_PRESENT = frozenset({SCOPED_ROUTE})
 
 
 def content_version(data: bytes) -> str:
@@ -95,12 +101,18 @@ class Snapshot:
         return found if found is not None else TypeSnapshot.of(type_url, {})
 
     def to_json(self) -> dict[str, Any]:
-        """Envoy JSON of every resource, grouped by short type name (for translate and debug)."""
+        """Envoy JSON of every resource, grouped by short type name (for translate and debug).
+
+        Scoped routes appear only when there are some: the classic single-RouteConfiguration shape
+        has none, and its output stays what it was before SRDS existed.
+        """
         from google.protobuf import json_format  # noqa: PLC0415
 
         out: dict[str, Any] = {}
         for type_url in PUSH_ORDER:
             snap = self.get(type_url)
+            if type_url in _SHOWN_WHEN_PRESENT and not snap.resources:
+                continue
             out[SHORT_NAMES[type_url]] = [
                 _sort_maps(message, json_format.MessageToDict(message))
                 for message in (snap.resources[name].message() for name in sorted(snap.resources))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
-from envoy.config.route.v3 import route_pb2
+from envoy.config.route.v3 import route_pb2, scoped_route_pb2
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2
 from google.protobuf.message import Message
 
@@ -16,6 +16,7 @@ _CLASSES: dict[str, type[Message]] = {
     for cls in (
         listener_pb2.Listener,
         route_pb2.RouteConfiguration,
+        scoped_route_pb2.ScopedRouteConfiguration,
         cluster_pb2.Cluster,
         endpoint_pb2.ClusterLoadAssignment,
         secret_pb2.Secret,

@@ -23,6 +23,7 @@ from cpx.xds.resource import (
     ENDPOINT,
     LISTENER,
     PUSH_ORDER,
+    SCOPED_ROUTE,
     Resource,
     Snapshot,
     TypeSnapshot,
@@ -36,8 +37,9 @@ from cpx.xds.server.sequencing import ROUTING, Sequencer
 log = logging.getLogger("cpx.xds")
 
 # Types for which a first request without names means "everything" (legacy wildcard). Envoy
-# always subscribes to LDS and CDS this way; for the others an empty list means "nothing".
-LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER})
+# always subscribes to LDS, CDS and SRDS (ScopedRdsConfigSubscription) this way; for the others an
+# empty list means "nothing".
+LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER, SCOPED_ROUTE})
 WILDCARD = "*"
 
 # Delta: what the client holds for a name, besides a real version.
@@ -306,9 +308,12 @@ class SotwWatch:
     nonce: str = ""  # latest nonce sent for this type
     settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
-    sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
-    resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
-    force: bool = False
+    # Wildcard: the resources last sent (clusters: to tell which changed, for EDS warming).
+    sent_resources: Mapping[str, Resource] = attrs.field(factory=dict)
+    sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version the client was sent
+    # Cluster warming: names to send again, unchanged, with the next response (EDS).
+    warming: set[str] = attrs.field(factory=set)
+    force: bool = False  # answer now even if nothing changed (a warming cluster asked)
     dirty: bool = True  # the subscription changed since the last check
     checked: str | None = None  # type version at the last check
 
@@ -359,13 +364,13 @@ class SotwStream(Stream):
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
         watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
-        if watch.resend_on_request:
+        if watch.warming:
             watch.force = True
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
         watch = self.by_type.get(ENDPOINT)
         if watch is not None:
-            watch.resend_on_request = True
+            watch.warming.update(name for name in map(eds_name, changed) if name is not None)
 
     def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
         return self._respond(self.by_type[type_url], snap)
@@ -377,7 +382,7 @@ class SotwStream(Stream):
         watch = self.by_type[type_url]
         if watch.wildcard:
             return watch.sent_version == snap.version
-        # A pending warming resend (resend_on_request) is not waited for: Envoy asks for it only
+        # A pending warming resend (SotwWatch.warming) is not waited for: Envoy asks for it only
         # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
         return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
@@ -386,28 +391,52 @@ class SotwStream(Stream):
             return None
         watch.dirty, watch.checked = False, snap.version
         if watch.wildcard:
-            # Only send on change (compared with what was sent, never with what was ACKed, so a
-            # NACKed version is not resent: no NACK loop).
-            if watch.sent_version == snap.version and not watch.force:
-                return None
-            resources = self.hub.cache.resources(snap, None)
-            watch.sent_version = snap.version
-            names: Collection[str] = snap.resources.keys()
+            names = self._wildcard_names(watch, snap)
+            selected = None
         else:
-            current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
-            if not watch.names or (current == watch.sent and not watch.force):
-                return None
-            resources = self.hub.cache.resources(snap, watch.names)
-            watch.sent = current
-            names = current.keys()
-        watch.force = watch.resend_on_request = False
+            names = selected = self._named_names(watch, snap)
+        watch.force = False
+        if names is None:
+            return None
+        resources = self.hub.cache.resources(snap, selected)
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
         watch.settled = False
         self.hub.count_response(snap.type_url)
-        log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
-        if snap.type_url == CLUSTER:
-            self.hub.clusters_sent(self, ())
+        log.debug("%s: sending %s version %s (%d)", self.who, short(snap.type_url), snap.version, len(names))
         return wire.sotw_response(snap.version, snap.type_url, resources, watch.nonce)
+
+    def _wildcard_names(self, watch: SotwWatch, snap: TypeSnapshot) -> Collection[str] | None:
+        """Every resource (LDS, CDS, SRDS responses are complete), or None when the client has them.
+
+        Compared with what was sent, never with what was ACKed, so a NACKed version is not resent
+        (no NACK loop).
+        """
+        if watch.sent_version == snap.version and not watch.force:
+            return None
+        if snap.type_url == CLUSTER:
+            before = watch.sent_resources
+            changed = [
+                r
+                for n, r in snap.resources.items()
+                if (old := before.get(n)) is None or old.version != r.version
+            ]
+            self.hub.clusters_sent(self, changed)
+        watch.sent_version, watch.sent_resources = snap.version, snap.resources
+        return snap.resources.keys()
+
+    def _named_names(self, watch: SotwWatch, snap: TypeSnapshot) -> frozenset[str] | None:
+        """The subscribed resources the client was not sent at their current version, plus those a
+        warming cluster needs again; None when there are none.
+
+        Only named types (RDS, EDS, SDS) may be partial (xDS: Envoy updates the subscriptions a
+        response names and leaves the others as they are), so one changed RouteConfiguration
+        among thousands costs Envoy that one. A subscription that is new, or asked for again after
+        being dropped, or a reconnect, is not in :attr:`SotwWatch.sent` and is sent in full.
+        """
+        current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
+        sent, warming, watch.sent, watch.warming = watch.sent, watch.warming, current, set()
+        names = frozenset(n for n, version in current.items() if sent.get(n) != version or n in warming)
+        return names or None
 
 
 # --- Delta (incremental) -------------------------------------------------------------------
