@@ -43,6 +43,7 @@ from cpx.xds.resource import (
 )
 from cpx.xds.server import wire
 from cpx.xds.server.ads import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer
+from cpx.xds.server.changes import ChangeCache, Changes
 
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 QUIET = 0.3  # how long "nothing arrives" is watched
@@ -1132,3 +1133,14 @@ async def test_a_reconnecting_envoy_gets_every_route_it_names(xds: Harness) -> N
     await again.ack(await again.recv())
     await again.send(ROUTE, ["r-a", "r-b"], version=rds.version_info)
     assert names_of(await again.recv()) == ["r-a", "r-b"]
+
+
+def test_changes_between_two_versions_are_worked_out_once() -> None:
+    cache = ChangeCache()
+    old = scoped("a", "b", "c").get(ROUTE)
+    new = scoped("a", "c", "d", **{"r-a": route("r-a", "moved.example.com")}).get(ROUTE)
+    changes = cache.between(old, new)
+    assert changes == Changes(frozenset({"r-a", "r-d"}), frozenset({"r-b"}))
+    again = scoped("a", "c", "d", **{"r-a": route("r-a", "moved.example.com")}).get(ROUTE)
+    assert cache.between(old, again) is changes  # another stream, the same pair of versions
+    assert cache.between(new, new) == Changes(frozenset(), frozenset())

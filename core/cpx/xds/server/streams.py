@@ -29,6 +29,7 @@ from cpx.xds.resource import (
     TypeSnapshot,
 )
 from cpx.xds.server import wire
+from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsMetrics
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
 from cpx.xds.server.rejects import Rejections, SentResponse, short
@@ -94,6 +95,7 @@ class StreamHub:
     snapshot: Snapshot | None = None
     stopping: bool = False
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
+    changes: ChangeCache = attrs.field(factory=ChangeCache)
     streams: set[Stream] = attrs.field(factory=set)
     peers: PeerStreams = attrs.field(
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
@@ -315,14 +317,17 @@ class SotwWatch:
     warming: set[str] = attrs.field(factory=set)
     force: bool = False  # answer now even if nothing changed (a warming cluster asked)
     dirty: bool = True  # the subscription changed since the last check
-    checked: str | None = None  # type version at the last check
+    basis: TypeSnapshot | None = None  # what the last check answered from
 
     def subscribe(self, names: frozenset[str], initial: bool, client_version: str) -> None:
         was_wildcard = self.wildcard
         explicit = names - {WILDCARD}
-        self.wildcard = WILDCARD in names or (
+        wildcard = WILDCARD in names or (
             not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
         )
+        if not initial and wildcard == was_wildcard and explicit == self.names:
+            return  # an ACK (or NACK) of the same subscription: nothing new to answer
+        self.wildcard = wildcard
         self.named_ever = self.named_ever or bool(explicit)
         self.names = explicit
         if initial:
@@ -387,14 +392,16 @@ class SotwStream(Stream):
         return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
-        if not (watch.dirty or watch.force or watch.checked != snap.version):
+        basis = watch.basis
+        if not (watch.dirty or watch.force or basis is None or basis.version != snap.version):
             return None
-        watch.dirty, watch.checked = False, snap.version
+        changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
+        watch.dirty, watch.basis = False, snap
         if watch.wildcard:
             names = self._wildcard_names(watch, snap)
             selected = None
         else:
-            names = selected = self._named_names(watch, snap)
+            names = selected = self._named_names(watch, snap, changes)
         watch.force = False
         if names is None:
             return None
@@ -424,7 +431,9 @@ class SotwStream(Stream):
         watch.sent_version, watch.sent_resources = snap.version, snap.resources
         return snap.resources.keys()
 
-    def _named_names(self, watch: SotwWatch, snap: TypeSnapshot) -> frozenset[str] | None:
+    def _named_names(
+        self, watch: SotwWatch, snap: TypeSnapshot, changes: Changes | None
+    ) -> frozenset[str] | None:
         """The subscribed resources the client was not sent at their current version, plus those a
         warming cluster needs again; None when there are none.
 
@@ -432,10 +441,21 @@ class SotwStream(Stream):
         response names and leaves the others as they are), so one changed RouteConfiguration
         among thousands costs Envoy that one. A subscription that is new, or asked for again after
         being dropped, or a reconnect, is not in :attr:`SotwWatch.sent` and is sent in full.
+
+        With ``changes`` (the subscription is as it was at the last check) only the changed names
+        are looked at: :attr:`SotwWatch.sent` is then current for every other name.
         """
-        current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
-        sent, warming, watch.sent, watch.warming = watch.sent, watch.warming, current, set()
-        names = frozenset(n for n, version in current.items() if sent.get(n) != version or n in warming)
+        warming, watch.warming = watch.warming, set()
+        if changes is None:
+            current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
+            sent, watch.sent = watch.sent, current
+            names = frozenset(n for n, version in current.items() if sent.get(n) != version or n in warming)
+            return names or None
+        names = frozenset(n for n in (*changes.changed, *warming) if n in watch.names and n in snap.resources)
+        for name in changes.removed:
+            watch.sent.pop(name, None)
+        for name in names:
+            watch.sent[name] = snap.resources[name].version
         return names or None
 
 
@@ -451,8 +471,8 @@ class DeltaWatch:
     first: bool = True  # nothing sent yet: a wildcard subscription always gets a first answer
     nonce: str = ""  # latest nonce sent for this type
     settled: bool = True  # the response of ``nonce`` was ACKed
-    dirty: bool = True
-    checked: str | None = None
+    dirty: bool = True  # the subscription (or what the client holds) changed since the last check
+    basis: TypeSnapshot | None = None  # what the last check answered from
 
     def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
         for name in subscribe:
@@ -472,8 +492,16 @@ class DeltaWatch:
                 self.known.pop(name, None)
         self.dirty = self.dirty or bool(subscribe) or bool(unsubscribe)
 
-    def diff(self, resources: Mapping[str, Resource]) -> tuple[list[Resource], list[str]]:
-        """Resources the client lacks at their current version, and names to report removed."""
+    def diff(
+        self, resources: Mapping[str, Resource], changes: Changes | None
+    ) -> tuple[list[Resource], list[str]]:
+        """Resources the client lacks at their current version, and names to report removed.
+
+        With ``changes`` (nothing but the snapshot moved since the last check) only the changed
+        names are looked at: the client holds every other one at its current version.
+        """
+        if changes is not None:
+            return self._diff_changes(resources, changes)
         candidates = resources.keys() if self.wildcard else self.names
         changed = [
             resources[n] for n in candidates if n in resources and self.known.get(n) != resources[n].version
@@ -488,6 +516,22 @@ class DeltaWatch:
                 removed.append(name)
         # Explicitly subscribed names that do not exist are reported once.
         removed.extend(n for n in self.names if n not in resources and n not in self.known)
+        return changed, removed
+
+    def _diff_changes(
+        self, resources: Mapping[str, Resource], changes: Changes
+    ) -> tuple[list[Resource], list[str]]:
+        changed = [
+            resources[n]
+            for n in sorted(changes.changed)
+            if (self.wildcard or n in self.names) and self.known.get(n) != resources[n].version
+        ]
+        removed: list[str] = []
+        for name in sorted(changes.removed):
+            if not (self.wildcard or name in self.names):
+                self.known.pop(name, None)
+            elif self.known.get(name, _ABSENT) != _ABSENT:
+                removed.append(name)
         return changed, removed
 
     def record(self, changed: Sequence[Resource], removed: Sequence[str]) -> None:
@@ -556,10 +600,12 @@ class DeltaStream(Stream):
         return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
-        if not watch.dirty and watch.checked == snap.version:
+        basis = watch.basis
+        if not watch.dirty and basis is not None and basis.version == snap.version:
             return None
-        watch.dirty, watch.checked = False, snap.version
-        changed, removed = watch.diff(snap.resources)
+        changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
+        watch.dirty, watch.basis = False, snap
+        changed, removed = watch.diff(snap.resources, changes)
         if not (changed or removed or (watch.first and watch.wildcard)):
             return None
         watch.record(changed, removed)
