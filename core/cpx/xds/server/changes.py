@@ -26,12 +26,17 @@ class Changes:
     removed: frozenset[str]
 
 
+_NONE = Changes(frozenset(), frozenset())
+
+
 @attrs.define(eq=False)
 class ChangeCache:
     # Keyed by versions: equal type versions hash equal names and versions.
     _pairs: OrderedDict[tuple[str, str, str], Changes] = attrs.field(factory=OrderedDict)
 
     def between(self, old: TypeSnapshot, new: TypeSnapshot) -> Changes:
+        if old.version == new.version:
+            return _NONE
         key = (new.type_url, old.version, new.version)
         found = self._pairs.get(key)
         if found is None:
