@@ -1144,3 +1144,20 @@ def test_changes_between_two_versions_are_worked_out_once() -> None:
     again = scoped("a", "c", "d", **{"r-a": route("r-a", "moved.example.com")}).get(ROUTE)
     assert cache.between(old, again) is changes  # another stream, the same pair of versions
     assert cache.between(new, new) == Changes(frozenset(), frozenset())
+
+
+async def test_delta_new_names_are_answered_alone(xds: Harness) -> None:
+    xds.server.set_snapshot(scoped("a", "b", "c"))
+    client = xds.delta_ads()
+    await client.delta(ROUTE, ["r-a", "r-b"])
+    first = await client.recv()
+    assert sorted(r.name for r in first.resources) == ["r-a", "r-b"]
+    await client.delta(ROUTE, nonce=first.nonce)
+    await client.quiet()
+    await client.delta(ROUTE, ["r-c", "r-missing", "r-a"])  # r-a: the client has it already
+    added = await client.recv()
+    assert [r.name for r in added.resources] == ["r-c"]
+    assert list(added.removed_resources) == ["r-missing"]
+    await client.delta(ROUTE, nonce=added.nonce)
+    xds.server.set_snapshot(scoped("a", "b", "c", **{"r-b": route("r-b", "moved.example.com")}))
+    assert [r.name for r in (await client.recv()).resources] == ["r-b"]

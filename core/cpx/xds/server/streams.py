@@ -316,6 +316,7 @@ class SotwWatch:
     # Cluster warming: names to send again, unchanged, with the next response (EDS).
     warming: set[str] = attrs.field(factory=set)
     force: bool = False  # answer now even if nothing changed (a warming cluster asked)
+    added: set[str] = attrs.field(factory=set)  # named: subscribed since the last check
     dirty: bool = True  # the subscription changed since the last check
     basis: TypeSnapshot | None = None  # what the last check answered from
 
@@ -325,8 +326,17 @@ class SotwWatch:
         wildcard = WILDCARD in names or (
             not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
         )
-        if not initial and wildcard == was_wildcard and explicit == self.names:
-            return  # an ACK (or NACK) of the same subscription: nothing new to answer
+        if (
+            not initial
+            and wildcard == was_wildcard
+            and (explicit == self.names or (not wildcard and explicit > self.names))
+        ):
+            # An ACK (or NACK) of the same subscription, or one with more names (a new route):
+            # the new names are answered, the others as the snapshot changes them.
+            self.added |= explicit - self.names
+            self.names = explicit
+            self.named_ever = self.named_ever or bool(explicit)
+            return
         self.wildcard = wildcard
         self.named_ever = self.named_ever or bool(explicit)
         self.names = explicit
@@ -393,7 +403,7 @@ class SotwStream(Stream):
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
         basis = watch.basis
-        if not (watch.dirty or watch.force or basis is None or basis.version != snap.version):
+        if not (watch.dirty or watch.force or watch.added or basis is None or basis.version != snap.version):
             return None
         changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
         watch.dirty, watch.basis = False, snap
@@ -446,12 +456,15 @@ class SotwStream(Stream):
         are looked at: :attr:`SotwWatch.sent` is then current for every other name.
         """
         warming, watch.warming = watch.warming, set()
+        added, watch.added = watch.added, set()
         if changes is None:
             current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
             sent, watch.sent = watch.sent, current
             names = frozenset(n for n, version in current.items() if sent.get(n) != version or n in warming)
             return names or None
-        names = frozenset(n for n in (*changes.changed, *warming) if n in watch.names and n in snap.resources)
+        names = frozenset(
+            n for n in (*changes.changed, *warming, *added) if n in watch.names and n in snap.resources
+        )
         for name in changes.removed:
             watch.sent.pop(name, None)
         for name in names:
@@ -473,13 +486,15 @@ class DeltaWatch:
     settled: bool = True  # the response of ``nonce`` was ACKed
     dirty: bool = True  # the subscription (or what the client holds) changed since the last check
     basis: TypeSnapshot | None = None  # what the last check answered from
+    added: set[str] = attrs.field(factory=set)  # (re)subscribed by name since the last check
 
     def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
         for name in subscribe:
             if name == WILDCARD:
-                self.wildcard = True
+                self.wildcard = self.dirty = True
             else:
                 self.names.add(name)
+                self.added.add(name)
         for name in unsubscribe:
             if name == WILDCARD:
                 self.wildcard = False
@@ -490,7 +505,7 @@ class DeltaWatch:
                 self.known[name] = _RESEND
             else:
                 self.known.pop(name, None)
-        self.dirty = self.dirty or bool(subscribe) or bool(unsubscribe)
+        self.dirty = self.dirty or bool(unsubscribe)
 
     def diff(
         self, resources: Mapping[str, Resource], changes: Changes | None
@@ -500,8 +515,9 @@ class DeltaWatch:
         With ``changes`` (nothing but the snapshot moved since the last check) only the changed
         names are looked at: the client holds every other one at its current version.
         """
+        added, self.added = self.added, set()
         if changes is not None:
-            return self._diff_changes(resources, changes)
+            return self._diff_changes(resources, changes, added)
         candidates = resources.keys() if self.wildcard else self.names
         changed = [
             resources[n] for n in candidates if n in resources and self.known.get(n) != resources[n].version
@@ -519,14 +535,15 @@ class DeltaWatch:
         return changed, removed
 
     def _diff_changes(
-        self, resources: Mapping[str, Resource], changes: Changes
+        self, resources: Mapping[str, Resource], changes: Changes, added: set[str]
     ) -> tuple[list[Resource], list[str]]:
         changed = [
             resources[n]
-            for n in sorted(changes.changed)
+            for n in sorted(changes.changed | (added & resources.keys()))
             if (self.wildcard or n in self.names) and self.known.get(n) != resources[n].version
         ]
-        removed: list[str] = []
+        # Newly subscribed names that do not exist are reported once, as in a full pass.
+        removed = sorted(n for n in added if n in self.names and n not in resources and n not in self.known)
         for name in sorted(changes.removed):
             if not (self.wildcard or name in self.names):
                 self.known.pop(name, None)
@@ -601,7 +618,7 @@ class DeltaStream(Stream):
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
         basis = watch.basis
-        if not watch.dirty and basis is not None and basis.version == snap.version:
+        if not (watch.dirty or watch.added) and basis is not None and basis.version == snap.version:
             return None
         changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
         watch.dirty, watch.basis = False, snap
