@@ -1161,3 +1161,11 @@ async def test_delta_new_names_are_answered_alone(xds: Harness) -> None:
     await client.delta(ROUTE, nonce=added.nonce)
     xds.server.set_snapshot(scoped("a", "b", "c", **{"r-b": route("r-b", "moved.example.com")}))
     assert [r.name for r in (await client.recv()).resources] == ["r-b"]
+
+
+def test_translate_json_shows_scoped_routes_only_when_there_are_some() -> None:
+    assert "scoped-routes" not in base().to_json()  # the classic shape's output is as it was
+    shown = scoped("a").to_json()["scoped-routes"]
+    assert shown == [
+        {"name": "s-a", "routeConfigurationName": "r-a", "key": {"fragments": [{"stringKey": "a"}]}}
+    ]
