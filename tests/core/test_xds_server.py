@@ -22,17 +22,28 @@ from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.core.v3 import address_pb2, config_source_pb2
 from envoy.config.endpoint.v3 import endpoint_components_pb2, endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
-from envoy.config.route.v3 import route_components_pb2, route_pb2
+from envoy.config.route.v3 import route_components_pb2, route_pb2, scoped_route_pb2
 from envoy.service.cluster.v3 import cds_pb2_grpc
 from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from envoy.service.endpoint.v3 import eds_pb2_grpc
 from envoy.service.listener.v3 import lds_pb2_grpc
-from envoy.service.route.v3 import rds_pb2_grpc
+from envoy.service.route.v3 import rds_pb2_grpc, srds_pb2_grpc
 from google.protobuf import any_pb2, duration_pb2
 
-from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, PUSH_ORDER, ROUTE, Resource, Snapshot, TypeSnapshot
+from cpx.xds.resource import (
+    CLUSTER,
+    ENDPOINT,
+    LISTENER,
+    PUSH_ORDER,
+    ROUTE,
+    SCOPED_ROUTE,
+    Resource,
+    Snapshot,
+    TypeSnapshot,
+)
 from cpx.xds.server import wire
 from cpx.xds.server.ads import RejectReport, ServerTLS, XdsCounters, XdsLimits, XdsServer
+from cpx.xds.server.changes import ChangeCache, Changes
 
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 QUIET = 0.3  # how long "nothing arrives" is watched
@@ -80,6 +91,17 @@ def route(name: str, domain: str = "example.com") -> Resource:
     return Resource.from_message(name, ROUTE, route_pb2.RouteConfiguration(name=name, virtual_hosts=[vhost]))
 
 
+def scope(name: str, route_name: str, key: str) -> Resource:
+    message = scoped_route_pb2.ScopedRouteConfiguration(
+        name=name,
+        route_configuration_name=route_name,
+        key=scoped_route_pb2.ScopedRouteConfiguration.Key(
+            fragments=[scoped_route_pb2.ScopedRouteConfiguration.Key.Fragment(string_key=key)]
+        ),
+    )
+    return Resource.from_message(name, SCOPED_ROUTE, message)
+
+
 def snapshot(*resources: Resource) -> Snapshot:
     by_type: dict[str, dict[str, Resource]] = {t: {} for t in PUSH_ORDER}
     for res in resources:
@@ -110,6 +132,7 @@ def names_of(response: Any) -> list[str]:
             ENDPOINT: endpoint_pb2.ClusterLoadAssignment,
             LISTENER: listener_pb2.Listener,
             ROUTE: route_pb2.RouteConfiguration,
+            SCOPED_ROUTE: scoped_route_pb2.ScopedRouteConfiguration,
         }[packed.type_url]
         msg = cls.FromString(packed.value)
         out.append(msg.cluster_name if packed.type_url == ENDPOINT else msg.name)
@@ -339,7 +362,7 @@ async def test_stale_nonce_is_ignored(xds: Harness) -> None:
     await client.quiet()
     assert xds.counters.xds_nacks[ENDPOINT] == 0
     await client.send(ENDPOINT, ["eds/c1", "eds/c2"], second.version_info, second.nonce)
-    assert names_of(await client.recv()) == ["eds/c1", "eds/c2"]
+    assert names_of(await client.recv()) == ["eds/c2"]  # the client has eds/c1 at this version
 
 
 async def test_named_subscription_answers_new_names(xds: Harness) -> None:
@@ -350,13 +373,13 @@ async def test_named_subscription_answers_new_names(xds: Harness) -> None:
     assert names_of(first) == ["eds/c1"]
     await client.ack(first, ["eds/c1"])
     await client.quiet()
-    await client.ack(first, ["eds/c1", "eds/c2"])  # same version, one more name: full set
+    await client.ack(first, ["eds/c1", "eds/c2"])  # same version, one more name: that one
     second = await client.recv()
-    assert names_of(second) == ["eds/c1", "eds/c2"] and second.version_info == first.version_info
+    assert names_of(second) == ["eds/c2"] and second.version_info == first.version_info
     await client.ack(second, ["eds/c2"])  # dropping a name needs no answer
     await client.quiet()
     await client.ack(second, ["eds/c1", "eds/c2"])  # asking again does
-    assert names_of(await client.recv()) == ["eds/c1", "eds/c2"]
+    assert names_of(await client.recv()) == ["eds/c1"]
     xds.server.set_snapshot(base(l2=listener("l2")))  # nothing this stream watches changed
     await client.quiet()
 
@@ -379,7 +402,7 @@ async def test_cluster_change_forces_an_eds_answer(xds: Harness) -> None:
     await client.ack(eds, ["eds/c1", "eds/c2"])
     eds2 = await client.recv()
     assert eds2.type_url == ENDPOINT and eds2.version_info == eds.version_info
-    assert names_of(eds2) == ["eds/c1", "eds/c2"]
+    assert names_of(eds2) == ["eds/c1"]  # the changed cluster's, not every one
     await client.ack(eds2, ["eds/c1", "eds/c2"])
     await client.quiet()
 
@@ -877,7 +900,7 @@ async def test_sotw_new_cluster_before_route_and_removal_after_ack(xds: Harness)
     await client.quiet()  # the route to b waits for b
     await client.ack(last[ENDPOINT], ["eds/a", "eds/b"])  # Envoy subscribes to b's endpoints ...
     eds = await client.recv()
-    assert names_of(eds) == ["eds/a", "eds/b"]
+    assert names_of(eds) == ["eds/b"]
     await client.ack(eds, ["eds/a", "eds/b"])
     await client.quiet()
     await client.ack(cds)  # ... then ACKs the cluster
@@ -904,11 +927,10 @@ async def test_sotw_nack_leaves_the_last_acknowledged_state(xds: Harness) -> Non
     xds.server.set_snapshot(flipped("c"))  # a good change after the bad one
     fixed = await client.recv()
     assert names_of(fixed) == ["a", "c"]
-    eds = await client.recv()  # b is no longer served
-    assert names_of(eds) == ["eds/a"]
+    await client.quiet()  # b is no longer served, which a SotW EDS response cannot say
     await client.ack(eds, ["eds/a", "eds/c"])
     eds = await client.recv()
-    assert names_of(eds) == ["eds/a", "eds/c"]
+    assert names_of(eds) == ["eds/c"]
     await client.ack(eds, ["eds/a", "eds/c"])
     await client.ack(fixed)
     rds = await client.recv()
@@ -1000,3 +1022,150 @@ async def test_delta_new_cluster_before_route_and_removal_after_ack(xds: Harness
     await client.delta(ROUTE, nonce=rds.nonce)
     removal = await client.recv()
     assert (removal.type_url, list(removal.removed_resources)) == (CLUSTER, ["a"])
+
+
+# --- Scoped RDS and partial SotW responses -------------------------------------------------
+
+
+def scoped(*keys: str, **changes: Resource) -> Snapshot:
+    """``base()`` plus, per key, scope ``s-<key>`` naming RouteConfiguration ``r-<key>``."""
+    extra: dict[str, Resource] = {}
+    for key in keys:
+        extra[f"s-{key}"] = scope(f"s-{key}", f"r-{key}", key)
+        extra[f"r-{key}"] = route(f"r-{key}", f"{key}.example.com")
+    return base(**{**extra, **changes})
+
+
+async def test_sotw_scoped_routes_are_complete_and_wait_for_the_clusters(xds: Harness) -> None:
+    xds.server.set_snapshot(scoped("a", "b"))
+    client = xds.ads()
+    await client.send(CLUSTER)
+    cds = await client.recv()
+    await client.ack(cds)
+    await client.send(SCOPED_ROUTE)  # Envoy's ScopedRdsConfigSubscription: no names, i.e. all
+    srds = await client.recv()
+    assert srds.type_url == SCOPED_ROUTE and names_of(srds) == ["s-a", "s-b"]
+    await client.ack(srds)
+    await client.quiet()
+    # A new host: its scope waits for the clusters' ACK, then comes with every other scope.
+    xds.server.set_snapshot(scoped("a", "b", "c", c3=cluster("c3")))
+    pushed = await client.recv()
+    assert pushed.type_url == CLUSTER
+    await client.quiet()
+    await client.ack(pushed)
+    srds = await client.recv()
+    assert names_of(srds) == ["s-a", "s-b", "s-c"]
+    assert srds.version_info == scoped("a", "b", "c").get(SCOPED_ROUTE).version
+
+
+async def test_delta_scoped_routes_are_a_wildcard_subscription(xds: Harness) -> None:
+    xds.server.set_snapshot(scoped("a", "b"))
+    client = xds.delta_ads()
+    await client.delta(SCOPED_ROUTE)  # legacy wildcard, as Envoy subscribes
+    first = await client.recv()
+    assert sorted(r.name for r in first.resources) == ["s-a", "s-b"]
+    await client.delta(SCOPED_ROUTE, nonce=first.nonce)
+    await client.quiet()
+    xds.server.set_snapshot(scoped("b", "c"))
+    changed = await client.recv()
+    assert [r.name for r in changed.resources] == ["s-c"]
+    assert list(changed.removed_resources) == ["s-a"]
+
+
+@pytest.mark.parametrize("api", ["sotw", "delta"])
+async def test_scoped_routes_per_type_service(xds: Harness, api: str) -> None:
+    xds.server.set_snapshot(scoped("a"))
+    stub = srds_pb2_grpc.ScopedRoutesDiscoveryServiceStub(xds.channel())
+    if api == "sotw":
+        client = xds._client(stub.StreamScopedRoutes(), "per-type")
+        await client.send(SCOPED_ROUTE)
+        assert names_of(await client.recv()) == ["s-a"]
+    else:
+        client = xds._client(stub.DeltaScopedRoutes(), "per-type")
+        await client.delta(SCOPED_ROUTE)
+        assert [r.name for r in (await client.recv()).resources] == ["s-a"]
+    fetched = await stub.FetchScopedRoutes(discovery_pb2.DiscoveryRequest(type_url=SCOPED_ROUTE), timeout=3)
+    assert names_of(fetched) == ["s-a"]
+
+
+async def settled_routes(xds: Harness, keys: Iterable[str]) -> tuple[Client, Any]:
+    """An ADS client holding every cluster and RouteConfiguration of ``scoped(*keys)``."""
+    names = [f"r-{key}" for key in keys]
+    client = xds.ads(node="routes")
+    await client.send(CLUSTER)
+    await client.ack(await client.recv())
+    await client.send(ROUTE, names)
+    rds = await client.recv()
+    assert names_of(rds) == sorted(names)  # a new subscription is answered in full
+    await client.ack(rds, names)
+    await client.quiet()
+    return client, rds
+
+
+async def test_sotw_route_push_carries_only_what_changed(xds: Harness) -> None:
+    keys = [f"h{i}" for i in range(50)]
+    xds.server.set_snapshot(scoped(*keys))
+    client, _ = await settled_routes(xds, keys)
+    names = [f"r-{key}" for key in keys]
+    xds.server.set_snapshot(scoped(*keys, **{"r-h7": route("r-h7", "moved.example.com")}))
+    pushed = await client.recv()
+    assert pushed.type_url == ROUTE and names_of(pushed) == ["r-h7"]
+    assert (
+        pushed.version_info
+        == scoped(*keys, **{"r-h7": route("r-h7", "moved.example.com")}).get(ROUTE).version
+    )
+    # A NACK names what that response carried, and nothing is resent.
+    await client.send(ROUTE, names, "old", pushed.nonce, error="route r-h7: bad")
+    assert await _reports(xds, 1) == [RejectReport("routes", ROUTE, ("r-h7",), "route r-h7: bad")]
+    await client.quiet()
+    # A new host's RouteConfiguration: that one only, at the same version.
+    await client.ack(pushed, [*names, "r-c1"])
+    xds.server.set_snapshot(scoped(*keys, "c1", **{"r-h7": route("r-h7", "moved.example.com")}))
+    assert names_of(await client.recv()) == ["r-c1"]
+
+
+async def test_a_reconnecting_envoy_gets_every_route_it_names(xds: Harness) -> None:
+    xds.server.set_snapshot(scoped("a", "b"))
+    client, rds = await settled_routes(xds, ["a", "b"])
+    await client.close()
+    again = xds.ads(node="routes")
+    await again.send(CLUSTER)
+    await again.ack(await again.recv())
+    await again.send(ROUTE, ["r-a", "r-b"], version=rds.version_info)
+    assert names_of(await again.recv()) == ["r-a", "r-b"]
+
+
+def test_changes_between_two_versions_are_worked_out_once() -> None:
+    cache = ChangeCache()
+    old = scoped("a", "b", "c").get(ROUTE)
+    new = scoped("a", "c", "d", **{"r-a": route("r-a", "moved.example.com")}).get(ROUTE)
+    changes = cache.between(old, new)
+    assert changes == Changes(frozenset({"r-a", "r-d"}), frozenset({"r-b"}))
+    again = scoped("a", "c", "d", **{"r-a": route("r-a", "moved.example.com")}).get(ROUTE)
+    assert cache.between(old, again) is changes  # another stream, the same pair of versions
+    assert cache.between(new, new) == Changes(frozenset(), frozenset())
+
+
+async def test_delta_new_names_are_answered_alone(xds: Harness) -> None:
+    xds.server.set_snapshot(scoped("a", "b", "c"))
+    client = xds.delta_ads()
+    await client.delta(ROUTE, ["r-a", "r-b"])
+    first = await client.recv()
+    assert sorted(r.name for r in first.resources) == ["r-a", "r-b"]
+    await client.delta(ROUTE, nonce=first.nonce)
+    await client.quiet()
+    await client.delta(ROUTE, ["r-c", "r-missing", "r-a"])  # r-a: the client has it already
+    added = await client.recv()
+    assert [r.name for r in added.resources] == ["r-c"]
+    assert list(added.removed_resources) == ["r-missing"]
+    await client.delta(ROUTE, nonce=added.nonce)
+    xds.server.set_snapshot(scoped("a", "b", "c", **{"r-b": route("r-b", "moved.example.com")}))
+    assert [r.name for r in (await client.recv()).resources] == ["r-b"]
+
+
+def test_translate_json_shows_scoped_routes_only_when_there_are_some() -> None:
+    assert "scoped-routes" not in base().to_json()  # the classic shape's output is as it was
+    shown = scoped("a").to_json()["scoped-routes"]
+    assert shown == [
+        {"name": "s-a", "routeConfigurationName": "r-a", "key": {"fragments": [{"stringKey": "a"}]}}
+    ]

@@ -9,6 +9,7 @@ Names                                        What for
 ``LISTENER_TYPE_URL`` ``ROUTE_TYPE_URL``     the xDS type URLs (``ResourceCacheSpec.type_url``)
 ``CLUSTER_TYPE_URL`` ``ENDPOINT_TYPE_URL``
 ``SECRET_TYPE_URL`` ``RUNTIME_TYPE_URL``
+``SCOPED_ROUTE_TYPE_URL``
 ``Resource``                                 one named, serialised resource (``Resource.from_message``)
 ``message_class``                            the xds-protos class of a type URL (decoding, tests)
 ``to_any`` ``seconds`` ``timeout``           packing typed config; ``Duration`` messages
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from cpx.xds.resource import LISTENER as LISTENER_TYPE_URL
     from cpx.xds.resource import ROUTE as ROUTE_TYPE_URL
     from cpx.xds.resource import RUNTIME as RUNTIME_TYPE_URL
+    from cpx.xds.resource import SCOPED_ROUTE as SCOPED_ROUTE_TYPE_URL
     from cpx.xds.resource import SECRET as SECRET_TYPE_URL
     from cpx.xds.resource import Resource
     from cpx.xds.types import message_class
@@ -46,6 +48,7 @@ _LAZY = {
     "ROUTE_TYPE_URL": "cpx.xds.resource:ROUTE",
     "RUNTIME_TYPE_URL": "cpx.xds.resource:RUNTIME",
     "Resource": "cpx.xds.resource",
+    "SCOPED_ROUTE_TYPE_URL": "cpx.xds.resource:SCOPED_ROUTE",
     "SECRET_TYPE_URL": "cpx.xds.resource:SECRET",
     "ads_config_source": "cpx.xds.envoy.common",
     "cluster_name": "cpx.xds.naming",
@@ -64,6 +67,7 @@ __all__ = [
     "LISTENER_TYPE_URL",
     "ROUTE_TYPE_URL",
     "RUNTIME_TYPE_URL",
+    "SCOPED_ROUTE_TYPE_URL",
     "SECRET_TYPE_URL",
     "Resource",
     "ads_config_source",

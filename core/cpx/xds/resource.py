@@ -19,7 +19,8 @@ SECRET = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 RUNTIME = "type.googleapis.com/envoy.service.runtime.v3.Runtime"
 
 # Make-before-break push order within ADS (xDS protocol: CDS, EDS, LDS, RDS; secrets before the
-# listeners and clusters that use them are not required but cost nothing).
+# listeners and clusters that use them are not required but cost nothing). Scopes (SRDS) come
+# after the listener that asks for them and before the RouteConfigurations they name.
 PUSH_ORDER = (CLUSTER, ENDPOINT, SECRET, LISTENER, SCOPED_ROUTE, ROUTE)
 SHORT_NAMES = {
     CLUSTER: "clusters",
@@ -29,6 +30,9 @@ SHORT_NAMES = {
     SCOPED_ROUTE: "scoped-routes",
     ROUTE: "routes",
 }
+
+# Left out of :meth:`Snapshot.to_json` when empty.
+_SHOWN_WHEN_PRESENT = frozenset({SCOPED_ROUTE})
 
 
 def content_version(data: bytes) -> str:
@@ -97,14 +101,18 @@ class Snapshot:
         return found if found is not None else TypeSnapshot.of(type_url, {})
 
     def to_json(self) -> dict[str, Any]:
-        """Envoy JSON of every resource, grouped by short type name (for translate and debug)."""
+        """Envoy JSON of every resource, grouped by short type name (for translate and debug).
+
+        Scoped routes appear only when there are some: the classic single-RouteConfiguration shape
+        has none, and its output stays what it was before SRDS existed.
+        """
         from google.protobuf import json_format  # noqa: PLC0415
 
         out: dict[str, Any] = {}
         for type_url in PUSH_ORDER:
             snap = self.get(type_url)
-            if type_url == SCOPED_ROUTE and not snap.resources:
-                continue  # only the scoped route shape has any (the single shape's output is Contour's)
+            if type_url in _SHOWN_WHEN_PRESENT and not snap.resources:
+                continue
             out[SHORT_NAMES[type_url]] = [
                 _sort_maps(message, json_format.MessageToDict(message))
                 for message in (snap.resources[name].message() for name in sorted(snap.resources))

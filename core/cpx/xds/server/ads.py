@@ -18,7 +18,7 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf.message import DecodeError
 
-from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SECRET, Snapshot
+from cpx.xds.resource import CLUSTER, ENDPOINT, LISTENER, ROUTE, SCOPED_ROUTE, SECRET, Snapshot
 from cpx.xds.server import wire
 from cpx.xds.server.counters import XdsCounters, XdsMetrics
 from cpx.xds.server.guard import (
@@ -47,6 +47,7 @@ PER_TYPE_SERVICES = (
     ("envoy.service.secret.v3.SecretDiscoveryService", "Secrets", SECRET),
     ("envoy.service.listener.v3.ListenerDiscoveryService", "Listeners", LISTENER),
     ("envoy.service.route.v3.RouteDiscoveryService", "Routes", ROUTE),
+    ("envoy.service.route.v3.ScopedRoutesDiscoveryService", "ScopedRoutes", SCOPED_ROUTE),
 )
 
 

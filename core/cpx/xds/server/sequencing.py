@@ -3,8 +3,9 @@
 The hub holds one snapshot for every Envoy; each Envoy (its ADS stream, or its per-type streams
 together) is served its own *view* of it:
 
-- listeners and routes come from the last snapshot whose clusters this Envoy has ACKed (and whose
-  EDS endpoints it was sent), so a route never names a cluster the Envoy does not have warm;
+- listeners, scoped routes and routes come from the last snapshot whose clusters this Envoy has
+  ACKed (and whose EDS endpoints it was sent), so a route never names a cluster the Envoy does not
+  have warm;
 - clusters, endpoints and secrets are the union of the current snapshot and the (at most two)
   snapshots whose listeners and routes the Envoy may still hold: the ones last sent and last
   ACKed. What only those older snapshots had is dropped once the Envoy ACKs newer routing.

@@ -29,6 +29,7 @@ from cpx.xds.resource import (
     TypeSnapshot,
 )
 from cpx.xds.server import wire
+from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsMetrics
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
 from cpx.xds.server.rejects import Rejections, SentResponse, short
@@ -37,7 +38,8 @@ from cpx.xds.server.sequencing import ROUTING, Sequencer
 log = logging.getLogger("cpx.xds")
 
 # Types for which a first request without names means "everything" (legacy wildcard). Envoy
-# always subscribes to LDS and CDS this way; for the others an empty list means "nothing".
+# always subscribes to LDS, CDS and SRDS (ScopedRdsConfigSubscription) this way; for the others an
+# empty list means "nothing".
 LEGACY_WILDCARD = frozenset({LISTENER, CLUSTER, SCOPED_ROUTE})
 WILDCARD = "*"
 
@@ -93,6 +95,7 @@ class StreamHub:
     snapshot: Snapshot | None = None
     stopping: bool = False
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
+    changes: ChangeCache = attrs.field(factory=ChangeCache)
     streams: set[Stream] = attrs.field(factory=set)
     peers: PeerStreams = attrs.field(
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
@@ -307,18 +310,34 @@ class SotwWatch:
     nonce: str = ""  # latest nonce sent for this type
     settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
-    sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version sent
-    resend_on_request: bool = False  # cluster warming: answer the next request even if unchanged
-    force: bool = False
+    # Wildcard: the resources last sent (clusters: to tell which changed, for EDS warming).
+    sent_resources: Mapping[str, Resource] = attrs.field(factory=dict)
+    sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version the client was sent
+    # Cluster warming: names to send again, unchanged, with the next response (EDS).
+    warming: set[str] = attrs.field(factory=set)
+    force: bool = False  # answer now even if nothing changed (a warming cluster asked)
+    added: set[str] = attrs.field(factory=set)  # named: subscribed since the last check
     dirty: bool = True  # the subscription changed since the last check
-    checked: str | None = None  # type version at the last check
+    basis: TypeSnapshot | None = None  # what the last check answered from
 
     def subscribe(self, names: frozenset[str], initial: bool, client_version: str) -> None:
         was_wildcard = self.wildcard
         explicit = names - {WILDCARD}
-        self.wildcard = WILDCARD in names or (
+        wildcard = WILDCARD in names or (
             not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
         )
+        if (
+            not initial
+            and wildcard == was_wildcard
+            and (explicit == self.names or (not wildcard and explicit > self.names))
+        ):
+            # An ACK (or NACK) of the same subscription, or one with more names (a new route):
+            # the new names are answered, the others as the snapshot changes them.
+            self.added |= explicit - self.names
+            self.names = explicit
+            self.named_ever = self.named_ever or bool(explicit)
+            return
+        self.wildcard = wildcard
         self.named_ever = self.named_ever or bool(explicit)
         self.names = explicit
         if initial:
@@ -360,13 +379,13 @@ class SotwStream(Stream):
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
         watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
-        if watch.resend_on_request:
+        if watch.warming:
             watch.force = True
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
         watch = self.by_type.get(ENDPOINT)
         if watch is not None:
-            watch.resend_on_request = True
+            watch.warming.update(name for name in map(eds_name, changed) if name is not None)
 
     def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
         return self._respond(self.by_type[type_url], snap)
@@ -378,37 +397,79 @@ class SotwStream(Stream):
         watch = self.by_type[type_url]
         if watch.wildcard:
             return watch.sent_version == snap.version
-        # A pending warming resend (resend_on_request) is not waited for: Envoy asks for it only
+        # A pending warming resend (SotwWatch.warming) is not waited for: Envoy asks for it only
         # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
         return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
-        if not (watch.dirty or watch.force or watch.checked != snap.version):
+        basis = watch.basis
+        if not (watch.dirty or watch.force or watch.added or basis is None or basis.version != snap.version):
             return None
-        watch.dirty, watch.checked = False, snap.version
+        changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
+        watch.dirty, watch.basis = False, snap
         if watch.wildcard:
-            # Only send on change (compared with what was sent, never with what was ACKed, so a
-            # NACKed version is not resent: no NACK loop).
-            if watch.sent_version == snap.version and not watch.force:
-                return None
-            resources = self.hub.cache.resources(snap, None)
-            watch.sent_version = snap.version
-            names: Collection[str] = snap.resources.keys()
+            names = self._wildcard_names(watch, snap)
+            selected = None
         else:
-            current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
-            if not watch.names or (current == watch.sent and not watch.force):
-                return None
-            resources = self.hub.cache.resources(snap, watch.names)
-            watch.sent = current
-            names = current.keys()
-        watch.force = watch.resend_on_request = False
+            names = selected = self._named_names(watch, snap, changes)
+        watch.force = False
+        if names is None:
+            return None
+        resources = self.hub.cache.resources(snap, selected)
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
         watch.settled = False
         self.hub.count_response(snap.type_url)
-        log.debug("%s: sending %s version %s", self.who, short(snap.type_url), snap.version)
-        if snap.type_url == CLUSTER:
-            self.hub.clusters_sent(self, ())
+        log.debug("%s: sending %s version %s (%d)", self.who, short(snap.type_url), snap.version, len(names))
         return wire.sotw_response(snap.version, snap.type_url, resources, watch.nonce)
+
+    def _wildcard_names(self, watch: SotwWatch, snap: TypeSnapshot) -> Collection[str] | None:
+        """Every resource (LDS, CDS, SRDS responses are complete), or None when the client has them.
+
+        Compared with what was sent, never with what was ACKed, so a NACKed version is not resent
+        (no NACK loop).
+        """
+        if watch.sent_version == snap.version and not watch.force:
+            return None
+        if snap.type_url == CLUSTER:
+            before = watch.sent_resources
+            changed = [
+                r
+                for n, r in snap.resources.items()
+                if (old := before.get(n)) is None or old.version != r.version
+            ]
+            self.hub.clusters_sent(self, changed)
+        watch.sent_version, watch.sent_resources = snap.version, snap.resources
+        return snap.resources.keys()
+
+    def _named_names(
+        self, watch: SotwWatch, snap: TypeSnapshot, changes: Changes | None
+    ) -> frozenset[str] | None:
+        """The subscribed resources the client was not sent at their current version, plus those a
+        warming cluster needs again; None when there are none.
+
+        Only named types (RDS, EDS, SDS) may be partial (xDS: Envoy updates the subscriptions a
+        response names and leaves the others as they are), so one changed RouteConfiguration
+        among thousands costs Envoy that one. A subscription that is new, or asked for again after
+        being dropped, or a reconnect, is not in :attr:`SotwWatch.sent` and is sent in full.
+
+        With ``changes`` (the subscription is as it was at the last check) only the changed names
+        are looked at: :attr:`SotwWatch.sent` is then current for every other name.
+        """
+        warming, watch.warming = watch.warming, set()
+        added, watch.added = watch.added, set()
+        if changes is None:
+            current = {n: snap.resources[n].version for n in watch.names if n in snap.resources}
+            sent, watch.sent = watch.sent, current
+            names = frozenset(n for n, version in current.items() if sent.get(n) != version or n in warming)
+            return names or None
+        names = frozenset(
+            n for n in (*changes.changed, *warming, *added) if n in watch.names and n in snap.resources
+        )
+        for name in changes.removed:
+            watch.sent.pop(name, None)
+        for name in names:
+            watch.sent[name] = snap.resources[name].version
+        return names or None
 
 
 # --- Delta (incremental) -------------------------------------------------------------------
@@ -423,15 +484,17 @@ class DeltaWatch:
     first: bool = True  # nothing sent yet: a wildcard subscription always gets a first answer
     nonce: str = ""  # latest nonce sent for this type
     settled: bool = True  # the response of ``nonce`` was ACKed
-    dirty: bool = True
-    checked: str | None = None
+    dirty: bool = True  # the subscription (or what the client holds) changed since the last check
+    basis: TypeSnapshot | None = None  # what the last check answered from
+    added: set[str] = attrs.field(factory=set)  # (re)subscribed by name since the last check
 
     def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
         for name in subscribe:
             if name == WILDCARD:
-                self.wildcard = True
+                self.wildcard = self.dirty = True
             else:
                 self.names.add(name)
+                self.added.add(name)
         for name in unsubscribe:
             if name == WILDCARD:
                 self.wildcard = False
@@ -442,10 +505,19 @@ class DeltaWatch:
                 self.known[name] = _RESEND
             else:
                 self.known.pop(name, None)
-        self.dirty = self.dirty or bool(subscribe) or bool(unsubscribe)
+        self.dirty = self.dirty or bool(unsubscribe)
 
-    def diff(self, resources: Mapping[str, Resource]) -> tuple[list[Resource], list[str]]:
-        """Resources the client lacks at their current version, and names to report removed."""
+    def diff(
+        self, resources: Mapping[str, Resource], changes: Changes | None
+    ) -> tuple[list[Resource], list[str]]:
+        """Resources the client lacks at their current version, and names to report removed.
+
+        With ``changes`` (nothing but the snapshot moved since the last check) only the changed
+        names are looked at: the client holds every other one at its current version.
+        """
+        added, self.added = self.added, set()
+        if changes is not None:
+            return self._diff_changes(resources, changes, added)
         candidates = resources.keys() if self.wildcard else self.names
         changed = [
             resources[n] for n in candidates if n in resources and self.known.get(n) != resources[n].version
@@ -460,6 +532,23 @@ class DeltaWatch:
                 removed.append(name)
         # Explicitly subscribed names that do not exist are reported once.
         removed.extend(n for n in self.names if n not in resources and n not in self.known)
+        return changed, removed
+
+    def _diff_changes(
+        self, resources: Mapping[str, Resource], changes: Changes, added: set[str]
+    ) -> tuple[list[Resource], list[str]]:
+        changed = [
+            resources[n]
+            for n in sorted(changes.changed | (added & resources.keys()))
+            if (self.wildcard or n in self.names) and self.known.get(n) != resources[n].version
+        ]
+        # Newly subscribed names that do not exist are reported once, as in a full pass.
+        removed = sorted(n for n in added if n in self.names and n not in resources and n not in self.known)
+        for name in sorted(changes.removed):
+            if not (self.wildcard or name in self.names):
+                self.known.pop(name, None)
+            elif self.known.get(name, _ABSENT) != _ABSENT:
+                removed.append(name)
         return changed, removed
 
     def record(self, changed: Sequence[Resource], removed: Sequence[str]) -> None:
@@ -528,10 +617,12 @@ class DeltaStream(Stream):
         return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:
-        if not watch.dirty and watch.checked == snap.version:
+        basis = watch.basis
+        if not (watch.dirty or watch.added) and basis is not None and basis.version == snap.version:
             return None
-        watch.dirty, watch.checked = False, snap.version
-        changed, removed = watch.diff(snap.resources)
+        changes = None if watch.dirty or basis is None else self.hub.changes.between(basis, snap)
+        watch.dirty, watch.basis = False, snap
+        changed, removed = watch.diff(snap.resources, changes)
         if not (changed or removed or (watch.first and watch.wildcard)):
             return None
         watch.record(changed, removed)
