@@ -26,6 +26,7 @@ import gc
 import http.client
 import json
 import os
+import shlex
 import statistics
 import sys
 import tempfile
@@ -85,6 +86,16 @@ class Workload:
     size: int
     changes: int
     echo_port: int
+    sweep: int  # hosts checked once ready
+
+    def swept_hosts(self) -> list[str]:
+        """``sweep`` hosts spread evenly, the first and the last included (every host when there are
+        fewer). Not all of them at large sizes: each host answered keeps an upstream connection of
+        Envoy's open to the echo server, a thread and a file descriptor in this process."""
+        count = min(self.size, self.sweep)
+        if count < 2:
+            return [self.host(self.size - 1)]
+        return [self.host(k * (self.size - 1) // (count - 1)) for k in range(count)]
 
     def route(self, name: str, host: str, path: str, service: str, version: int) -> dict[str, Any]:
         if self.kind == "ingress":
@@ -199,6 +210,7 @@ class Run:
     timeouts: int
     ready_s: float  # from start until Envoy answers the last host
     unserved: int  # hosts still not answering after the ready sweep
+    clusters: int  # Envoy's active clusters once ready: the same for cpx and the floor
     rss_bytes: int  # cpx serve's (the floor: this process, for reference)
 
     def to_json(self) -> dict[str, Any]:
@@ -219,16 +231,18 @@ def start_envoy(xds_port: int, workdir: Path, ads: str) -> EnvoyProcess:
     return envoy.start()
 
 
-def wait_all(port: int, work: Workload, started: float) -> tuple[float, int]:
-    """Ready time (the last host answers) and how many hosts then still fail a sweep of all."""
+def wait_all(envoy: EnvoyProcess, port: int, work: Workload, started: float) -> tuple[float, int, int]:
+    """Ready time (the last host answers), how many hosts then fail the sweep, and how many
+    clusters Envoy has."""
     last = work.host(work.size - 1)
     if wait_answered(port, last, BASE_PATH, timeout=STARTUP_TIMEOUT, poll=0.05) is None:
         raise RuntimeError(f"Envoy never served {last}")
     ready = time.perf_counter() - started
-    missing = unserved(port, [work.host(i) for i in range(work.size)], timeout=120.0)
+    missing = unserved(port, work.swept_hosts(), timeout=120.0)
     if missing:
         log(f"  {len(missing)} hosts never answered, e.g. {', '.join(missing[:3])}")
-    return ready, len(missing)
+    clusters = envoy.stats(r"^cluster_manager\.active_clusters$").get("cluster_manager.active_clusters", -1)
+    return ready, len(missing), clusters
 
 
 def measure(
@@ -265,7 +279,7 @@ def run_cpx(work: Workload, manifests: Path, workdir: Path, args: argparse.Names
         envoy = start_envoy(cpx.xds_port, workdir / "envoy", args.ads)
         try:
             envoy.wait_ready(STARTUP_TIMEOUT)
-            ready, missing = wait_all(cpx.http_port, work, started)
+            ready, missing, clusters = wait_all(envoy, cpx.http_port, work, started)
             memory = rss(cpx.proc.pid)
 
             def rewrite(change: Change) -> None:
@@ -277,7 +291,7 @@ def run_cpx(work: Workload, manifests: Path, workdir: Path, args: argparse.Names
         cpx.stop(timeout=60)
     finally:
         cpx.kill()
-    return Run(samples, timeouts, ready, missing, memory)
+    return Run(samples, timeouts, ready, missing, clusters, memory)
 
 
 def serve_config(plugin: str, http_port: int, cpx_args: Sequence[str]) -> tuple[Any, Any]:
@@ -349,7 +363,9 @@ class BareServer:
 
 def run_floor(work: Workload, workdir: Path, args: argparse.Namespace) -> Run:
     http_port = free_port()
+    begun = time.perf_counter()
     snapshots = floor_snapshots(work, http_port, args.cpx_arg)
+    log(f"  {len(snapshots)} snapshots translated in {time.perf_counter() - begun:.1f} s")
     gc.collect()
     gc.freeze()  # the snapshots stay: no collection may walk them while changes are timed
     bare = BareServer()
@@ -360,7 +376,7 @@ def run_floor(work: Workload, workdir: Path, args: argparse.Namespace) -> Run:
         envoy = start_envoy(xds_port, workdir / "floor-envoy", args.ads)
         try:
             envoy.wait_ready(STARTUP_TIMEOUT)
-            ready, missing = wait_all(http_port, work, started)
+            ready, missing, clusters = wait_all(envoy, http_port, work, started)
             following = iter(snapshots[1:])
             samples, timeouts = measure(
                 work.change_list(), lambda _: bare.set_snapshot(next(following)), http_port, args.poll
@@ -370,7 +386,7 @@ def run_floor(work: Workload, workdir: Path, args: argparse.Namespace) -> Run:
     finally:
         bare.stop()
         gc.unfreeze()
-    return Run(samples, timeouts, ready, missing, rss())
+    return Run(samples, timeouts, ready, missing, clusters, rss())
 
 
 def run_case(work: Workload, args: argparse.Namespace) -> dict[str, Run]:
@@ -384,6 +400,8 @@ def run_case(work: Workload, args: argparse.Namespace) -> dict[str, Run]:
         floor = run_floor(work, root, args)
         log(f"{work.kind} {work.size}: cpx serve")
         cpx = run_cpx(work, manifests, root / "cpx", args)
+    if cpx.clusters != floor.clusters:
+        log(f"  warning: Envoy had {cpx.clusters} clusters from cpx, {floor.clusters} from the floor")
     return {"cpx": cpx, "floor": floor}
 
 
@@ -493,19 +511,34 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--cpx-arg",
         action="append",
         default=[],
-        help="an extra `cpx serve` argument (repeatable; write --cpx-arg=--route-shape --cpx-arg=single); "
-        "the floor translates with the same options",
+        help="extra `cpx serve` arguments, split like a shell (repeatable): --cpx-arg '--route-shape "
+        "single'; the floor translates with the same options",
     )
     parser.add_argument("--ads", choices=("sotw", "delta"), default="sotw", help="Envoy's xDS flavour")
     parser.add_argument("--poll", type=float, default=0.005, help="Envoy polling interval in seconds")
+    parser.add_argument(
+        "--sweep", type=int, default=1000, help="hosts checked once Envoy is ready (spread evenly)"
+    )
     parser.add_argument("--json", type=Path, help="write every sample to this file")
     parser.add_argument("--plot", type=Path, help="write a PNG plot (needs matplotlib)")
     parser.add_argument("--from-json", type=Path, help="no run: print (and plot) the results of --json")
     args = parser.parse_args(argv)
+    args.cpx_arg = [part for value in args.cpx_arg for part in shlex.split(value)]
     for kind in args.kinds.split(","):
         if kind not in KINDS:
             parser.error(f"unknown kind {kind!r} (ingress, httpproxy)")
     return args
+
+
+def check_cpx_args(args: argparse.Namespace) -> None:
+    """Refuse ``--cpx-arg`` values ``cpx serve`` would refuse, before anything starts."""
+    import click
+
+    for kind in args.kinds.split(","):
+        try:
+            serve_config(KINDS[kind], free_port(), args.cpx_arg)
+        except click.ClickException as err:
+            raise SystemExit(f"--cpx-arg {' '.join(args.cpx_arg)}: {err.format_message()}") from None
 
 
 def measure_all(args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -513,7 +546,7 @@ def measure_all(args: argparse.Namespace) -> list[dict[str, Any]]:
     with EchoServer("echo") as echo:
         for size in (int(s) for s in args.sizes.split(",") if s):
             for kind in args.kinds.split(","):
-                work = Workload(kind, size, args.changes, echo.port)
+                work = Workload(kind, size, args.changes, echo.port, args.sweep)
                 runs = run_case(work, args)
                 results.append(
                     {"size": size, "kind": kind, **{who: run.to_json() for who, run in runs.items()}}
@@ -528,6 +561,7 @@ def main() -> None:
         saved = json.loads(args.from_json.read_text())
         results, title = saved["results"], saved["title"]
     else:
+        check_cpx_args(args)
         started = time.perf_counter()
         results, title = measure_all(args), describe(args)
         log(f"done in {time.perf_counter() - started:.0f} s")
