@@ -470,19 +470,21 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
         raise SystemExit("--plot needs matplotlib: .venv/bin/pip install matplotlib") from None
     mpl.use("Agg")  # no display
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, NullFormatter
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for kind in sorted({case["kind"] for case in results}):
+    kinds = sorted({case["kind"] for case in results})
+    for kind, color in zip(kinds, ("tab:blue", "tab:orange"), strict=False):
         cases = sorted((c for c in results if c["kind"] == kind), key=lambda c: c["size"])
         sizes = [c["size"] for c in cases]
         for who, style in (("cpx", "o-"), ("floor", "s--")):
             p50 = [quantile(c[who]["samples"].get("path", []), 0.5) * 1000 for c in cases]
             label = f"{kind}: {'cpx serve' if who == 'cpx' else 'bare ADS server (floor)'}"
-            ax.plot(sizes, p50, style, label=label)
+            ax.plot(sizes, p50, style, color=color, label=label)
     ax.set_xscale("log")
     ax.set_xticks(sorted({case["size"] for case in results}))
-    ax.get_xaxis().set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("routes (one host and one route each)")
     ax.set_ylabel("change to Envoy, p50 (ms)")
     ax.set_ylim(bottom=0)
