@@ -82,6 +82,8 @@ class Change:
 
 @attrs.frozen
 class Workload:
+    """``size`` routes of one kind (one host each) with their backends, and the changes timed on them."""
+
     kind: str
     size: int
     changes: int
