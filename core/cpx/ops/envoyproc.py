@@ -257,12 +257,19 @@ class EnvoyProcess:
         return _get(self.admin_address, path, timeout, method="POST")
 
     def wait_ready(self, timeout: float = 20.0) -> None:
-        """Wait until ``/ready`` says LIVE (initial xDS fetches done or timed out)."""
+        """Wait until ``/ready`` says LIVE (initial xDS fetches done or timed out).
+
+        While Envoy creates thousands of clusters its main thread, which also serves the admin
+        interface, can be busy for many seconds: a slow answer is retried until ``timeout``.
+        """
         deadline = time.monotonic() + timeout
         body = ""
         while time.monotonic() < deadline:
             self._check_running()
-            status, body = self.admin_get("/ready")
+            try:
+                status, body = self.admin_get("/ready", timeout=max(1.0, deadline - time.monotonic()))
+            except OSError as err:  # includes TimeoutError: the admin thread did not answer in time
+                status, body = 0, f"admin interface: {err}"
             if status == 200:
                 return
             time.sleep(0.05)
