@@ -140,7 +140,8 @@ class RouteCache:
         self._check_skeletons(members)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
         self._vhosts = builder.current
-        resources = {name: self._resource(name, vhosts) for name, vhosts in sorted(configs.items())}
+        # In build order (listeners by name, their hosts by name): consumers sort names themselves.
+        resources = {name: self._resource(name, vhosts) for name, vhosts in configs.items()}
         self._entries = configs
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:

@@ -30,12 +30,19 @@ class ScopeCache:
         self.scoped = config.route_shape == "scoped"
         self._resources: dict[str, Resource] = {}
         self._built: dict[_ScopeId, Resource] = {}
+        self._hosts: dict[str, set[str]] | None = None  # per listener, its virtual host names
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
         if not self.scoped:
+            return
+        # The hosts of each listener (set comparison in C): unchanged hosts, unchanged scopes.
+        hosts = {name: listener.virtual_hosts.keys() for name, listener in dag.listeners.items()}
+        before = self._hosts
+        self._hosts = {name: set(keys) for name, keys in hosts.items()}
+        if before is not None and hosts.keys() == before.keys() and all(hosts[n] == before[n] for n in hosts):
             return
         wanted: dict[_ScopeId, None] = {(HTTP_ROUTE_CONFIG, f"{HTTP_ROUTE_CONFIG}/{FALLBACK_KEY}"): None}
         for listener in dag.listeners.values():
