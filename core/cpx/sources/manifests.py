@@ -23,9 +23,9 @@ from cpx.objects import KubeObject, ObjectKey
 log = logging.getLogger("cpx.sources.manifests")
 
 try:
-    _Loader: Any = yaml.CSafeLoader
+    _Base: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
 
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -94,17 +94,72 @@ class AliasError(yaml.YAMLError):
     """A document whose aliases expand too far, or into itself."""
 
 
+class ScalarTags:
+    """PyYAML's implicit tag resolution (YAML 1.1: ``yes`` is a bool, ``0o1`` an int ...), memoised.
+
+    The resolver tries regular expressions in Python for every scalar a document holds, and a
+    manifest folder repeats the same few values (``v1``, ``http``, ``TCP``, a namespace) thousands
+    of times.  The result depends only on the value and the ``implicit`` flags while no path
+    resolvers are registered (none are, in the safe loader and dumper), so it is computed once."""
+
+    yaml_path_resolvers: dict[Any, Any]
+    _tags: dict[tuple[str, tuple[bool, bool]], str]
+    MEMO_LIMIT = 100_000  # values remembered at most (``cpx serve`` re-reads edited files for days)
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
+            return super().resolve(kind, value, implicit)  # type: ignore[misc]
+        key = (value, implicit)
+        tag = self._tags.get(key)
+        if tag is None:
+            if len(self._tags) >= self.MEMO_LIMIT:
+                self._tags.clear()
+            tag = self._tags[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
+        return tag
+
+
+class _Loader(ScalarTags, _Base):  # type: ignore[misc]
+    _tags = {}
+
+
+_STR = "tag:yaml.org,2002:str"
+_MAP = "tag:yaml.org,2002:map"
+_SEQ = "tag:yaml.org,2002:seq"
+
+
+def _construct(loader: Any, node: yaml.Node) -> Any:
+    """A document's value, as ``SafeLoader`` builds it, for a document without aliases.
+
+    Plain mappings, sequences and strings (nearly all of a manifest) are built here, skipping the
+    generic constructor's per-node bookkeeping (it must handle recursive aliases); every other node
+    (numbers, booleans, merge keys, timestamps, unknown tags and their errors) goes to the
+    constructor as before.
+    """
+    tag = node.tag
+    if tag == _STR and type(node) is yaml.ScalarNode:
+        return node.value
+    if tag == _MAP and type(node) is yaml.MappingNode:
+        if all(key.tag == _STR and type(key) is yaml.ScalarNode for key, _ in node.value):
+            return {key.value: _construct(loader, value) for key, value in node.value}
+    elif tag == _SEQ and type(node) is yaml.SequenceNode:
+        return [_construct(loader, item) for item in node.value]
+    return loader.construct_object(node, deep=True)
+
+
 def load_documents(text: str) -> list[Any]:
     """Every YAML document of ``text``, refusing excessive or recursive alias expansion."""
-    if "&" not in text:  # no anchor, so no alias: the fast path, all in libyaml
-        return list(yaml.load_all(text, Loader=_Loader))
+    aliases = "&" in text  # without an anchor there is no alias: no expansion to bound or share
     loader = _Loader(text)
     try:
         docs: list[Any] = []
         while loader.check_node():
             node = loader.get_node()
-            _check_expansion(node, len(docs))
-            docs.append(loader.construct_document(node))
+            if aliases:
+                _check_expansion(node, len(docs))
+                docs.append(loader.construct_document(node))
+            else:
+                docs.append(_construct(loader, node))
+                loader.constructed_objects = {}
         return docs
     finally:
         loader.dispose()
