@@ -141,20 +141,31 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
-    # Paths are linked (parent, element) pairs, joined only for the answer.
+    # Paths are linked (parent, key, is_index) triples, spelt out only for the answer: formatting
+    # every key on the way cost more than the walk, for objects nearly always fine.  Scalars are
+    # not walked unless they are themselves past the limit.
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         item, depth, link = stack.pop()
         if depth > limit:
             parts: list[str] = []
             while link is not None:
-                link, element = link
-                parts.append(element)
+                link, element, is_index = link
+                parts.append(f"[{element}]" if is_index else f".{key_shown(element)}")
             return "".join(reversed(parts)).lstrip(".")
+        every = depth >= limit
         if isinstance(item, Mapping):
-            stack.extend((v, depth + 1, (link, f".{key_shown(k)}")) for k, v in item.items())
+            stack.extend(
+                (v, depth + 1, (link, k, False))
+                for k, v in item.items()
+                if every or isinstance(v, Mapping | list)
+            )
         elif isinstance(item, list):
-            stack.extend((v, depth + 1, (link, f"[{i}]")) for i, v in enumerate(item))
+            stack.extend(
+                (v, depth + 1, (link, i, True))
+                for i, v in enumerate(item)
+                if every or isinstance(v, Mapping | list)
+            )
     return None
 
 
