@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from cpx.sources.manifests import ScalarTags
+from cpx.sources.manifests import NoPathResolvers, resolve_tag
 
 try:
     _Base: Any = yaml.CSafeDumper
@@ -24,8 +24,10 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 
 
-class _Dumper(ScalarTags, _Base):  # type: ignore[misc]
-    _tags = {}
+class _Dumper(NoPathResolvers, _Base):  # type: ignore[misc]
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        # The emitter passes a collection's items as its value; its tag depends on the kind alone.
+        return resolve_tag(kind, value if kind is yaml.ScalarNode else None, implicit)
 
     def represent_data(self, data: Any) -> yaml.Node:
         """Strings, dicts and lists as ``SafeRepresenter`` makes them (block style, as ``yaml.dump``

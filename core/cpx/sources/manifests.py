@@ -9,6 +9,7 @@ and index and the rest of the file still loads.
 from __future__ import annotations
 
 import bisect
+import functools
 import logging
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -94,32 +95,26 @@ class AliasError(yaml.YAMLError):
     """A document whose aliases expand too far, or into itself."""
 
 
-class ScalarTags:
-    """PyYAML's implicit tag resolution (YAML 1.1: ``yes`` is a bool, ``0o1`` an int ...), memoised.
-
-    The resolver tries regular expressions in Python for every scalar a document holds, and a
-    manifest folder repeats the same few values (``v1``, ``http``, ``TCP``, a namespace) thousands
-    of times.  The result depends only on the value and the ``implicit`` flags while no path
-    resolvers are registered (none are, in the safe loader and dumper), so it is computed once."""
-
-    yaml_path_resolvers: dict[Any, Any]
-    _tags: dict[tuple[str, tuple[bool, bool]], str]
-    MEMO_LIMIT = 100_000  # values remembered at most (``cpx serve`` re-reads edited files for days)
-
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is not yaml.ScalarNode or self.yaml_path_resolvers:
-            return super().resolve(kind, value, implicit)  # type: ignore[misc]
-        key = (value, implicit)
-        tag = self._tags.get(key)
-        if tag is None:
-            if len(self._tags) >= self.MEMO_LIMIT:
-                self._tags.clear()
-            tag = self._tags[key] = super().resolve(kind, value, implicit)  # type: ignore[misc]
-        return tag
+# PyYAML's implicit tag resolution (YAML 1.1: ``yes`` is a bool, ``0o1`` an int ...), memoised.
+# The resolver tries regular expressions in Python for every scalar, and a manifest folder repeats
+# the same few values (``v1``, ``http``, ``TCP``, a namespace) thousands of times.  Without path
+# resolvers (the safe loader and dumper register none) the answer depends only on the arguments,
+# so an LRU cache answers the repeats in C.
+resolve_tag = functools.lru_cache(maxsize=65536)(yaml.resolver.Resolver().resolve)
+if yaml.resolver.Resolver.yaml_path_resolvers:  # pragma: no cover - nothing in cpx adds any
+    raise ImportError("YAML path resolvers are registered: resolve_tag would ignore them")
 
 
-class _Loader(ScalarTags, _Base):  # type: ignore[misc]
-    _tags = {}
+class NoPathResolvers:
+    """libyaml's composer and emitter call these around every node; with no path resolvers they do
+    nothing, so builtins that accept the same arguments stand in for the Python methods."""
+
+    descend_resolver = staticmethod(slice)
+    ascend_resolver = staticmethod(tuple)
+
+
+class _Loader(NoPathResolvers, _Base):  # type: ignore[misc]
+    resolve = staticmethod(resolve_tag)  # the composer asks for scalars and (value None) collections
 
 
 _STR = "tag:yaml.org,2002:str"
