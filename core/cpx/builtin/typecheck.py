@@ -139,6 +139,14 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
                     check(item, items, f"{path}[{i}]", problems)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _may_nest(value: Any) -> bool:
+    # The common scalar types first: an ABC isinstance check for each of them cost more than the walk.
+    return type(value) not in _SCALARS and isinstance(value, Mapping | list)
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
     # Paths are linked (parent, key, is_index) triples, spelt out only for the answer: formatting
@@ -155,17 +163,9 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
             return "".join(reversed(parts)).lstrip(".")
         every = depth >= limit
         if isinstance(item, Mapping):
-            stack.extend(
-                (v, depth + 1, (link, k, False))
-                for k, v in item.items()
-                if every or isinstance(v, Mapping | list)
-            )
+            stack.extend((v, depth + 1, (link, k, False)) for k, v in item.items() if every or _may_nest(v))
         elif isinstance(item, list):
-            stack.extend(
-                (v, depth + 1, (link, i, True))
-                for i, v in enumerate(item)
-                if every or isinstance(v, Mapping | list)
-            )
+            stack.extend((v, depth + 1, (link, i, True)) for i, v in enumerate(item) if every or _may_nest(v))
     return None
 
 
