@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Whole-process ``cpx translate`` of generated Ingress routes (issue #10: 10k routes in <= 1.0 s).
 
-    .venv/bin/python tests/bench/translate_bench.py [--ingresses 1000] [--paths 10] [--runs 7] [--json]
+    .venv/bin/python tests/bench/translate_bench.py [--ingresses 1000] [--paths 10] [--services 1]
+        [--runs 7] [--baseline OTHER/core] [--json]
 
 Not a test: it prints figures and never fails on them.  It writes ``--ingresses`` manifest files to a
-temporary folder, each one Ingress with its own host and ``--paths`` paths, every path to its own
-Service with one EndpointSlice, then times ``--runs`` runs of ``python -m cpx translate <folder>``
-(output to /dev/null) and the floor: the same interpreter starting without site packages' work
-(``python -c ...``) and reading every input file.  Both are medians of whole-process wall times.
+temporary folder, each one Ingress with its own host and ``--paths`` paths spread over ``--services``
+Services of its own (each with one EndpointSlice), then times ``--runs`` runs of
+``python -m cpx translate <folder>`` (output to /dev/null) and of the floor: the same interpreter
+starting (site packages included) and reading every input file.  Cases take turns; each row is the
+median wall time and median CPU time (user + system) of its runs.
 """
 
 from __future__ import annotations
@@ -91,37 +93,50 @@ def generate(folder: Path, ingresses: int, paths: int, services: int) -> None:
         (folder / f"ing-{i:05d}.yaml").write_text(text, encoding="utf-8")
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall seconds from spawning ``argv`` to its exit, and the CPU seconds (user + system) it used;
     raises if it fails."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{' '.join(argv)} exited with {proc.returncode}")
+    if code := os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"{' '.join(argv)} exited with {code}")
     return elapsed, usage.ru_utime + usage.ru_stime
 
 
-def medians(argv: list[str], runs: int) -> dict[str, float]:
-    timed(argv)  # warm the page cache and .pyc files; not counted
-    walls, cpus = zip(*(timed(argv) for _ in range(runs)), strict=True)
-    return {
-        "median_s": statistics.median(walls),
-        "min_s": min(walls),
-        "max_s": max(walls),
-        "cpu_median_s": statistics.median(cpus),
-    }
+def medians(cases: dict[str, tuple[list[str], dict[str, str]]], runs: int) -> dict[str, dict[str, float]]:
+    """Each case's medians over ``runs``, the cases taking turns (a busy spell hits them alike)."""
+    for argv, env in cases.values():
+        timed(argv, env)  # warm the page cache and .pyc files; not counted
+    samples: dict[str, list[tuple[float, float]]] = {label: [] for label in cases}
+    for _ in range(runs):
+        for label, (argv, env) in cases.items():
+            samples[label].append(timed(argv, env))
+    out = {}
+    for label, pairs in samples.items():
+        walls, cpus = zip(*pairs, strict=True)
+        out[label] = {
+            "median_s": statistics.median(walls),
+            "min_s": min(walls),
+            "max_s": max(walls),
+            "cpu_median_s": statistics.median(cpus),
+        }
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--ingresses", type=int, default=1000)
-    parser.add_argument("--paths", type=int, default=10, help="paths (routes, Services) per Ingress")
+    parser.add_argument("--paths", type=int, default=10, help="paths (routes) per Ingress")
     parser.add_argument("--services", type=int, default=1, help="Services per Ingress (its paths share them)")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--format", choices=["yaml", "json"], default="yaml", help="translate's -o")
+    parser.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="also time the cpx package under DIR (e.g. another revision's core/ folder) first on PYTHONPATH",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable results")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="cpx-translate-bench-") as tmp:
@@ -129,13 +144,16 @@ def main() -> None:
         generate(folder, args.ingresses, args.paths, args.services)
         size = sum(p.stat().st_size for p in folder.iterdir())
         translate = [sys.executable, "-m", "cpx", "translate", "-o", args.format, str(folder)]
-        results = {
+        cases = {"cpx translate": (translate, ENV)}
+        if args.baseline:
+            cases["baseline"] = (translate, {**ENV, "PYTHONPATH": str(Path(args.baseline).resolve())})
+        cases["floor (start + read)"] = ([sys.executable, "-c", FLOOR_CODE, str(folder)], ENV)
+        results: dict[str, Any] = {
             "routes": args.ingresses * args.paths,
             "files": args.ingresses,
             "input_bytes": size,
             "runs": args.runs,
-            "translate": medians(translate, args.runs),
-            "floor": medians([sys.executable, "-c", FLOOR_CODE, str(folder)], args.runs),
+            "medians": medians(cases, args.runs),
         }
     if args.json:
         print(json.dumps(results, indent=2))
@@ -144,8 +162,7 @@ def main() -> None:
         f"{results['routes']} routes in {results['files']} files ({size / 1e6:.1f} MB), "
         f"median of {args.runs} whole-process runs:"
     )
-    for label, key in (("cpx translate", "translate"), ("floor (start + read)", "floor")):
-        r = results[key]
+    for label, r in results["medians"].items():
         print(
             f"  {label:22} {r['median_s']:.3f} s wall (min {r['min_s']:.3f}, max {r['max_s']:.3f}), "
             f"{r['cpu_median_s']:.3f} s CPU"
