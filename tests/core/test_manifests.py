@@ -145,3 +145,12 @@ def test_fast_loading_refuses_what_the_safe_loader_refuses(text: str) -> None:
     with pytest.raises((yaml.YAMLError, ValueError)) as fast:
         load_documents(text)
     assert str(fast.value) == str(safe.value)  # the same message, place (line, column) included
+
+
+def test_fast_loading_of_a_document_nested_past_pythons_stack() -> None:
+    text = "a: " + "[" * 990 + "x" + "]" * 990 + "\n"
+    [doc] = load_documents(text)
+    value, depth = doc["a"], 0
+    while isinstance(value, list):  # not ==: comparing such values exhausts the stack too
+        [value], depth = value, depth + 1
+    assert (depth, value) == (990, "x")

@@ -153,9 +153,13 @@ def load_documents(text: str) -> list[Any]:
             if aliases:
                 _check_expansion(node, len(docs))
                 docs.append(loader.construct_document(node))
-            else:
+                continue
+            try:
                 docs.append(_construct(loader, node))
+            except RecursionError:  # nested past Python's stack: the generic constructor does not recurse
                 loader.constructed_objects = {}
+                docs.append(loader.construct_document(node))
+            loader.constructed_objects = {}
         return docs
     finally:
         loader.dispose()
