@@ -106,16 +106,14 @@ if yaml.resolver.Resolver.yaml_path_resolvers:  # pragma: no cover - nothing in 
     raise ImportError("YAML path resolvers are registered: resolve_tag would ignore them")
 
 
-class NoPathResolvers:
-    """libyaml's composer and emitter call these around every node; with no path resolvers they do
-    nothing, so builtins that accept the same arguments stand in for the Python methods."""
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader, its per-node Python calls made cheap."""
 
+    resolve = staticmethod(resolve_tag)  # the composer asks for scalars and (value None) collections
+    # The composer calls these around every node; with no path resolvers they do nothing, so
+    # builtins that accept the same arguments stand in for the Python methods.
     descend_resolver = staticmethod(slice)
     ascend_resolver = staticmethod(tuple)
-
-
-class _Loader(NoPathResolvers, _Base):  # type: ignore[misc]
-    resolve = staticmethod(resolve_tag)  # the composer asks for scalars and (value None) collections
 
 
 _STR = "tag:yaml.org,2002:str"
