@@ -4,10 +4,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from cpx.errors import ManifestError
 from cpx.objects import ObjectKey
-from cpx.sources.manifests import ManifestSet, expand, is_manifest, parse_file
+from cpx.sources.manifests import ManifestSet, expand, is_manifest, load_documents, parse_file
 
 SERVICE = (
     "apiVersion: v1\nkind: Service\nmetadata: {name: %s, namespace: default}\nspec: {ports: [{port: 80}]}\n"
@@ -115,3 +116,41 @@ def test_an_object_in_two_files_is_served_from_the_first_whatever_the_order() ->
     assert s.remove_file(Path("a")) == ([second], [])
     assert s.remove_file(Path("b")) == ([], [second])
     assert s.holders(key) == ()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: 1\nb: yes\nc: ~\nd: 1.5\ne: 0o17\nf: 2024-01-02\ng: '3'\nh: [x, {i: j}]\n---\n- 1\n- z\n",
+        "<<: {a: 1}\nb: 2\n",  # a merge key without anchors
+        "? 1.5\n: x\n",  # a key that is not a string
+        "1: one\ntrue: yes\nnull: nothing\n",
+        "a: !!binary aGk=\nb: !!str 12\nc: !!float 1\nd: !!set {x}\n",
+        "=: value\n",
+        "- !!omap [{a: 1}]\n",
+        "",
+        "---\n---\nx\n",
+    ],
+)
+def test_fast_loading_builds_what_the_safe_loader_builds(text: str) -> None:
+    assert load_documents(text) == list(yaml.load_all(text, Loader=yaml.SafeLoader))
+
+
+@pytest.mark.parametrize(
+    "text", ["a: !custom 1\n", "a: !!int x\n", "a: 1\n a: 2\n", "? {a: 1}\n: x\n", "? [1]\n: x\n"]
+)
+def test_fast_loading_refuses_what_the_safe_loader_refuses(text: str) -> None:
+    with pytest.raises((yaml.YAMLError, ValueError)) as safe:
+        list(yaml.load_all(text, Loader=yaml.CSafeLoader))
+    with pytest.raises((yaml.YAMLError, ValueError)) as fast:
+        load_documents(text)
+    assert str(fast.value) == str(safe.value)  # the same message, place (line, column) included
+
+
+def test_fast_loading_of_a_document_nested_past_pythons_stack() -> None:
+    text = "a: " + "[" * 990 + "x" + "]" * 990 + "\n"
+    [doc] = load_documents(text)
+    value, depth = doc["a"], 0
+    while isinstance(value, list):  # not ==: comparing such values exhausts the stack too
+        [value], depth = value, depth + 1
+    assert (depth, value) == (990, "x")

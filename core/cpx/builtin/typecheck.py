@@ -139,22 +139,33 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
                     check(item, items, f"{path}[{i}]", problems)
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _may_nest(value: Any) -> bool:
+    # The common scalar types first: an ABC isinstance check for each of them cost more than the walk.
+    return type(value) not in _SCALARS and isinstance(value, Mapping | list)
+
+
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
-    # Paths are linked (parent, element) pairs, joined only for the answer.
+    # Paths are linked (parent, key, is_index) triples, spelt out only for the answer: formatting
+    # every key on the way cost more than the walk, for objects nearly always fine.  Scalars are
+    # not walked unless they are themselves past the limit.
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         item, depth, link = stack.pop()
         if depth > limit:
             parts: list[str] = []
             while link is not None:
-                link, element = link
-                parts.append(element)
+                link, element, is_index = link
+                parts.append(f"[{element}]" if is_index else f".{key_shown(element)}")
             return "".join(reversed(parts)).lstrip(".")
+        every = depth >= limit
         if isinstance(item, Mapping):
-            stack.extend((v, depth + 1, (link, f".{key_shown(k)}")) for k, v in item.items())
+            stack.extend((v, depth + 1, (link, k, False)) for k, v in item.items() if every or _may_nest(v))
         elif isinstance(item, list):
-            stack.extend((v, depth + 1, (link, f"[{i}]")) for i, v in enumerate(item))
+            stack.extend((v, depth + 1, (link, i, True)) for i, v in enumerate(item) if every or _may_nest(v))
     return None
 
 

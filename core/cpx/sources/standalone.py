@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
-import watchfiles
 
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
@@ -207,6 +206,8 @@ class StandaloneSource:
         watched = self._watch_roots(roots)
         if not watched:
             await wait_forever()
+        import watchfiles  # noqa: PLC0415 (`cpx translate` reads files without watching them)
+
         async for changes in watchfiles.awatch(*watched, debounce=50, step=20, recursive=True):
             for path in sorted({Path(p) for _change, p in changes}):
                 self.path_changed(path, roots, handler)

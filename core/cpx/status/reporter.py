@@ -13,14 +13,16 @@ import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import yaml
 
 from cpx.objects import ObjectKey
-from cpx.ops.metrics import Metrics
 from cpx.snapshot import ObjectStatus, SnapshotHandler
+
+if TYPE_CHECKING:  # prometheus_client is not for `cpx translate` to load
+    from cpx.ops.metrics import Metrics
 
 log = logging.getLogger("cpx.status.reporter")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
@@ -117,26 +118,71 @@ class Snapshot:
         return out
 
 
+@attrs.frozen
+class _MessageField:
+    """What :func:`_sort_maps` needs of a message-typed field, read from its descriptor once."""
+
+    name: str
+    json_name: str
+    is_map: bool
+    map_of_messages: bool  # a map whose values are messages, themselves to sort
+    is_repeated: bool
+
+
+@functools.cache
+def _message_fields(descriptor: Any) -> tuple[_MessageField, ...]:
+    """The fields of ``descriptor`` that are maps or may hold one (through an ``Any`` too).
+
+    Read from the descriptors once per type: the runtime answers every descriptor access anew, and
+    at 10k routes asking per rendered message took longer than rendering the JSON.
+    """
+    out = []
+    for field in descriptor.fields:
+        if field.message_type is None or not _may_hold_maps(field.message_type):
+            continue
+        is_map = field.message_type.GetOptions().map_entry
+        map_of_messages = is_map and field.message_type.fields_by_name["value"].message_type is not None
+        out.append(_MessageField(field.name, field.json_name, is_map, map_of_messages, field.is_repeated))
+    return tuple(out)
+
+
+_IN_PROGRESS: set[str] = set()
+
+
+@functools.cache
+def _may_hold_maps(descriptor: Any) -> bool:
+    """Whether a message of this type can contain a map field at any depth."""
+    name = descriptor.full_name
+    if name == "google.protobuf.Any" or descriptor.GetOptions().map_entry or name in _IN_PROGRESS:
+        return True  # an Any can hold anything; a type met again while open: assume so
+    _IN_PROGRESS.add(name)
+    try:
+        return any(f.message_type is not None and _may_hold_maps(f.message_type) for f in descriptor.fields)
+    finally:
+        _IN_PROGRESS.discard(name)
+
+
 def _sort_maps(message: Message, rendered: Any) -> Any:
     """``rendered`` (the JSON of ``message``) with every map's entries (e.g.
     ``typed_per_filter_config``) in key order: the protobuf runtime renders maps in no fixed
     order, and ``cpx translate`` output must not vary from run to run."""
     if not isinstance(rendered, dict):
         return rendered  # well-known types with their own JSON form (Duration, Struct, ...)
-    if message.DESCRIPTOR.full_name == "google.protobuf.Any":
+    descriptor = message.DESCRIPTOR
+    if descriptor.full_name == "google.protobuf.Any":
         any_message: Any = message
         inner = message_factory.GetMessageClass(
             descriptor_pool.Default().FindMessageTypeByName(any_message.TypeName())
         )()
         any_message.Unpack(inner)
         return _sort_maps(inner, rendered)
-    for field in message.DESCRIPTOR.fields:
-        if field.json_name not in rendered or field.message_type is None:
+    for field in _message_fields(descriptor):
+        if field.json_name not in rendered:
             continue
         value = getattr(message, field.name)
-        if field.message_type.GetOptions().map_entry:
+        if field.is_map:
             entries = sorted(rendered[field.json_name].items())
-            if field.message_type.fields_by_name["value"].message_type is not None:
+            if field.map_of_messages:
                 entries = [(k, _sort_maps(value[k], v)) for k, v in entries]
             rendered[field.json_name] = dict(entries)
         elif field.is_repeated:
