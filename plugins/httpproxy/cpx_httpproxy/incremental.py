@@ -14,13 +14,14 @@ the memoised parsed proxies: they are cheap, and exactly right by construction.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 from cpx import Lookups, ObjectKey, ReadIndex, SourceView, blame
 from cpx.dag import DAG
 
+from cpx_httpproxy.claims import Claims
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.proxies import Name, Proxy, ProxyRegistry, parse
 from cpx_httpproxy.roots import RootBuilder, Served, serve
@@ -72,8 +73,8 @@ class RootResult:
             status = registry.status_named(name)
             status.errors += errors
             status.warnings += warnings
-        for name in self.reached:
-            registry.reached(name)
+        if self.reached:
+            registry.orphaned.difference_update(self.reached)
         if self.served is not None:
             serve(dag, self.served)
 
@@ -107,21 +108,25 @@ class Memo:
     _revision: int = -1
     _listeners: bool = False
     proxies: dict[Name, Proxy] = attrs.field(factory=dict)
+    claims: Claims = attrs.field(factory=Claims)
+    # The proxies that changed in the last update; None when it started from scratch.
+    changed: set[Name] | None = None
     results: dict[Name, RootResult] = attrs.field(factory=dict)
     # What each result read from the source (by root key), and proxy name -> roots that looked it up.
     reads: ReadIndex = attrs.field(factory=ReadIndex)
     _proxy_readers: dict[Name, set[Name]] = attrs.field(factory=dict)
 
     def reset(self) -> None:
-        self._source, self._revision = None, -1
+        self._source, self._revision, self.changed = None, -1, None
         self.proxies.clear()
+        self.claims.clear()
         self.results.clear()
         self.reads.clear()
         self._proxy_readers.clear()
 
-    def update(self, source: SourceView, listeners: bool) -> set[Name]:
-        """Bring the parsed proxies up to date; returns the roots whose results are stale (after a
-        reset: none, as there are no results)."""
+    def update(self, source: SourceView, listeners: bool) -> None:
+        """Bring the parsed proxies and the claims up to date, and forget the results that are
+        stale: those of roots whose inputs changed and of proxies that are no unique roots now."""
         changes = None
         if self._source is not None and self._source() is source and listeners == self._listeners:
             changes = source.changes_since(self._revision)
@@ -132,8 +137,10 @@ class Memo:
             stale: set[Name] = set()
         else:
             stale = self._apply(source, changes)
+        stale |= self.claims.settle()
+        for name in stale:
+            self.forget(name)
         self._source, self._revision, self._listeners = weakref.ref(source), revision, listeners
-        return stale
 
     def _load(self, source: SourceView) -> None:
         for obj in source.list(HTTPPROXY):
@@ -141,6 +148,7 @@ class Memo:
 
     def _parse(self, obj: Mapping[str, Any]) -> None:
         proxy = parse(obj)
+        self.claims.replace(proxy.name, self.proxies.get(proxy.name), proxy)
         self.proxies[proxy.name] = proxy
 
     def _apply(self, source: SourceView, changes: Iterable[ObjectKey]) -> set[Name]:
@@ -156,12 +164,13 @@ class Memo:
             stale.add(name)
             obj = source.get(key)
             if obj is None:
-                self.proxies.pop(name, None)
+                self.claims.replace(name, self.proxies.pop(name, None), None)
                 continue
             added = added or name not in self.proxies
             self._parse(obj)
         if added:  # keep (namespace, name) order, as a fresh listing has it
             self.proxies = dict(sorted(self.proxies.items()))
+        self.changed = set(changed)
         return stale
 
     # -- root results ----------------------------------------------------------------------------
@@ -183,8 +192,3 @@ class Memo:
                 readers.discard(name)
                 if not readers:
                     del self._proxy_readers[read]
-
-    def keep_only(self, roots: Set[Name]) -> None:
-        """Drop the results of proxies that are no longer unique roots."""
-        for name in [n for n in self.results if n not in roots]:
-            self.forget(name)

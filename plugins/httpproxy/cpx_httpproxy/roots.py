@@ -143,7 +143,15 @@ class RootBuilder:
 def serve(dag: DAG, served: Served) -> None:
     """Add a root's virtual hosts to ``dag`` (fresh containers, shared route objects)."""
     host, policies, tls, tcp_proxy = served.host, served.policies, served.tls, served.tcp_proxy
-    _apply(dag.ensure_virtual_host(HTTP_LISTENER, host), policies, served.routes)
+    plain = dag.listeners[HTTP_LISTENER].virtual_hosts
+    vhost = plain.get(host)
+    if vhost is None:
+        # Most hosts are new to the build: one constructor call (this runs for every root).
+        plain[host] = VirtualHost(
+            host, dict(served.routes), policies.cors, policies.local_rate_limit, policies.ip_filter
+        )
+    else:
+        _apply(vhost, policies, served.routes)
     if tls is None:
         return
     if tls.passthrough and tcp_proxy is None:
