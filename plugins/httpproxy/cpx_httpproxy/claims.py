@@ -52,10 +52,10 @@ class Claims:
         if fqdn is None and self.roots.pop(name, None) is not None:
             self._left.add(name)
 
-    def settle(self) -> set[Name]:
+    def settle(self) -> tuple[set[Name], set[Name]]:
         """Regroup the FQDNs touched since the last call; returns the proxies that are no longer
-        unique roots."""
-        added = False
+        unique roots, and those that became unique roots."""
+        joined: set[Name] = set()
         for fqdn in self._touched:
             group = self.by_fqdn.get(fqdn)
             if not group:
@@ -64,15 +64,16 @@ class Claims:
             elif len(group) == 1:
                 self.duplicated.discard(fqdn)
                 ((name, proxy),) = group.items()
-                added = added or name not in self.roots
+                if name not in self.roots:
+                    joined.add(name)
                 self.roots[name] = proxy  # an existing key keeps its place
             else:
                 self.duplicated.add(fqdn)
                 for name in group:
                     if self.roots.pop(name, None) is not None:
                         self._left.add(name)
-        if added:
+        if joined:
             self.roots = dict(sorted(self.roots.items()))
         left = {name for name in self._left if name not in self.roots}
         self._touched, self._left = set(), set()
-        return left
+        return left, joined

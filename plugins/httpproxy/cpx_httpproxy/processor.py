@@ -165,20 +165,17 @@ class HTTPProxyProcessor:
     def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:
         memo = self.memo
         listeners = all(dag.get_listener(name) is not None for name in (HTTP_LISTENER, HTTPS_LISTENER))
-        memo.update(source, listeners)
+        todo = memo.update(source, listeners)
         registry = ProxyRegistry(proxies=memo.proxies)
         claims = memo.claims
-        registry.claim({fqdn: claims.by_fqdn[fqdn].values() for fqdn in claims.duplicated}, claims.non_roots)
+        registry.duplicates({fqdn: claims.by_fqdn[fqdn].values() for fqdn in claims.duplicated})
         self.built = 0
-        builder: RootBuilder | None = None
-        for name, root in claims.roots.items():
-            result = memo.results.get(name)
-            if result is None:
-                builder = builder or self._root_builder(dag, source, registry)
-                result = build_root(builder, root, source)
-                memo.keep(name, result)
+        if todo:
+            builder = self._root_builder(dag, source, registry)
+            for name in todo:
+                memo.keep(name, build_root(builder, claims.roots[name], source))
                 self.built += 1
-            result.replay(registry, dag)
+        memo.replay.apply(memo.results, registry, dag, claims.non_roots)
         # What the reused results read is what this build depends on, rebuilt or not.
         source.depend_on(memo.reads)
         return registry

@@ -78,10 +78,9 @@ class ProxyRegistry:
         """``name`` is included from a root: it is no orphan."""
         self.orphaned.discard(name)
 
-    def claim(self, duplicated: Mapping[str, Iterable[Proxy]], non_roots: Iterable[Name]) -> None:
+    def duplicates(self, duplicated: Mapping[str, Iterable[Proxy]]) -> None:
         """Every root of an FQDN claimed more than once gets DuplicateVhost (``duplicated``: the
-        claimants by lower-cased FQDN); every proxy that is not a root starts out orphaned."""
-        self.orphaned.update(non_roots)
+        claimants by lower-cased FQDN)."""
         for fqdn, group in duplicated.items():
             claimants = list(group)
             refs = ", ".join(sorted(p.ref for p in claimants))
