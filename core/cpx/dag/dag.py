@@ -223,6 +223,17 @@ class DAG:
             self._cluster_walk = tuple(walk)
         return iter(walk)
 
+    def cluster_walk(self) -> tuple[Cluster, ...]:
+        """:meth:`clusters` as a tuple (memoised once sealed).  Two builds whose routes hold the
+        very same nodes in the same order give equal tuples, compared at the cost of identity
+        checks: cheaper than hashing every node to compare :meth:`cluster_set`."""
+        if self._cluster_walk is not None:
+            return self._cluster_walk
+        walk = tuple(self._walk_clusters())
+        if self._sealed:
+            self._cluster_walk = walk
+        return walk
+
     def unique_clusters(self) -> tuple[Cluster, ...]:
         """:meth:`clusters` without repeats, in first-seen order (memoised once sealed)."""
         if self._unique_clusters is not None:
