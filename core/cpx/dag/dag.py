@@ -216,12 +216,7 @@ class DAG:
     # -- walking -------------------------------------------------------------------------------
     def clusters(self) -> Iterator[Cluster]:
         """Every cluster a route, mirror or TCP proxy references (with repeats)."""
-        if self._cluster_walk is not None:
-            return iter(self._cluster_walk)
-        walk = self._walk_clusters()
-        if self._sealed:
-            self._cluster_walk = tuple(walk)
-        return iter(walk)
+        return iter(self.cluster_walk())
 
     def cluster_walk(self) -> tuple[Cluster, ...]:
         """:meth:`clusters` as a tuple (memoised once sealed).  Two builds whose routes hold the
