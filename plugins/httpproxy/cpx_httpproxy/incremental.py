@@ -2,14 +2,14 @@
 whose result can change.
 
 Per root (a proxy with ``spec.virtualhost`` whose FQDN no other root claims) a
-:class:`~cpx_httpproxy.replay.RootResult` holds everything its build did: what it serves (:class:`~cpx_httpproxy.roots.Served`), the errors
-and warnings it recorded on itself and on the proxies it included, the proxies it reached (no
-orphans), the proxies it looked up by name (found or not) and what it read from the source.  A root
-is built again when one of those proxies or source objects changed; every other root's result is
-replayed into a fresh set of statuses and the new DAG (:class:`~cpx_httpproxy.replay.Replay`).
-Which roots are unique and which FQDNs are claimed twice is kept up to date proxy by proxy
-(:class:`~cpx_httpproxy.claims.Claims`); DuplicateVhost, orphans and the statuses of the proxies
-that may have a new one are worked out afresh every build.
+:class:`~cpx_httpproxy.replay.RootResult` holds everything its build did: what it serves, the
+errors and warnings it recorded on itself and on the proxies it included, the proxies it reached
+(no orphans), the proxies it looked up by name (found or not) and what it read from the source.
+A root is built again when one of those proxies or source objects changed; every other root's
+result is replayed into a fresh set of statuses and the new DAG
+(:class:`~cpx_httpproxy.replay.Replay`).  Which roots are unique and which FQDNs are claimed
+twice is kept up to date proxy by proxy (:class:`~cpx_httpproxy.claims.Claims`); DuplicateVhost,
+orphans and the statuses of the proxies that may have a new one are worked out every build.
 """
 
 from __future__ import annotations
