@@ -417,6 +417,30 @@ def test_unchanged_rebuild_keeps_resources_and_mapping(monkeypatch: pytest.Monke
     assert {name: id(r) for name, r in cache.contents().items()} == identities
 
 
+def test_the_very_same_nodes_are_not_even_hashed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Unchanged routes are reused between builds: their nodes are found unchanged by identity;
+    equal copies, or the same nodes in another order, still are by comparing the sets."""
+    nodes = [Cluster(upstream=ServicePort(namespace="ns", name=f"s{i}", port=80)) for i in range(3)]
+    cache = ClusterCache(Config())
+    cache.on_change(dag_of(*nodes))
+    before = cache.contents()
+    sets: list[DAG] = []
+    real = DAG.cluster_set
+
+    def recorded(dag: DAG) -> frozenset[Cluster]:
+        sets.append(dag)
+        return real(dag)
+
+    monkeypatch.setattr(DAG, "cluster_set", recorded)
+    cache.on_change(dag_of(*nodes))
+    assert sets == [] and cache.contents() is before
+    reordered = dag_of(*[copy(n) for n in reversed(nodes)])
+    cache.on_change(reordered)
+    assert sets == [reordered] and cache.contents() is before
+    cache.on_change(dag_of(*nodes[:2]))
+    assert list(cache.contents()) == sorted(cluster_name(n) for n in nodes[:2])
+
+
 def test_weight_and_route_level_fields_do_not_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     node = Cluster(upstream=KUARD)
     cache = ClusterCache(Config())

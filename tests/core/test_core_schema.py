@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
+from cpx.builtin.typecheck import too_deep
 from cpx.config import Config
 from cpx.objects import ObjectKey
 from cpx.plugins import PluginHost
@@ -125,3 +126,15 @@ def test_endpoint_addresses_match_the_address_type() -> None:
     ]
     assert validate_endpoint_slice(_slice(addressType="IPv6", endpoints=[{"addresses": ["::1"]}])) == []
     assert validate_endpoint_slice(_slice(addressType="FQDN", endpoints=[{"addresses": ["a.example"]}])) == []
+
+
+def test_too_deep_names_the_first_element_past_the_limit() -> None:
+    """Lists and maps count as levels, scalars as the level below their container; the path is that of
+    the first element found past the limit (the walk takes the last element of a container first)."""
+    value = {"a": [1, {"b": {}}], "c": {"d": "x", "e.f": [True, ["y"]]}}
+    assert too_deep(value, 3) == "c.e.f[1][0]"
+    assert too_deep(value, 2) == "c.e.f[1]"
+    assert too_deep(value, 4) is None
+    assert too_deep({"a": [1, {"b": {}}]}, 2) == "a[1].b"
+    assert too_deep({"a": [1, {"b": {}}]}, 3) is None
+    assert too_deep("scalar", 0) is None

@@ -11,6 +11,7 @@ Values are shown bounded and escaped (a tenant's CR/LF must not forge log lines 
 
 from __future__ import annotations
 
+import collections
 import json
 import re
 from collections.abc import Mapping
@@ -139,34 +140,46 @@ def check(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
                     check(item, items, f"{path}[{i}]", problems)
 
 
-_SCALARS = frozenset((str, int, float, bool, type(None)))
-
-
-def _may_nest(value: Any) -> bool:
-    # The common scalar types first: an ABC isinstance check for each of them cost more than the walk.
-    return type(value) not in _SCALARS and isinstance(value, Mapping | list)
-
-
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
-    """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
-    # Paths are linked (parent, key, is_index) triples, spelt out only for the answer: formatting
-    # every key on the way cost more than the walk, for objects nearly always fine.  Scalars are
-    # not walked unless they are themselves past the limit.
+    """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth).
+
+    Runs on every admitted object: only containers are stacked, and paths are kept as linked
+    (parent, key, in a map) triples, joined only for the answer.
+    """
+    if not _is_container(value):
+        return None if limit >= 0 else ""
+    if limit < 0:
+        return ""
     stack: list[tuple[Any, int, Any]] = [(value, 0, None)]
     while stack:
         item, depth, link = stack.pop()
-        if depth > limit:
-            parts: list[str] = []
-            while link is not None:
-                link, element, is_index = link
-                parts.append(f"[{element}]" if is_index else f".{key_shown(element)}")
-            return "".join(reversed(parts)).lstrip(".")
-        every = depth >= limit
-        if isinstance(item, Mapping):
-            stack.extend((v, depth + 1, (link, k, False)) for k, v in item.items() if every or _may_nest(v))
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1, (link, i, True)) for i, v in enumerate(item) if every or _may_nest(v))
+        in_map = not isinstance(item, list)
+        elements = enumerate(item) if not in_map else item.items()
+        if depth == limit:
+            last = collections.deque(elements, maxlen=1)
+            if last:  # its elements are one level too deep: the last one is looked at first
+                return _joined((link, last[0][0], in_map))
+            continue
+        stack.extend((v, depth + 1, (link, k, in_map)) for k, v in elements if _is_container(v))
     return None
+
+
+def _is_container(value: Any) -> bool:
+    kind = type(value)
+    if kind in _LEAVES:
+        return False
+    return kind is dict or kind is list or isinstance(value, list | Mapping)
+
+
+_LEAVES = frozenset((str, int, float, bool, type(None)))
+
+
+def _joined(link: Any) -> str:
+    parts: list[str] = []
+    while link is not None:
+        link, key, in_map = link
+        parts.append(f".{key_shown(key)}" if in_map else f"[{key}]")
+    return "".join(reversed(parts)).lstrip(".")
 
 
 def object_problems(obj: Any, schema: Schema) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 
@@ -78,6 +78,9 @@ class SecureVirtualHost(VirtualHost):
         if self.tcp_proxy is not None:
             return self.passthrough or self.secret is not None
         return self.secret is not None and bool(self.routes)
+
+
+_Host = TypeVar("_Host", bound=VirtualHost)
 
 
 @attrs.define(eq=False)
@@ -216,12 +219,18 @@ class DAG:
     # -- walking -------------------------------------------------------------------------------
     def clusters(self) -> Iterator[Cluster]:
         """Every cluster a route, mirror or TCP proxy references (with repeats)."""
+        return iter(self.cluster_walk())
+
+    def cluster_walk(self) -> tuple[Cluster, ...]:
+        """:meth:`clusters` as a tuple (memoised once sealed).  Two builds whose routes hold the
+        very same nodes in the same order give equal tuples, compared at the cost of identity
+        checks: cheaper than hashing every node to compare :meth:`cluster_set`."""
         if self._cluster_walk is not None:
-            return iter(self._cluster_walk)
-        walk = self._walk_clusters()
+            return self._cluster_walk
+        walk = tuple(self._walk_clusters())
         if self._sealed:
-            self._cluster_walk = tuple(walk)
-        return iter(walk)
+            self._cluster_walk = walk
+        return walk
 
     def unique_clusters(self) -> tuple[Cluster, ...]:
         """:meth:`clusters` without repeats, in first-seen order (memoised once sealed)."""
@@ -275,12 +284,15 @@ class DAG:
         """Drop what cannot be served: vhosts without routes, secure vhosts without a secret."""
         for name in list(self.listeners):
             listener = self.listeners[name]
-            listener.virtual_hosts = {k: v for k, v in sorted(listener.virtual_hosts.items()) if v.valid()}
-            listener.secure_virtual_hosts = {
-                k: v for k, v in sorted(listener.secure_virtual_hosts.items()) if v.valid()
-            }
+            listener.virtual_hosts = _valid_sorted(listener.virtual_hosts)
+            listener.secure_virtual_hosts = _valid_sorted(listener.secure_virtual_hosts)
             if not (listener.virtual_hosts or listener.secure_virtual_hosts):
                 del self.listeners[name]
         for name in [n for n in self._listener_nodes if n in self.listeners]:
             node = self._listener_nodes.pop(name)
             self._note_node(node, "Listener", f"listener name {name!r} is already used by a core listener")
+
+
+def _valid_sorted(hosts: dict[str, _Host]) -> dict[str, _Host]:
+    """The valid hosts by name (sorting the names alone: twice as fast as sorting the items)."""
+    return {name: hosts[name] for name in sorted(hosts) if hosts[name].valid()}

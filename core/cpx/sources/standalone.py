@@ -37,6 +37,7 @@ class ObjectSink(Protocol):
 # A file that has problems and changed less than this ago is read again once it settles: it may
 # be caught mid-write (an editor or `cp` writing in place), and then it is not malformed.
 SETTLE_SECONDS = 0.25
+WATCH_STEP_MS = 2
 
 
 @attrs.define(eq=False)
@@ -208,7 +209,10 @@ class StandaloneSource:
             await wait_forever()
         import watchfiles  # noqa: PLC0415 (`cpx translate` reads files without watching them)
 
-        async for changes in watchfiles.awatch(*watched, debounce=50, step=20, recursive=True):
+        # watchfiles reports a batch once a step passes without new events (so 1-2 steps after a
+        # write), and after at most `debounce` ms of steady events: 2 ms steps bring a change in
+        # 3-4 ms rather than 25-35 ms, for well under 1% of a core while idle.
+        async for changes in watchfiles.awatch(*watched, debounce=50, step=WATCH_STEP_MS, recursive=True):
             for path in sorted({Path(p) for _change, p in changes}):
                 self.path_changed(path, roots, handler)
 

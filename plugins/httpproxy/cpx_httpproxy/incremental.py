@@ -1,30 +1,32 @@
 """What the HTTPProxy processor keeps between builds, so that one change re-processes only the roots
 whose result can change.
 
-Per root (a proxy with ``spec.virtualhost`` whose FQDN no other root claims) a :class:`RootResult`
-holds everything its build did: what it serves (:class:`~cpx_httpproxy.roots.Served`), the errors
-and warnings it recorded on itself and on the proxies it included, the proxies it reached (no
-orphans), the proxies it looked up by name (found or not) and what it read from the source.  A root
-is built again when one of those proxies or source objects changed; every other root's result is
-replayed, in root order, into a fresh set of statuses and the new DAG.  The global parts (which
-roots are unique, DuplicateVhost, orphans, rendering every status) are recomputed every build from
-the memoised parsed proxies: they are cheap, and exactly right by construction.
+Per root (a proxy with ``spec.virtualhost`` whose FQDN no other root claims) a
+:class:`~cpx_httpproxy.replay.RootResult` holds everything its build did: what it serves, the
+errors and warnings it recorded on itself and on the proxies it included, the proxies it reached
+(no orphans), the proxies it looked up by name (found or not) and what it read from the source.
+A root is built again when one of those proxies or source objects changed; every other root's
+result is replayed into a fresh set of statuses and the new DAG
+(:class:`~cpx_httpproxy.replay.Replay`).  Which roots are unique and which FQDNs are claimed
+twice is kept up to date proxy by proxy (:class:`~cpx_httpproxy.claims.Claims`); DuplicateVhost,
+orphans and the statuses of the proxies that may have a new one are worked out every build.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
-from cpx import Lookups, ObjectKey, ReadIndex, SourceView, blame
-from cpx.dag import DAG
+from cpx import ObjectKey, ReadIndex, SourceView, blame
 
+from cpx_httpproxy.claims import Claims
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.proxies import Name, Proxy, ProxyRegistry, parse
-from cpx_httpproxy.roots import RootBuilder, Served, serve
-from cpx_httpproxy.status import ProxyStatus, SubCondition
+from cpx_httpproxy.replay import Replay, RootResult
+from cpx_httpproxy.roots import RootBuilder
+from cpx_httpproxy.status import ProxyStatus
 
 _PROXY_KIND = HTTPPROXY.group_kind
 
@@ -53,29 +55,6 @@ class RootScope(ProxyRegistry):
 
     def reached(self, name: Name) -> None:
         self.reached_names.append(name)
-
-
-@attrs.frozen(eq=False)
-class RootResult:
-    """One root's build, replayable into later builds while its inputs do not change."""
-
-    key: ObjectKey
-    served: Served | None
-    # Per proxy touched: (errors, warnings) the walk recorded, in order.
-    statuses: tuple[tuple[Name, tuple[SubCondition, ...], tuple[SubCondition, ...]], ...]
-    reached: tuple[Name, ...]
-    looked_up: frozenset[Name]  # the root itself and every proxy looked up by name
-    lookups: Lookups  # what the build read from the source
-
-    def replay(self, registry: ProxyRegistry, dag: DAG) -> None:
-        for name, errors, warnings in self.statuses:
-            status = registry.status_named(name)
-            status.errors += errors
-            status.warnings += warnings
-        for name in self.reached:
-            registry.reached(name)
-        if self.served is not None:
-            serve(dag, self.served)
 
 
 def build_root(builder: RootBuilder, root: Proxy, source: SourceView) -> RootResult:
@@ -107,21 +86,28 @@ class Memo:
     _revision: int = -1
     _listeners: bool = False
     proxies: dict[Name, Proxy] = attrs.field(factory=dict)
+    claims: Claims = attrs.field(factory=Claims)
+    replay: Replay = attrs.field(factory=Replay)
+    # The proxies that changed in the last update; None when it started from scratch.
+    changed: set[Name] | None = None
     results: dict[Name, RootResult] = attrs.field(factory=dict)
     # What each result read from the source (by root key), and proxy name -> roots that looked it up.
     reads: ReadIndex = attrs.field(factory=ReadIndex)
     _proxy_readers: dict[Name, set[Name]] = attrs.field(factory=dict)
 
     def reset(self) -> None:
-        self._source, self._revision = None, -1
+        self._source, self._revision, self.changed = None, -1, None
         self.proxies.clear()
+        self.claims.clear()
+        self.replay.clear()
         self.results.clear()
         self.reads.clear()
         self._proxy_readers.clear()
 
-    def update(self, source: SourceView, listeners: bool) -> set[Name]:
-        """Bring the parsed proxies up to date; returns the roots whose results are stale (after a
-        reset: none, as there are no results)."""
+    def update(self, source: SourceView, listeners: bool) -> list[Name]:
+        """Bring the parsed proxies and the claims up to date, and forget the results that are
+        stale: those of roots whose inputs changed and of proxies that are no unique roots now.
+        Returns the unique roots without a result, in order: the ones to build."""
         changes = None
         if self._source is not None and self._source() is source and listeners == self._listeners:
             changes = source.changes_since(self._revision)
@@ -132,8 +118,14 @@ class Memo:
             stale: set[Name] = set()
         else:
             stale = self._apply(source, changes)
+        left, joined = self.claims.settle()
+        for name in stale | left:
+            self.forget(name)
         self._source, self._revision, self._listeners = weakref.ref(source), revision, listeners
-        return stale
+        roots = self.claims.roots
+        if changes is None:
+            return list(roots)
+        return sorted(name for name in stale | joined if name in roots and name not in self.results)
 
     def _load(self, source: SourceView) -> None:
         for obj in source.list(HTTPPROXY):
@@ -141,6 +133,7 @@ class Memo:
 
     def _parse(self, obj: Mapping[str, Any]) -> None:
         proxy = parse(obj)
+        self.claims.replace(proxy.name, self.proxies.get(proxy.name), proxy)
         self.proxies[proxy.name] = proxy
 
     def _apply(self, source: SourceView, changes: Iterable[ObjectKey]) -> set[Name]:
@@ -156,18 +149,20 @@ class Memo:
             stale.add(name)
             obj = source.get(key)
             if obj is None:
-                self.proxies.pop(name, None)
+                self.claims.replace(name, self.proxies.pop(name, None), None)
                 continue
             added = added or name not in self.proxies
             self._parse(obj)
         if added:  # keep (namespace, name) order, as a fresh listing has it
             self.proxies = dict(sorted(self.proxies.items()))
+        self.changed = set(changed)
         return stale
 
     # -- root results ----------------------------------------------------------------------------
     def keep(self, name: Name, result: RootResult) -> None:
         self.forget(name)
         self.results[name] = result
+        self.replay.add(name, result)
         self.reads.add(result.key, result.lookups)
         for read in result.looked_up:
             self._proxy_readers.setdefault(read, set()).add(name)
@@ -176,6 +171,7 @@ class Memo:
         old = self.results.pop(name, None)
         if old is None:
             return
+        self.replay.remove(name, old)
         self.reads.discard(old.key)
         for read in old.looked_up:
             readers = self._proxy_readers.get(read)
@@ -183,8 +179,3 @@ class Memo:
                 readers.discard(name)
                 if not readers:
                     del self._proxy_readers[read]
-
-    def keep_only(self, roots: Set[Name]) -> None:
-        """Drop the results of proxies that are no longer unique roots."""
-        for name in [n for n in self.results if n not in roots]:
-            self.forget(name)

@@ -34,7 +34,6 @@ from cpx import (
     STATUS_ADDRESS_OPTION,
     Config,
     ConfigError,
-    ObjectKey,
     SourceView,
     load_balancer_status,
 )
@@ -44,7 +43,7 @@ from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
-from cpx_httpproxy.proxies import ProxyRegistry, Rendered
+from cpx_httpproxy.proxies import ProxyRegistry, Published
 from cpx_httpproxy.roots import RootBuilder
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
@@ -135,7 +134,7 @@ class HTTPProxyProcessor:
     # status.loadBalancer for every proxy, from the core's --ingress-status-address (as Contour).
     load_balancer: Mapping[str, Any] | None = None
     # The status each proxy got last build (kept, or reused, by the next one).
-    last_rendered: dict[ObjectKey, Rendered] = attrs.field(factory=dict)
+    published: Published | None = None
     memo: Memo = attrs.field(factory=Memo)
     # How many roots the last build built (not replayed): for tests and benchmarks.
     built: int = 0
@@ -150,30 +149,33 @@ class HTTPProxyProcessor:
         status."""
         try:
             registry = self._build(dag, source)
+            self.published = registry.publish(
+                dag,
+                clock=self.clock,
+                last=self.published,
+                changed=self.memo.changed,
+                load_balancer=self.load_balancer,
+            )
         except BaseException:
-            self.memo.reset()  # a half-applied update must not leak into the next build
+            # A half-applied update must not leak into the next build (nor its changes be lost
+            # to the statuses published from them): the next build starts from scratch.
+            self.memo.reset()
             raise
-        self.last_rendered = registry.publish(
-            dag, clock=self.clock, last=self.last_rendered, load_balancer=self.load_balancer
-        )
 
     def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:
         memo = self.memo
         listeners = all(dag.get_listener(name) is not None for name in (HTTP_LISTENER, HTTPS_LISTENER))
-        stale = memo.update(source, listeners)
+        todo = memo.update(source, listeners)
         registry = ProxyRegistry(proxies=memo.proxies)
-        roots = registry.unique_roots()
-        memo.keep_only({root.name for root in roots} - stale)
+        claims = memo.claims
+        registry.duplicates({fqdn: claims.by_fqdn[fqdn].values() for fqdn in claims.duplicated})
         self.built = 0
-        builder: RootBuilder | None = None
-        for root in roots:
-            result = memo.results.get(root.name)
-            if result is None:
-                builder = builder or self._root_builder(dag, source, registry)
-                result = build_root(builder, root, source)
-                memo.keep(root.name, result)
+        if todo:
+            builder = self._root_builder(dag, source, registry)
+            for name in todo:
+                memo.keep(name, build_root(builder, claims.roots[name], source))
                 self.built += 1
-            result.replay(registry, dag)
+        memo.replay.apply(memo.results, registry, dag, claims.non_roots)
         # What the reused results read is what this build depends on, rebuilt or not.
         source.depend_on(memo.reads)
         return registry

@@ -7,7 +7,7 @@ processor publishes every status once the tree is built.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 import attrs
@@ -78,53 +78,82 @@ class ProxyRegistry:
         """``name`` is included from a root: it is no orphan."""
         self.orphaned.discard(name)
 
-    def unique_roots(self) -> list[Proxy]:
-        """Roots whose FQDN no other root claims, in (namespace, name) order; the others get
-        DuplicateVhost.  Every proxy that is not a root starts out orphaned."""
-        by_fqdn: dict[str, list[Proxy]] = {}
-        for name, proxy in self.proxies.items():
-            vhost = proxy.spec.virtualhost
-            if vhost is None:
-                self.orphaned.add(name)
-                continue
-            by_fqdn.setdefault(vhost.fqdn.lower(), []).append(proxy)
-        roots = []
-        for fqdn, claimants in by_fqdn.items():
-            if len(claimants) == 1:
-                roots.append(claimants[0])
-                continue
+    def duplicates(self, duplicated: Mapping[str, Iterable[Proxy]]) -> None:
+        """Every root of an FQDN claimed more than once gets DuplicateVhost (``duplicated``: the
+        claimants by lower-cased FQDN)."""
+        for fqdn, group in duplicated.items():
+            claimants = list(group)
             refs = ", ".join(sorted(p.ref for p in claimants))
             message = f'fqdn "{fqdn}" is used in multiple HTTPProxies: {refs}'
             for proxy in claimants:
                 self.status_of(proxy).add_error(st.VIRTUAL_HOST_ERROR, "DuplicateVhost", message)
-        return sorted(roots, key=lambda p: (p.key.namespace, p.key.name))
 
     def publish(
         self,
         dag: DAG,
         *,
         clock: st.Clock,
-        last: Mapping[ObjectKey, Rendered],
+        last: Published | None,
+        changed: Set[Name] | None,
         load_balancer: Mapping[str, Any] | None,
-    ) -> dict[ObjectKey, Rendered]:
+    ) -> Published:
         """Orphan every proxy never reached, set every status and note on ``dag``; returns the
-        rendered statuses (the next build's ``last``)."""
+        rendered statuses (the next build's ``last``).
+
+        With ``changed`` (the proxies that changed since ``last``) only the proxies that may get
+        another status are looked at: those, and the ones with problems now or last time."""
         for name in self.orphaned:
             self.status_named(name).orphan()
-        rendered: dict[ObjectKey, Rendered] = {}
-        statuses = self.statuses
-        for name, proxy in self.proxies.items():
-            status = statuses.get(name)
+        previous = last.rendered if last is not None else {}
+        if last is None or changed is None:
+            out, names = Published(), list(self.proxies)
+        else:
+            out, names = last.copy(), sorted(changed | self.statuses.keys() | last.sticky)
+        for name in names:
+            proxy = self.proxies.get(name)
+            done = previous.get(name)
+            if proxy is None:
+                out.drop(name)
+                continue
+            status = self.statuses.get(name)
             errors, warnings = (tuple(status.errors), tuple(status.warnings)) if status else ((), ())
-            done = last.get(proxy.key)
             if done is None or not done.same(proxy, errors, warnings):
                 done = _render(proxy, self.status_named(name), done, clock, load_balancer)
-            rendered[proxy.key] = done
-            dag.set_status(proxy.key, done.status)
-            if status is not None:
-                for note in status.notes():
-                    dag.add_note(proxy.key, note)
-        return rendered
+            out.put(name, done)
+        dag.statuses.update(out.statuses)
+        for name, status in self.statuses.items():
+            key = self.proxies[name].key
+            for note in status.notes():
+                dag.add_note(key, note)
+        return out
+
+
+@attrs.define(eq=False)
+class Published:
+    """The statuses of the last build: per proxy what was rendered (the next build reuses it), the
+    same by object key (for the DAG), and the proxies to look at again even when unchanged."""
+
+    rendered: dict[Name, Rendered] = attrs.field(factory=dict)
+    statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
+    # Rendered with errors or warnings, or not reusable: may render differently next time.
+    sticky: set[Name] = attrs.field(factory=set)
+
+    def copy(self) -> Published:
+        return Published(dict(self.rendered), dict(self.statuses), set(self.sticky))
+
+    def put(self, name: Name, done: Rendered) -> None:
+        self.rendered[name] = done
+        self.statuses[done.proxy.key] = done.status
+        if done.errors or done.warnings or not done.reusable:
+            self.sticky.add(name)
+        else:
+            self.sticky.discard(name)
+
+    def drop(self, name: Name) -> None:
+        done = self.rendered.pop(name, None)
+        if done is not None:
+            del self.statuses[done.proxy.key]
+        self.sticky.discard(name)
 
 
 @attrs.frozen(eq=False)

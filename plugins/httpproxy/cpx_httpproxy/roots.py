@@ -141,19 +141,41 @@ class RootBuilder:
 
 
 def serve(dag: DAG, served: Served) -> None:
-    """Add a root's virtual hosts to ``dag`` (fresh containers, shared route objects)."""
-    host, policies, tls, tcp_proxy = served.host, served.policies, served.tls, served.tcp_proxy
-    _apply(dag.ensure_virtual_host(HTTP_LISTENER, host), policies, served.routes)
+    """Add a root's virtual hosts to ``dag``."""
+    add_plain(dag.listeners[HTTP_LISTENER].virtual_hosts, served)
+    serve_secure(dag, served)
+
+
+def add_plain(hosts: dict[str, VirtualHost], served: Served) -> None:
+    """Add a root's plain virtual host to a listener's ``hosts`` (a fresh container with shared,
+    frozen route objects)."""
+    vhost = hosts.get(served.host)
+    if vhost is None:
+        hosts[served.host] = new_plain(served)
+    else:
+        _apply(vhost, served.policies, served.routes)
+
+
+def new_plain(served: Served) -> VirtualHost:
+    policies = served.policies
+    return VirtualHost(
+        served.host, dict(served.routes), policies.cors, policies.local_rate_limit, policies.ip_filter
+    )
+
+
+def serve_secure(dag: DAG, served: Served) -> None:
+    """Add a root's secure virtual host, if it has one, to ``dag`` (after :func:`add_plain`)."""
+    tls, tcp_proxy = served.tls, served.tcp_proxy
     if tls is None:
         return
     if tls.passthrough and tcp_proxy is None:
         # Nothing to serve over TLS: without a certificate only a TCP proxy can use the SNI.
         return
-    secure = dag.ensure_secure_virtual_host(HTTPS_LISTENER, host)
+    secure = dag.ensure_secure_virtual_host(HTTPS_LISTENER, served.host)
     _configure_secure(secure, tls, tcp_proxy)
     if tcp_proxy is not None:
         return  # routes are not attached to a TCP-proxying virtual host
-    _apply(secure, policies, served.secure_routes)
+    _apply(secure, served.policies, served.secure_routes)
 
 
 def _has_fqdn(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:

@@ -45,6 +45,7 @@ from cpx_httpproxy.headers import (
     CONTOUR_NAMESPACE,
     CONTOUR_SERVICE_NAME,
     CONTOUR_SERVICE_PORT,
+    NO_HEADERS,
     HeaderPolicyError,
     headers_policy,
 )
@@ -303,6 +304,12 @@ def _header_and_cookie_policies(
 ) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]]:
     """Request/response header policies and cookie rewrites of a route or a service; an invalid
     one drops the route set, with Contour's type and reason for that level."""
+    if (
+        spec.request_headers_policy is None
+        and spec.response_headers_policy is None
+        and not spec.cookie_rewrite_policies
+    ):
+        return NO_HEADERS, NO_HEADERS, ()  # what most routes and services have: nothing to check
     request_message = "{} on request headers"
     with _drop_on(
         status, error_type, "RequestHeadersPolicyInvalid", request_message, catch=HeaderPolicyError

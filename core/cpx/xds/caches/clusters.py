@@ -78,17 +78,24 @@ class ClusterCache:
         # The DAG's distinct nodes last time: the same (mostly identical) nodes mean nothing to do.
         # A set, since only which nodes are used matters (equal names mean equal clusters).
         self._nodes: tuple[frozenset[Cluster], tuple[CustomNode, ...]] | None = None
+        # ... and the nodes as the DAG's routes hold them, in order: the very same nodes (the usual
+        # case, as unchanged routes are reused) are found equal without hashing each one.
+        self._walk: tuple[tuple[Cluster, ...], tuple[CustomNode, ...]] | None = None
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._kinds.bind(contributions.cluster_kinds)
-        self._nodes = None
+        self._nodes = self._walk = None
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
     def on_change(self, dag: DAG) -> None:
-        nodes = (dag.cluster_set(), dag.cluster_nodes())
+        walk = (dag.cluster_walk(), dag.cluster_nodes())
+        if walk == self._walk:
+            return
+        nodes = (dag.cluster_set(), walk[1])
         if nodes == self._nodes:
+            self._walk = walk
             return
         found: dict[str, Resource] = {}
         by_node: dict[Cluster, Entry] = {}
@@ -106,7 +113,7 @@ class ClusterCache:
                 continue
             found[res.name] = res
         self._by_node, self._by_shape = by_node, by_shape
-        self._nodes = nodes
+        self._nodes, self._walk = nodes, walk
         resources = {name: found[name] for name in sorted(found)}
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:

@@ -83,6 +83,8 @@ class EndpointCache:
         # Plugins' cluster kinds: which Service ports their own cluster nodes read.
         self._kinds: KindTranslator[ClusterKindSpec] = KindTranslator(self.type_url)
         self._plan: dict[str, tuple[Feed, ...]] | None = None
+        # The nodes as the DAG's routes held them when the plan was made (see ClusterCache._walk).
+        self._walk: tuple[tuple[Cluster, ...], tuple[CustomNode, ...]] | None = None
         self._node_feeds: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
         self._seen = -1
         # The source revision the CLAs last caught up with (a build or the fast path).
@@ -103,14 +105,17 @@ class EndpointCache:
         source = self._source
         if source is None:
             raise RuntimeError("EndpointCache.bind_source() must be called before the first DAG")
-        nodes = (dag.cluster_set(), dag.cluster_nodes())
-        plan = self._plan
-        if plan is None or nodes != self._nodes:
-            plan = self._plan_for(dag.unique_clusters(), node_service_ports(self._kinds, nodes[1]))
+        walk = (dag.cluster_walk(), dag.cluster_nodes())
+        plan, nodes = self._plan, self._nodes
+        if plan is None or nodes is None or walk != self._walk:  # the very same nodes: the same plan
+            nodes = (dag.cluster_set(), walk[1])
+            if plan is None or nodes != self._nodes:
+                plan = self._plan_for(dag.unique_clusters(), node_service_ports(self._kinds, nodes[1]))
         dirty = self._dirty_services(source)
         seen = source.revision
         if plan is self._plan and dirty is not None and not dirty:
             self._seen = self._endpoints_seen = seen
+            self._walk = walk
             return  # the same CLAs from the same slices
         by_service = self._by_service
         if plan is not self._plan:
@@ -128,6 +133,7 @@ class EndpointCache:
             else:
                 states[name] = self._refresh(name, feeds, source, old)
         self._states, self._by_service, self._plan, self._nodes = states, by_service, plan, nodes
+        self._walk = walk
         self._seen = self._endpoints_seen = seen
         resources = {name: state.resource for name, state in states.items()}
         # Same contents: hand out the same mapping, which observers can compare by identity.

@@ -1,0 +1,97 @@
+"""Root results, and replaying all of them into a build at the cost of the few that need it.
+
+A build replays every unique root's result.  Most results of a large configuration add one plain
+virtual host and nothing else: no error or warning, no included proxy, no TLS.  :class:`Replay`
+indexes the results by what replaying them does, so a build walks only the results with statuses,
+includes or TLS one by one, and adds every plain virtual host in one tight loop.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import attrs
+from cpx import Lookups, ObjectKey
+from cpx.dag import DAG
+
+from cpx_httpproxy.kinds import HTTP_LISTENER
+from cpx_httpproxy.proxies import Name, ProxyRegistry
+from cpx_httpproxy.roots import Served, add_plain, new_plain, serve_secure
+from cpx_httpproxy.status import SubCondition
+
+
+@attrs.frozen(eq=False)
+class RootResult:
+    """One root's build, replayable into later builds while its inputs do not change."""
+
+    key: ObjectKey
+    served: Served | None
+    # Per proxy touched: (errors, warnings) the walk recorded, in order.
+    statuses: tuple[tuple[Name, tuple[SubCondition, ...], tuple[SubCondition, ...]], ...]
+    reached: tuple[Name, ...]
+    looked_up: frozenset[Name]  # the root itself and every proxy looked up by name
+    lookups: Lookups  # what the build read from the source
+
+    def replay_statuses(self, registry: ProxyRegistry) -> None:
+        for name, errors, warnings in self.statuses:
+            status = registry.status_named(name)
+            status.errors += errors
+            status.warnings += warnings
+
+
+@attrs.define(eq=False)
+class Replay:
+    """The kept results by what replaying them does (see the module's docstring)."""
+
+    plain: dict[Name, Served] = attrs.field(factory=dict)
+    secure: set[Name] = attrs.field(factory=set)  # results that serve over TLS
+    with_statuses: set[Name] = attrs.field(factory=set)
+    reached: Counter[Name] = attrs.field(factory=Counter)  # proxy -> how many results reach it
+
+    def clear(self) -> None:
+        self.plain.clear()
+        self.secure.clear()
+        self.with_statuses.clear()
+        self.reached.clear()
+
+    def add(self, name: Name, result: RootResult) -> None:
+        if result.served is not None:
+            self.plain[name] = result.served
+            if result.served.tls is not None:
+                self.secure.add(name)
+        if result.statuses:
+            self.with_statuses.add(name)
+        self.reached.update(result.reached)
+
+    def remove(self, name: Name, result: RootResult) -> None:
+        self.plain.pop(name, None)
+        self.secure.discard(name)
+        self.with_statuses.discard(name)
+        self.reached.subtract(result.reached)
+        for reached in result.reached:
+            if self.reached[reached] <= 0:
+                del self.reached[reached]
+
+    def apply(
+        self,
+        results: Mapping[Name, RootResult],
+        registry: ProxyRegistry,
+        dag: DAG,
+        non_roots: Iterable[Name],
+    ) -> None:
+        """What replaying every result in root order does: the statuses they recorded (in root
+        order: a child included by several roots gets their errors in that order), the orphans
+        (proxies no root is and no result reached) and the virtual hosts they serve."""
+        for name in sorted(self.with_statuses):
+            results[name].replay_statuses(registry)
+        registry.orphaned.update(name for name in non_roots if name not in self.reached)
+        if self.plain:
+            hosts = dag.listeners[HTTP_LISTENER].virtual_hosts
+            if hosts:
+                for served in self.plain.values():
+                    add_plain(hosts, served)
+            else:  # no other processor added a plain host: every one is new
+                hosts.update((served.host, new_plain(served)) for served in self.plain.values())
+        for name in sorted(self.secure):
+            serve_secure(dag, self.plain[name])
