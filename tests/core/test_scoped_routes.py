@@ -115,6 +115,27 @@ def test_one_changed_host_changes_one_resource() -> None:
     assert scope_cache.contents() == kept  # the same hosts: the same scopes
 
 
+def test_a_changed_wildcard_host_or_a_new_host_rebuilds_only_what_holds_it() -> None:
+    cache = with_builtin_filters(RouteCache(SCOPED))
+    hosts = ["*", "*.wild.test", *(f"h{i}.test" for i in range(20))]
+    cache.on_change(dag_of(*hosts))
+    before = dict(cache.contents())
+    wild = dag_of(*hosts)
+    wild.ensure_virtual_host(HTTP, "*.wild.test").add_route(route("/new"))
+    cache.on_change(wild)
+    assert [n for n, r in cache.contents().items() if before.get(n) is not r] == [HTTP]
+    (wildcard,) = (v for v in configs(cache, wild)[HTTP].virtual_hosts if v.name == "*.wild.test")
+    assert {r.match.prefix for r in wildcard.routes} == {"/", "/new"}
+    middle = dict(cache.contents())
+    wild.ensure_virtual_host(HTTP, "new.test").add_route(route())  # a new host: the others stay
+    cache.on_change(wild)
+    after = cache.contents()
+    assert [n for n, r in after.items() if middle.get(n) is not r] == ["ingress_http/new.test"]
+    assert list(
+        route_v3.RouteConfiguration.FromString(after["ingress_http/new.test"].body).virtual_hosts[0].domains
+    ) == ["new.test"]
+
+
 def test_routes_that_allow_an_upgrade_say_so_for_the_guard() -> None:
     dag = dag_of()
     vhost = dag.ensure_virtual_host(HTTP, "ws.test")

@@ -114,6 +114,8 @@ class RouteCache:
         self.scoped = config.route_shape == "scoped"
         self._scoped_tail = _route_config_tail(scoped=True)
         self._scoped_configs: set[str] = set()  # RouteConfigurations reached through a scope
+        # Scoped shape, per listener: its plain RouteConfigurations as last built (see _scoped_plain).
+        self._scoped_memo: dict[str, _ScopedListener] = {}
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._http_filters = contributions.http_filters
@@ -135,14 +137,17 @@ class RouteCache:
         configs[HTTP_ROUTE_CONFIG] = []
         members: dict[str, list[VirtualHost]] = {}
         self._scoped_configs = {HTTP_ROUTE_CONFIG} if self.scoped else set()
+        scoped: dict[str, _ScopedListener] = {}
         for name in sorted(dag.listeners):
-            self._add_listener(dag.listeners[name], builder, configs, members)
+            self._add_listener(dag.listeners[name], builder, configs, members, scoped)
         self._check_skeletons(members)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
         self._vhosts = builder.current
         # In build order (listeners by name, their hosts by name): consumers sort names themselves.
         resources = {name: self._resource(name, vhosts) for name, vhosts in configs.items()}
-        self._entries = configs
+        for plain in scoped.values():
+            resources.update(plain.resources)
+        self._entries, self._scoped_memo = configs, scoped
         # Same contents: hand out the same mapping, which observers can compare by identity.
         if resources != self._resources:
             self._resources = resources
@@ -153,13 +158,15 @@ class RouteCache:
         builder: _Build,
         configs: dict[str, list[bytes]],
         members: dict[str, list[VirtualHost]],
+        scoped: dict[str, _ScopedListener],
     ) -> None:
         if listener.virtual_hosts:
             name = listener.http_route_config_name()
             vhosts = _by_name(listener.virtual_hosts.values())
             entries = builder.plain_vhosts(listener.name, vhosts)
             if self.scoped:
-                self._add_scoped(name, vhosts, entries, configs)
+                configs.pop(name, None)  # built with the listener's other plain configurations
+                scoped[name] = self._scoped_plain(name, vhosts, entries)
             else:
                 configs.setdefault(name, []).extend(entries)
             members.setdefault(name, []).extend(vhosts)
@@ -173,20 +180,47 @@ class RouteCache:
                 configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
                 members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
 
-    def _add_scoped(
-        self, name: str, vhosts: list[VirtualHost], entries: list[bytes], configs: dict[str, list[bytes]]
-    ) -> None:
-        """Each exact host in a RouteConfiguration of its own; the others in ``name``."""
-        shared = configs.setdefault(name, [])
-        scoped = self._scoped_configs
-        scoped.add(name)
-        for vhost, entry in zip(vhosts, entries, strict=True):
-            if is_exact(vhost.name):
-                own = host_route_config_name(name, vhost.name)
-                configs[own] = [entry]
-                scoped.add(own)
+    def _scoped_plain(self, name: str, vhosts: list[VirtualHost], entries: list[bytes]) -> _ScopedListener:
+        """A listener's plain RouteConfigurations in the scoped shape: each exact host its own,
+        the others together in ``name``.  Only the hosts whose entry changed since the last build
+        are assembled again: one changed host among 10k costs one RouteConfiguration."""
+        names = [v.name for v in vhosts]
+        memo = self._scoped_memo.get(name)
+        if memo is not None and memo.names == names:
+            if memo.entries == entries:
+                return memo
+            resources = dict(memo.resources)
+            shared_changed = False
+            for i, (new, old) in enumerate(zip(entries, memo.entries, strict=True)):
+                if new is old:
+                    continue
+                if is_exact(names[i]):
+                    own = host_route_config_name(name, names[i])
+                    resources[own] = self._scoped_config(own, [new], resources.get(own))
+                else:
+                    shared_changed = True
+            if shared_changed:
+                shared = [e for fqdn, e in zip(names, entries, strict=True) if not is_exact(fqdn)]
+                resources[name] = self._scoped_config(name, shared, resources.get(name))
+            return _ScopedListener(names, entries, resources)
+        before = self._resources
+        resources: dict[str, Resource] = {}
+        shared = []
+        for fqdn, entry in zip(names, entries, strict=True):
+            if is_exact(fqdn):
+                own = host_route_config_name(name, fqdn)
+                resources[own] = self._scoped_config(own, [entry], before.get(own))
             else:
                 shared.append(entry)
+        resources[name] = self._scoped_config(name, shared, before.get(name))
+        return _ScopedListener(names, entries, resources)
+
+    def _scoped_config(self, name: str, vhosts: list[bytes], previous: Resource | None) -> Resource:
+        head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
+        body = b"".join((head, *vhosts, self._scoped_tail))
+        if previous is not None and previous.body == body:
+            return previous
+        return Resource(name, self.type_url, body, content_version(body))
 
     def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
@@ -232,6 +266,15 @@ class RouteCache:
         if previous is not None and previous.body == body:
             return previous
         return Resource(name, self.type_url, body, content_version(body))
+
+
+@attrs.frozen(eq=False)
+class _ScopedListener:
+    """What :meth:`RouteCache._scoped_plain` built for one listener, to compare the next build with."""
+
+    names: list[str]  # its plain virtual hosts, by name
+    entries: list[bytes]  # their encoded entries, in that order
+    resources: dict[str, Resource]  # its plain RouteConfigurations by name
 
 
 def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
