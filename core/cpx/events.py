@@ -199,6 +199,9 @@ class EventHandler:
             self.pipeline.rebuilds,
         )
         await self._publish(snapshot)
+        # Envoy first: let the woken xDS streams send the new configuration before status
+        # reporting (synchronous, on this loop) runs.
+        await asyncio.sleep(0)
         try:
             self.on_rebuild(self.pipeline)
         except Exception:

@@ -79,7 +79,7 @@ def eds_name(cluster: Resource) -> str | None:
     name = None
     if msg.type == cluster_pb2.Cluster.EDS:
         name = str(msg.eds_cluster_config.service_name or msg.name)
-    if len(_eds_names) >= 1 << 14:
+    if len(_eds_names) >= 1 << 17:  # well above the clusters of one snapshot (30k and more)
         _eds_names.clear()
     _eds_names[cluster.version] = name
     return name
@@ -182,6 +182,8 @@ class Stream:
     sequencer: Sequencer | None = attrs.field(
         default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
     )
+    # The EDS names the clusters of a snapshot need, for the clusters and endpoints last asked about.
+    _eds_wanted: tuple[TypeSnapshot, TypeSnapshot, set[str]] | None = None
 
     @property
     def who(self) -> str:
@@ -223,8 +225,12 @@ class Stream:
         if eds is None:
             return True
         endpoints = view.get(ENDPOINT)
-        wanted = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
-        return eds._holds(ENDPOINT, endpoints, {n for n in wanted if n is not None})
+        memo = self._eds_wanted
+        if memo is None or memo[0] is not current.get(CLUSTER) or memo[1] is not endpoints:
+            # Once per new clusters or endpoints: one pass over every cluster.
+            named = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
+            memo = self._eds_wanted = (current.get(CLUSTER), endpoints, {n for n in named if n is not None})
+        return eds._holds(ENDPOINT, endpoints, memo[2])
 
     def _routing_settled(self) -> bool:
         carriers = ((t, self.hub.carrier(self, t)) for t in ROUTING)
