@@ -200,8 +200,9 @@ class EventHandler:
         )
         await self._publish(snapshot)
         # Envoy first: let the woken xDS streams send the new configuration before status
-        # reporting (synchronous, on this loop) runs.
+        # reporting (synchronous, on this loop) runs and the replaced DAG is freed.
         await asyncio.sleep(0)
+        self.pipeline.release_retired()
         try:
             self.on_rebuild(self.pipeline)
         except Exception:

@@ -114,6 +114,9 @@ class SnapshotHandler:
     # What changed_statuses() last saw: the source revision, the DAG's statuses and notes, rejections.
     _status_revision: int = -1
     _status_inputs: tuple[dict[ObjectKey, Any], ...] | None = None
+    # The DAG a build replaced, freed by release_retired() once the new snapshot is on its way:
+    # freeing 10k virtual hosts takes milliseconds a change should not wait for.
+    _retired: DAG | None = None
 
     @classmethod
     def create(cls, host: PluginHost, config: Config) -> SnapshotHandler:
@@ -207,7 +210,7 @@ class SnapshotHandler:
         finally:
             if collecting:
                 gc.enable()
-        self.dag, self.snapshot = dag, snapshot
+        self._retired, self.dag, self.snapshot = self.dag, dag, snapshot
         self.last_build_error = None
         self._published_from, self._good_revision = self._good_revision, self.source.revision
         self.rebuilds += 1
@@ -407,6 +410,10 @@ class SnapshotHandler:
             return None
         self.snapshot = self._make_snapshot()
         return self.snapshot
+
+    def release_retired(self) -> None:
+        """Free the DAG the last build replaced (the serving loop calls this after publishing)."""
+        self._retired = None
 
     def _make_snapshot(self) -> Snapshot:
         types: dict[str, TypeSnapshot] = {}

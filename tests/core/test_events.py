@@ -44,6 +44,9 @@ class RecordingPipeline:
         self.rebuilds += 1
         return self.snapshot
 
+    def release_retired(self) -> None:
+        pass
+
     def endpoints_changed(self, services: set[tuple[str, str]]) -> Snapshot | None:
         self.endpoint_calls.append(set(services))
         return Snapshot({})
