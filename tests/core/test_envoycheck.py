@@ -210,14 +210,9 @@ def test_rendering_resolves_every_ads_reference(good: Snapshot) -> None:
     address = web.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.socket_address
     assert (address.address, address.port_value) == ("127.0.0.1", 18080)
     assert [s.name for s in static.secrets] == list(good.get(SECRET).resources)
-    managers = []
+    managers = _managers(static.listeners)
     for listener in static.listeners:
         for chain in listener.filter_chains:
-            for network_filter in chain.filters:
-                if network_filter.typed_config.Is(HCM.DESCRIPTOR):
-                    hcm = HCM()
-                    network_filter.typed_config.Unpack(hcm)
-                    managers.append(hcm)
             if chain.HasField("transport_socket"):
                 tls = tls_pb2.DownstreamTlsContext()
                 chain.transport_socket.typed_config.Unpack(tls)

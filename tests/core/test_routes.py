@@ -161,7 +161,7 @@ def test_secure_vhosts_get_their_own_configs() -> None:
     tcp = dag.ensure_secure_virtual_host(HTTPS, "tcp.com")
     tcp.passthrough, tcp.tcp_proxy = True, TCPProxy(clusters=(backend(),))
     configs = translate(dag)
-    assert list(configs) == ["https/example.com", "https/other.com", "ingress_http"]
+    assert sorted(configs) == ["https/example.com", "https/other.com", "ingress_http"]
     (vhost,) = configs["https/other.com"].virtual_hosts
     assert vhost.name == "other.com" and vhost.routes[0].match.prefix == "/secure"
 
@@ -186,7 +186,7 @@ def test_plugin_listener_names() -> None:
     svh.secret = SECRET
     svh.add_route(prefix())
     # The static ingress_http is always served (Envoy's static listener waits for it).
-    assert list(translate(dag)) == ["https/example.com", "ingress_http", "plugin-http"]
+    assert sorted(translate(dag)) == ["https/example.com", "ingress_http", "plugin-http"]
 
 
 # -- matches ---------------------------------------------------------------------------------------

@@ -204,16 +204,16 @@ class RouteCache:
                 resources[name] = self._scoped_config(name, shared, resources.get(name))
             return _ScopedListener(names, entries, resources)
         before = self._resources
-        resources: dict[str, Resource] = {}
-        shared = []
+        built: dict[str, Resource] = {}
+        others = []
         for fqdn, entry in zip(names, entries, strict=True):
             if is_exact(fqdn):
                 own = host_route_config_name(name, fqdn)
-                resources[own] = self._scoped_config(own, [entry], before.get(own))
+                built[own] = self._scoped_config(own, [entry], before.get(own))
             else:
-                shared.append(entry)
-        resources[name] = self._scoped_config(name, shared, before.get(name))
-        return _ScopedListener(names, entries, resources)
+                others.append(entry)
+        built[name] = self._scoped_config(name, others, before.get(name))
+        return _ScopedListener(names, entries, built)
 
     def _scoped_config(self, name: str, vhosts: list[bytes], previous: Resource | None) -> Resource:
         head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)

@@ -17,6 +17,7 @@ from cpx.sources.cache import SourceCache
 from cpx.xds import resource
 from cpx.xds.caches.clusters import cds_shape
 from cpx.xds.caches.routes import FALLBACK_ROUTE_CONFIG
+from cpx.xds.envoy.scoped import host_route_config_name, is_exact
 from cpx.xds.naming import cluster_name, secret_name
 
 Origins = dict[str, set[ObjectKey]]
@@ -86,6 +87,11 @@ def _route_config_origins(dag: DAG, source: SourceCache | None) -> Origins:
         if listener.virtual_hosts:
             name = listener.http_route_config_name()
             out.setdefault(name, set()).update(_vhost_origins(listener.virtual_hosts.values()))
+            # The scoped route shape: each exact host's own RouteConfiguration (and scope).
+            for vhost in listener.virtual_hosts.values():
+                if is_exact(vhost.name):
+                    own = host_route_config_name(name, vhost.name)
+                    out.setdefault(own, set()).update(_vhost_origins([vhost]))
         for vhost in listener.secure_virtual_hosts.values():
             found = _route_origins(vhost.routes.values())
             out.setdefault(listener.secure_route_config_name(vhost.name), set()).update(found)
@@ -128,6 +134,7 @@ def _endpoint_origins(dag: DAG, source: SourceCache | None) -> Origins:
 
 _ORIGINS_BY_TYPE: dict[str, Callable[[DAG, SourceCache | None], Origins]] = {
     resource.ROUTE: _route_config_origins,
+    resource.SCOPED_ROUTE: _route_config_origins,  # a scope is named after its RouteConfiguration
     resource.LISTENER: _listener_resource_origins,
     resource.SECRET: _secret_origins,
     resource.CLUSTER: _cluster_origins,
