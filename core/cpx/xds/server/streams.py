@@ -117,6 +117,7 @@ class StreamHub:
         self.metrics.xds_connections.inc()
 
     def remove(self, stream: Stream) -> None:
+        stream.release()
         self.streams.discard(stream)
         peers = self._by_node.get(stream.node_id)
         if peers is not None:
@@ -192,6 +193,14 @@ class Stream:
 
     def on_request(self, request: Any) -> None:
         raise NotImplementedError
+
+    def release(self) -> None:
+        """Drop what an ended stream holds: a stream can linger in a reference cycle (its task,
+        an exception's traceback) until the cyclic collector runs, and a burst of short-lived
+        streams must not keep their watches and views alive meanwhile."""
+        self._unanswered.clear()
+        self._eds_wanted = None
+        self.sequencer = None
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
         """The responses the stream's state calls for, in make-before-break order."""
@@ -362,6 +371,10 @@ class SotwWatch:
 @attrs.define(eq=False)
 class SotwStream(Stream):
     by_type: dict[str, SotwWatch] = attrs.field(factory=dict)
+
+    def release(self) -> None:
+        super().release()
+        self.by_type.clear()
 
     def watches(self) -> Mapping[str, SotwWatch]:
         return self.by_type
@@ -572,6 +585,10 @@ class DeltaWatch:
 @attrs.define(eq=False)
 class DeltaStream(Stream):
     by_type: dict[str, DeltaWatch] = attrs.field(factory=dict)
+
+    def release(self) -> None:
+        super().release()
+        self.by_type.clear()
 
     def watches(self) -> Mapping[str, DeltaWatch]:
         return self.by_type
