@@ -199,14 +199,15 @@ class EventHandler:
             self.pipeline.rebuilds,
         )
         await self._publish(snapshot)
-        # Envoy first: let the woken xDS streams send the new configuration before status
-        # reporting (synchronous, on this loop) runs and the replaced DAG is freed.
-        await asyncio.sleep(0)
-        self.pipeline.release_retired()
+        # Statuses are reported before the woken xDS streams run (this is synchronous): once an
+        # Envoy has a change, its objects' statuses say so.
         try:
             self.on_rebuild(self.pipeline)
         except Exception:
             log.exception("status reporting failed")
+        # The replaced DAG is freed once the streams have sent the new configuration.
+        await asyncio.sleep(0)
+        self.pipeline.release_retired()
 
     async def _publish_endpoints(self) -> None:
         services, self._endpoint_services = self._endpoint_services, set()
