@@ -70,6 +70,28 @@ def elector(api: Any, identity: str, events: list[str] | None = None, **kw: Any)
     )
 
 
+async def test_a_release_racing_a_late_renewal_still_gives_the_lease_up(
+    kmock: kmock.KubernetesEmulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cancelled campaign cannot stop a renewal already running in its thread: when that write
+    # lands between the release's read and write, the release's write conflicts.
+    api = api_client_for(kmock)
+    leader = elector(api, "a")
+    assert await asyncio.to_thread(leader._try_acquire_or_renew) is True
+    update = leader._update
+    raced: list[bool] = []
+
+    def renewal_lands_first(meta: Any, spec: Any) -> bool:
+        if not raced:
+            raced.append(update(meta, {**spec, "holderIdentity": "a", "renewTime": spec["renewTime"]}))
+        return update(meta, spec)
+
+    monkeypatch.setattr(leader, "_update", renewal_lands_first)
+    await asyncio.to_thread(leader._release)
+    assert raced == [True]
+    assert (await lease(api))["spec"]["holderIdentity"] == ""
+
+
 async def test_one_of_two_leads_and_the_other_takes_over_when_it_stops(
     kmock: kmock.KubernetesEmulator,
 ) -> None:

@@ -46,6 +46,7 @@ log = logging.getLogger("cpx.status.leader")
 
 LEASE = GroupVersionKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases")
 JITTER_FACTOR = 1.2  # client-go's JitterFactor: the acquire retry waits retry_period * [1, 1.2)
+RELEASE_ATTEMPTS = 3  # a conflicting write (a renewal still in flight) is retried this often
 _DEFAULTS = StatusWritingOptions()
 
 
@@ -280,19 +281,25 @@ class LeaderElector:
         return True
 
     def _release(self) -> None:
-        """Give the lease up (client-go's release): an empty holder, lease duration 1 s."""
+        """Give the lease up (client-go's release): an empty holder, lease duration 1 s.
+
+        A renewal still in flight when the campaign was cancelled (its thread cannot be) may
+        land between the read and the write: the conflict is retried, or the follower would
+        wait for the lease to expire."""
         path = object_path(LEASE, self.namespace, self.name)
-        lease = request_json(self.api_client, "GET", path, timeout=self._request_timeout)
-        spec = lease.get("spec") or {}
-        if spec.get("holderIdentity") != self.identity:
-            return
-        now = micro_time(dt.datetime.now(dt.UTC))
-        released = {
-            "holderIdentity": "",
-            "leaseDurationSeconds": 1,
-            "acquireTime": now,
-            "renewTime": now,
-            "leaseTransitions": spec.get("leaseTransitions") or 0,
-        }
-        if self._update(lease.get("metadata") or {}, released):
-            log.info("%s released the lease %s/%s", self.identity, self.namespace, self.name)
+        for _attempt in range(RELEASE_ATTEMPTS):
+            lease = request_json(self.api_client, "GET", path, timeout=self._request_timeout)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            now = micro_time(dt.datetime.now(dt.UTC))
+            released = {
+                "holderIdentity": "",
+                "leaseDurationSeconds": 1,
+                "acquireTime": now,
+                "renewTime": now,
+                "leaseTransitions": spec.get("leaseTransitions") or 0,
+            }
+            if self._update(lease.get("metadata") or {}, released):
+                log.info("%s released the lease %s/%s", self.identity, self.namespace, self.name)
+                return
