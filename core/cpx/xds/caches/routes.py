@@ -113,7 +113,6 @@ class RouteCache:
         self._http_filters: HttpFilters = ()
         self.scoped = config.route_shape == "scoped"
         self._scoped_tail = _route_config_tail(scoped=True)
-        self._scoped_configs: set[str] = set()  # RouteConfigurations reached through a scope
         # Scoped shape, per listener: its plain RouteConfigurations as last built (see _scoped_plain).
         self._scoped_memo: dict[str, _ScopedListener] = {}
 
@@ -136,7 +135,6 @@ class RouteCache:
         # waits for a route table that does not exist.
         configs[HTTP_ROUTE_CONFIG] = []
         members: dict[str, list[VirtualHost]] = {}
-        self._scoped_configs = {HTTP_ROUTE_CONFIG} if self.scoped else set()
         scoped: dict[str, _ScopedListener] = {}
         for name in sorted(dag.listeners):
             self._add_listener(dag.listeners[name], builder, configs, members, scoped)
@@ -261,7 +259,9 @@ class RouteCache:
         if previous is not None and self._entries.get(name) == vhosts:
             return previous  # the same entries (mostly the same bytes objects): the same body
         head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
-        tail = self._scoped_tail if name in self._scoped_configs else self._tail
+        # Scoped listeners' plain configurations are built by _scoped_plain; what comes here in the
+        # scoped shape behind a scope is only an ingress_http without virtual hosts.
+        tail = self._scoped_tail if self.scoped and name == HTTP_ROUTE_CONFIG else self._tail
         body = b"".join((head, *vhosts, tail))
         if previous is not None and previous.body == body:
             return previous
