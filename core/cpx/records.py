@@ -112,6 +112,12 @@ class ProcessorSpec:
     """A DAG processor: ``factory(config)`` builds it once per run; its ``run(dag, source)`` is
     called on every build, in the order of ``phase`` then ``after``/``before`` then name.
 
+    ``accessors_only=True`` declares that it changes virtual hosts only through the DAG's
+    accessors (``ensure_*``, ``get_*``, ``virtual_hosts()``, which copy a frozen host on write) or
+    not at all.  Without it (what a processor written before frozen hosts may assume), every
+    frozen host in the DAG is copied before it runs, so it may edit any host it finds, at the cost
+    of that copy in every build and of the caches' identity fast path (docs/design/0021).
+
     **Example**::
 
         ProcessorSpec(name="ingress", factory=IngressProcessor, phase=Phase.ROUTES, after=("listeners",))
@@ -123,6 +129,7 @@ class ProcessorSpec:
     after: tuple[str, ...] = ()
     before: tuple[str, ...] = ()
     description: str = ""
+    accessors_only: bool = False
 
 
 @attrs.frozen(kw_only=True)

@@ -128,7 +128,9 @@ class SnapshotHandler:
             secret_policy=host.secret_access_permitted,
             external_names=ExternalNamePolicy(enabled=config.option(ENABLE_EXTERNAL_NAMES) is True),
         )
-        processors = [(spec.name, spec.factory(config)) for spec in host.processors()]
+        specs = host.processors()
+        processors = [(spec.name, spec.factory(config)) for spec in specs]
+        accessors_only = frozenset(spec.name for spec in specs if spec.accessors_only)
         caches = [spec.factory(config) for spec in host.resource_caches()]
         contributions = host.xds_contributions()
         for cache in caches:
@@ -137,7 +139,8 @@ class SnapshotHandler:
             if isinstance(cache, SourceBound):
                 cache.bind_source(source.view)
         writers = {w.gvk.group_kind: w for w in host.status_writers()}
-        return cls(host, config, source, Builder(processors), caches, watches, writers)
+        builder = Builder(processors, accessors_only)
+        return cls(host, config, source, builder, caches, watches, writers)
 
     # -- input -----------------------------------------------------------------------------------
     def watch_for(self, obj: Mapping[str, Any], key: ObjectKey | None = None) -> WatchSpec:

@@ -93,6 +93,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         factory=ListenerProcessor,
         phase=Phase.LISTENERS,
         description="the static ingress_http and ingress_https listeners",
+        accessors_only=True,
     )
 
 

@@ -55,6 +55,9 @@ def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
 @attrs.define(eq=False)
 class Builder:
     processors: Sequence[tuple[str, Processor]]
+    # The processors that change virtual hosts only through the DAG's accessors
+    # (ProcessorSpec.accessors_only); before any other one runs, frozen hosts are copied.
+    accessors_only: frozenset[str] = frozenset()
     # What each processor read in the last build (the source keeps their union: see
     # SourceCache.build_recording).
     reads: dict[str, Lookups] = attrs.field(factory=dict)
@@ -65,6 +68,8 @@ class Builder:
         self.reads = {}
         with source.build_recording(), attributing_reads(source):
             for name, processor in self.processors:
+                if name not in self.accessors_only:
+                    dag.thaw()
                 with source.recording() as reads:
                     processor.run(dag, view)
                 self.reads[name] = reads

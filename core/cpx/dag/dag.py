@@ -7,13 +7,22 @@ Accessors follow Contour: ``get_*`` returns None when absent, ``ensure_*`` gets 
 
 The builder seals the DAG once the processors are done (:meth:`DAG.seal`); from then on walks
 such as :meth:`DAG.clusters` are computed once and shared by every cache that asks.
+
+Virtual hosts are frozen when the DAG is sealed, and a processor may freeze the ones it keeps
+between builds and install them again as they are (:meth:`DAG.add_virtual_hosts`): an unchanged
+host is then the very same object build after build, which the caches skip by identity, so one
+changed host among 10k costs one host's work (docs/design/0021).  The DAG's accessors
+(``ensure_*``, ``get_*``, :meth:`DAG.virtual_hosts`) hand a processor a private copy of a frozen
+host (copy on write); a frozen host's routes refuse changes.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator
-from typing import Any, TypeVar
+import itertools
+from collections.abc import Iterator, Mapping
+from operator import attrgetter
+from typing import Any, NoReturn, Self, TypeVar
 
 import attrs
 
@@ -38,6 +47,21 @@ class Protocol(enum.Enum):
     HTTPS = "HTTPS"
 
 
+class FrozenRoutes(dict[str, Route]):
+    """The routes of a frozen virtual host: a dict to read, refusing every change."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> NoReturn:
+        raise TypeError(
+            "the virtual host is frozen (kept between builds or sealed): change a copy from the DAG's "
+            "accessors (ensure_virtual_host, get_virtual_host, virtual_hosts) instead"
+        )
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = __ior__ = _refuse
+
+    def __reduce__(self) -> tuple[type[dict[str, Route]], tuple[dict[str, Route]]]:
+        return (dict, (dict(self),))  # copies (copy.deepcopy, pickle) are plain, mutable dicts
+
+
 @attrs.define(eq=False)
 class VirtualHost:
     """A set of routes served for one host name (``*`` for any)."""
@@ -50,6 +74,10 @@ class VirtualHost:
     ip_filter: IPFilter | None = None
     # Plugins' typed data, read by their HTTP filters' per-virtual-host configs.
     attachments: Attachments = NO_ATTACHMENTS
+    # Set by freeze(): whether it can be served and the clusters it uses, computed once.
+    _frozen: bool = attrs.field(default=False, init=False, repr=False)
+    _valid: bool = attrs.field(default=False, init=False, repr=False)
+    _cluster_refs: tuple[Cluster, ...] = attrs.field(default=(), init=False, repr=False)
 
     def policies(self) -> tuple[object, ...]:
         """Everything besides the name that per-virtual-host filter configs may read: translation
@@ -60,7 +88,32 @@ class VirtualHost:
         self.routes[route.match_key()] = route
 
     def valid(self) -> bool:
-        return bool(self.routes)
+        return self._valid if self._frozen else bool(self.routes)
+
+    @property
+    def frozen(self) -> bool:
+        return self._frozen
+
+    def freeze(self) -> Self:
+        """Make this virtual host immutable, so that a processor can keep it and install it in later
+        builds as it is (:meth:`DAG.add_virtual_hosts`); returns it.  Its routes refuse changes from
+        now on, and nothing may set its attributes."""
+        if not self._frozen:
+            self.routes = FrozenRoutes(self.routes)
+            self._valid = self.valid()
+            self._cluster_refs = tuple(self._clusters())
+            self._frozen = True
+        return self
+
+    def thawed(self) -> Self:
+        """A private, mutable copy (sharing the frozen route values)."""
+        return attrs.evolve(self, routes=dict(self.routes))
+
+    def _clusters(self) -> Iterator[Cluster]:
+        for route in self.routes.values():
+            yield from route.clusters
+            for mirror in route.mirrors:
+                yield mirror.cluster
 
 
 @attrs.define(eq=False)
@@ -75,9 +128,16 @@ class SecureVirtualHost(VirtualHost):
     fallback_certificate: Secret | None = None
 
     def valid(self) -> bool:
+        if self._frozen:
+            return self._valid
         if self.tcp_proxy is not None:
             return self.passthrough or self.secret is not None
         return self.secret is not None and bool(self.routes)
+
+    def _clusters(self) -> Iterator[Cluster]:
+        yield from super()._clusters()
+        if self.tcp_proxy is not None:
+            yield from self.tcp_proxy.clusters
 
 
 _Host = TypeVar("_Host", bound=VirtualHost)
@@ -123,12 +183,16 @@ class DAG:
     notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
     # Set by seal(): the DAG no longer changes, so walks over it can be memoised.
     _sealed: bool = attrs.field(default=False, init=False, repr=False)
-    _cluster_walk: tuple[Cluster, ...] | None = attrs.field(default=None, init=False, repr=False)
+    _frozen_hosts: bool = attrs.field(default=False, init=False, repr=False)  # added, maybe frozen
+    _cluster_walk: tuple[tuple[Cluster, ...], ...] | None = attrs.field(default=None, init=False, repr=False)
     _unique_clusters: tuple[Cluster, ...] | None = attrs.field(default=None, init=False, repr=False)
     _cluster_set: frozenset[Cluster] | None = attrs.field(default=None, init=False, repr=False)
 
     def seal(self) -> None:
-        """Declare the DAG finished (the builder calls this after prune); nothing may change it."""
+        """Declare the DAG finished (the builder calls this after prune); nothing may change it,
+        and every virtual host is frozen."""
+        for vhost in itertools.filterfalse(_FROZEN, self._all_virtual_hosts()):
+            vhost.freeze()
         self._sealed = True
 
     @property
@@ -183,31 +247,54 @@ class DAG:
     # -- virtual hosts -----------------------------------------------------------------------
     def virtual_hosts(self, fqdn: str | None = None) -> Iterator[VirtualHost]:
         """Every virtual host of every listener, plain and secure (only those named ``fqdn`` if
-        given): what a policy processor walks to decorate routes built by other plugins."""
-        for listener in self.listeners.values():
-            for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
-                if fqdn is None or vhost.name == fqdn:
-                    yield vhost
+        given): what a policy processor walks to decorate routes built by other plugins.  Each is
+        the processor's to change (a frozen one is replaced by a copy first)."""
+        for listener in list(self.listeners.values()):
+            yield from _writable_hosts(listener.virtual_hosts, fqdn)
+            yield from _writable_hosts(listener.secure_virtual_hosts, fqdn)
 
     def get_virtual_host(self, listener: str, fqdn: str) -> VirtualHost | None:
-        return self._listener(listener).virtual_hosts.get(fqdn)
+        hosts = self._listener(listener).virtual_hosts
+        return _writable(hosts, fqdn) if fqdn in hosts else None
 
     def ensure_virtual_host(self, listener: str, fqdn: str) -> VirtualHost:
         hosts = self._listener(listener).virtual_hosts
-        vhost = hosts.get(fqdn)
-        if vhost is None:
-            vhost = hosts[fqdn] = VirtualHost(fqdn)
-        return vhost
+        if fqdn not in hosts:
+            hosts[fqdn] = VirtualHost(fqdn)
+        return _writable(hosts, fqdn)
 
     def get_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost | None:
-        return self._listener(listener).secure_virtual_hosts.get(fqdn)
+        hosts = self._listener(listener).secure_virtual_hosts
+        return _writable(hosts, fqdn) if fqdn in hosts else None
 
     def ensure_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost:
         hosts = self._listener(listener).secure_virtual_hosts
-        vhost = hosts.get(fqdn)
-        if vhost is None:
-            vhost = hosts[fqdn] = SecureVirtualHost(fqdn)
-        return vhost
+        if fqdn not in hosts:
+            hosts[fqdn] = SecureVirtualHost(fqdn)
+        return _writable(hosts, fqdn)
+
+    def thaw(self) -> None:
+        """Replace every frozen virtual host by a private, mutable copy (before a processor that
+        may edit hosts it reached without the accessors runs: see ProcessorSpec.accessors_only)."""
+        if not self._frozen_hosts:
+            return
+        for listener in self.listeners.values():
+            _thaw_all(listener.virtual_hosts)
+            _thaw_all(listener.secure_virtual_hosts)
+        self._frozen_hosts = False
+
+    def add_virtual_hosts(self, listener: str, hosts: Mapping[str, VirtualHost]) -> None:
+        """Install plain virtual hosts by name, typically frozen ones a processor keeps from build
+        to build (:meth:`VirtualHost.freeze`): installed as they are, they cost the caches nothing
+        while they stay the same objects.  A name the listener already has is an error: merge into
+        that host through :meth:`ensure_virtual_host` instead."""
+        _add_hosts(self._listener(listener).virtual_hosts, hosts, listener)
+        self._frozen_hosts = True
+
+    def add_secure_virtual_hosts(self, listener: str, hosts: Mapping[str, SecureVirtualHost]) -> None:
+        """:meth:`add_virtual_hosts` for secure virtual hosts."""
+        _add_hosts(self._listener(listener).secure_virtual_hosts, hosts, listener)
+        self._frozen_hosts = True
 
     # -- status --------------------------------------------------------------------------------
     def add_note(self, key: ObjectKey, note: Note) -> None:
@@ -219,15 +306,19 @@ class DAG:
     # -- walking -------------------------------------------------------------------------------
     def clusters(self) -> Iterator[Cluster]:
         """Every cluster a route, mirror or TCP proxy references (with repeats)."""
-        return iter(self.cluster_walk())
+        return itertools.chain.from_iterable(self.cluster_walk())
 
-    def cluster_walk(self) -> tuple[Cluster, ...]:
-        """:meth:`clusters` as a tuple (memoised once sealed).  Two builds whose routes hold the
-        very same nodes in the same order give equal tuples, compared at the cost of identity
-        checks: cheaper than hashing every node to compare :meth:`cluster_set`."""
+    def cluster_walk(self) -> tuple[tuple[Cluster, ...], ...]:
+        """:meth:`clusters` per virtual host, in order (memoised once sealed).  Two builds whose
+        hosts are the very same (frozen) objects give equal walks, compared at the cost of one
+        identity check per host: cheaper than hashing every node to compare :meth:`cluster_set`."""
         if self._cluster_walk is not None:
             return self._cluster_walk
-        walk = tuple(self._walk_clusters())
+        vhosts = self._all_virtual_hosts()
+        if self._sealed:  # frozen hosts know their clusters: the walk runs in C
+            walk = tuple(map(_CLUSTER_REFS, vhosts))
+        else:
+            walk = tuple(tuple(vhost._clusters()) for vhost in vhosts)
         if self._sealed:
             self._cluster_walk = walk
         return walk
@@ -254,18 +345,11 @@ class DAG:
             self._cluster_set = found
         return found
 
-    def _walk_clusters(self) -> list[Cluster]:
-        out: list[Cluster] = []
-        for listener in self.listeners.values():
-            for vhosts in (listener.virtual_hosts, listener.secure_virtual_hosts):
-                for vhost in vhosts.values():
-                    for route in vhost.routes.values():
-                        out += route.clusters
-                        if route.mirrors:
-                            out += [mirror.cluster for mirror in route.mirrors]
-                    if isinstance(vhost, SecureVirtualHost) and vhost.tcp_proxy is not None:
-                        out += vhost.tcp_proxy.clusters
-        return out
+    def _all_virtual_hosts(self) -> Iterator[VirtualHost]:
+        return itertools.chain.from_iterable(
+            itertools.chain(listener.virtual_hosts.values(), listener.secure_virtual_hosts.values())
+            for listener in self.listeners.values()
+        )
 
     def service_ports(self) -> set[ServicePort]:
         """Every Service port whose endpoints Envoy needs (EDS)."""
@@ -281,7 +365,8 @@ class DAG:
         return found
 
     def prune(self) -> None:
-        """Drop what cannot be served: vhosts without routes, secure vhosts without a secret."""
+        """Drop what cannot be served: vhosts without routes, secure vhosts without a secret.
+        Every virtual host left is frozen: nothing changes a sealed DAG."""
         for name in list(self.listeners):
             listener = self.listeners[name]
             listener.virtual_hosts = _valid_sorted(listener.virtual_hosts)
@@ -293,6 +378,45 @@ class DAG:
             self._note_node(node, "Listener", f"listener name {name!r} is already used by a core listener")
 
 
+_CLUSTER_REFS = attrgetter("_cluster_refs")
+_FROZEN = attrgetter("_frozen")
+_VALID = attrgetter("_valid")
+
+
+def _writable(hosts: dict[str, _Host], name: str) -> _Host:
+    """The named host, replaced by a private copy first if it is frozen (copy on write)."""
+    vhost = hosts[name]
+    if vhost.frozen:
+        vhost = vhost.thawed()
+        hosts[name] = vhost
+    return vhost
+
+
+def _add_hosts(table: dict[str, _Host], hosts: Mapping[str, _Host], listener: str) -> None:
+    taken = table.keys() & hosts.keys()
+    if taken:
+        raise ValueError(f"listener {listener!r} already has virtual hosts {sorted(taken)}")
+    table.update(hosts)
+
+
+def _thaw_all(hosts: dict[str, _Host]) -> None:
+    for name in [name for name, vhost in hosts.items() if vhost.frozen]:
+        hosts[name] = hosts[name].thawed()
+
+
+def _writable_hosts(hosts: dict[str, _Host], fqdn: str | None) -> Iterator[_Host]:
+    for name in list(hosts) if fqdn is None else [fqdn] if fqdn in hosts else []:
+        yield _writable(hosts, name)
+
+
 def _valid_sorted(hosts: dict[str, _Host]) -> dict[str, _Host]:
-    """The valid hosts by name (sorting the names alone: twice as fast as sorting the items)."""
-    return {name: hosts[name] for name in sorted(hosts) if hosts[name].valid()}
+    """The valid hosts by name, each frozen (in C but for the hosts not frozen yet: with
+    incremental processors, the few that changed)."""
+    names = sorted(hosts)  # sorting the names alone: twice as fast as sorting the items
+    if all(map(_VALID, hosts.values())) and names == list(hosts):
+        return hosts  # frozen, valid and in order (a processor's kept hosts): as they are
+    vhosts = list(map(hosts.__getitem__, names))
+    for vhost in itertools.filterfalse(_FROZEN, vhosts):
+        vhost.freeze()
+    valid = list(map(_VALID, vhosts))
+    return dict(zip(itertools.compress(names, valid), itertools.compress(vhosts, valid), strict=True))

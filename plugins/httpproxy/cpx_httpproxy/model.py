@@ -124,9 +124,11 @@ class Model:
         if not isinstance(data, Mapping):
             data = {}
         kwargs: dict[str, Any] = {}
-        for slot in _slots(cls):
-            value = data.get(slot.wire)
-            if value is None:
+        by_wire = _SLOTS_BY_WIRE.get(cls) or _slots_by_wire(cls)
+        # The fields present, not every field of the class: objects set few of them.
+        for wire, value in data.items():
+            slot = by_wire.get(wire)
+            if slot is None or value is None:
                 continue
             loaded = slot.load(value)
             if loaded is not _MISSING:
@@ -145,6 +147,12 @@ class Model:
 
 
 _SLOTS: dict[type, tuple[_Slot, ...]] = {}
+_SLOTS_BY_WIRE: dict[type, dict[str, _Slot]] = {}
+
+
+def _slots_by_wire(cls: type[Model]) -> dict[str, _Slot]:
+    found = _SLOTS_BY_WIRE[cls] = {slot.wire: slot for slot in _slots(cls)}
+    return found
 
 
 def _slots(cls: type[Model]) -> tuple[_Slot, ...]:

@@ -68,6 +68,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # Ingress one.  A constraint on a processor that is not loaded is ignored.
         after=("listeners", "ingress"),
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
+        accessors_only=True,
     )
 
 

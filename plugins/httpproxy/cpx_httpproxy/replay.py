@@ -3,7 +3,8 @@
 A build replays every unique root's result.  Most results of a large configuration add one plain
 virtual host and nothing else: no error or warning, no included proxy, no TLS.  :class:`Replay`
 indexes the results by what replaying them does, so a build walks only the results with statuses,
-includes or TLS one by one, and adds every plain virtual host in one tight loop.
+includes or TLS one by one, and adds every plain virtual host at once: each is kept frozen
+(:meth:`cpx.dag.VirtualHost.freeze`), so an unchanged one is the same object in every build.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 from cpx import Lookups, ObjectKey
-from cpx.dag import DAG
+from cpx.dag import DAG, VirtualHost
 
 from cpx_httpproxy.kinds import HTTP_LISTENER
 from cpx_httpproxy.proxies import Name, ProxyRegistry
@@ -45,12 +46,22 @@ class Replay:
     """The kept results by what replaying them does (see the module's docstring)."""
 
     plain: dict[Name, Served] = attrs.field(factory=dict)
+    # Their plain virtual hosts, frozen, by root and by host name.
+    vhosts: dict[Name, VirtualHost] = attrs.field(factory=dict)
+    by_host: dict[str, VirtualHost] = attrs.field(factory=dict)
+    by_host_sorted: bool = True  # by_host in name order, the DAG's (its sort is then linear)
+    # Hosts whose root went, dropped from by_host at the next apply unless added again meanwhile
+    # (a changed root is removed, then added: its host keeps its place).
+    gone: set[str] = attrs.field(factory=set)
     secure: set[Name] = attrs.field(factory=set)  # results that serve over TLS
     with_statuses: set[Name] = attrs.field(factory=set)
     reached: Counter[Name] = attrs.field(factory=Counter)  # proxy -> how many results reach it
 
     def clear(self) -> None:
         self.plain.clear()
+        self.vhosts.clear()
+        self.by_host.clear()
+        self.gone.clear()
         self.secure.clear()
         self.with_statuses.clear()
         self.reached.clear()
@@ -58,6 +69,11 @@ class Replay:
     def add(self, name: Name, result: RootResult) -> None:
         if result.served is not None:
             self.plain[name] = result.served
+            vhost = self.vhosts[name] = new_plain(result.served).freeze()
+            if vhost.name not in self.by_host:
+                self.by_host_sorted = False
+            self.by_host[vhost.name] = vhost
+            self.gone.discard(vhost.name)
             if result.served.tls is not None:
                 self.secure.add(name)
         if result.statuses:
@@ -66,6 +82,9 @@ class Replay:
 
     def remove(self, name: Name, result: RootResult) -> None:
         self.plain.pop(name, None)
+        vhost = self.vhosts.pop(name, None)
+        if vhost is not None and self.by_host.get(vhost.name) is vhost:
+            self.gone.add(vhost.name)
         self.secure.discard(name)
         self.with_statuses.discard(name)
         self.reached.subtract(result.reached)
@@ -86,12 +105,17 @@ class Replay:
         for name in sorted(self.with_statuses):
             results[name].replay_statuses(registry)
         registry.orphaned.update(name for name in non_roots if name not in self.reached)
+        for host in self.gone:
+            del self.by_host[host]
+        self.gone.clear()
         if self.plain:
-            hosts = dag.listeners[HTTP_LISTENER].virtual_hosts
-            if hosts:
-                for served in self.plain.values():
-                    add_plain(hosts, served)
+            if dag.listeners[HTTP_LISTENER].virtual_hosts or len(self.by_host) != len(self.vhosts):
+                for name, served in self.plain.items():
+                    add_plain(dag, served, self.vhosts[name])
             else:  # no other processor added a plain host: every one is new
-                hosts.update((served.host, new_plain(served)) for served in self.plain.values())
+                if not self.by_host_sorted:
+                    self.by_host = dict(sorted(self.by_host.items()))
+                    self.by_host_sorted = True
+                dag.add_virtual_hosts(HTTP_LISTENER, self.by_host)
         for name in sorted(self.secure):
             serve_secure(dag, self.plain[name])

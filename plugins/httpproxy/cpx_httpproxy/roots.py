@@ -142,16 +142,17 @@ class RootBuilder:
 
 def serve(dag: DAG, served: Served) -> None:
     """Add a root's virtual hosts to ``dag``."""
-    add_plain(dag.listeners[HTTP_LISTENER].virtual_hosts, served)
+    add_plain(dag, served)
     serve_secure(dag, served)
 
 
-def add_plain(hosts: dict[str, VirtualHost], served: Served) -> None:
-    """Add a root's plain virtual host to a listener's ``hosts`` (a fresh container with shared,
-    frozen route objects)."""
-    vhost = hosts.get(served.host)
+def add_plain(dag: DAG, served: Served, made: VirtualHost | None = None) -> None:
+    """Add a root's plain virtual host to ``dag``: ``made`` (the caller's frozen
+    :func:`new_plain` of it, kept between builds) or a new one when the listener has no host of
+    that name yet, else its policies and routes go into that host."""
+    vhost = dag.get_virtual_host(HTTP_LISTENER, served.host)
     if vhost is None:
-        hosts[served.host] = new_plain(served)
+        dag.add_virtual_hosts(HTTP_LISTENER, {served.host: made or new_plain(served)})
     else:
         _apply(vhost, served.policies, served.routes)
 

@@ -35,6 +35,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # plugin fail to load without that one, so the later processor has to declare it.
         after=("listeners",),
         description="networking.k8s.io/v1 Ingress rules, TLS and annotations",
+        accessors_only=True,
     )
 
 

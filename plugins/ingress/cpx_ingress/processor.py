@@ -13,7 +13,7 @@ import logging
 import weakref
 from collections.abc import Iterator, Mapping
 from operator import attrgetter
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import re2
@@ -307,6 +307,10 @@ class IngressProcessor:
     _route_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
     _tls_users: dict[str, set[ObjectKey]] = attrs.field(factory=dict)
     _hosts: dict[str, _Host] = attrs.field(factory=dict)
+    # The merged hosts as frozen virtual hosts, installed as they are into every build that has
+    # no other processor's hosts: an unchanged host is the same object to the caches each time.
+    _plain: dict[str, VirtualHost] = attrs.field(factory=dict)
+    _secure: dict[str, SecureVirtualHost] = attrs.field(factory=dict)
     _notes: dict[ObjectKey, tuple[Note, ...]] = attrs.field(factory=dict)
     _statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
 
@@ -328,7 +332,14 @@ class IngressProcessor:
     # -- keeping the memo current -------------------------------------------------------------
     def _reset(self) -> None:
         self._source, self._revision = None, -1
-        for table in (self._results, self._route_users, self._tls_users, self._hosts):
+        for table in (
+            self._results,
+            self._route_users,
+            self._tls_users,
+            self._hosts,
+            self._plain,
+            self._secure,
+        ):
             table.clear()
         self._reads.clear()
         self._notes.clear()
@@ -371,8 +382,14 @@ class IngressProcessor:
                 result = self._compute(obj, key, source)
             self._results[key] = result
             self._remember(key, result, touched)
+        new_plain = [host for host in touched if host not in self._plain]
+        new_secure = [host for host in touched if host not in self._secure]
         for host in touched:
             self._merge(host)
+        if any(host in self._plain for host in new_plain):
+            _sorted_by_name(self._plain)
+        if any(host in self._secure for host in new_secure):
+            _sorted_by_name(self._secure)
         if dirty is None:
             logged = self._logged_annotations
             self._logged_annotations = {k: v for k, v in logged.items() if k in self._results}
@@ -446,10 +463,24 @@ class IngressProcessor:
                     secret, tls = entry[1], _tls_params(entry[2], entry[3])
         if not (http or https or secret):
             self._hosts.pop(host, None)
+            self._plain.pop(host, None)
+            self._secure.pop(host, None)
             return
-        if https == http:
-            https = http  # shared: the installed copies are private anyway
-        self._hosts[host] = _Host(http=http, https=https, secret=secret, tls=tls)
+        merged = self._hosts[host] = _Host(http=http, https=https, secret=secret, tls=tls)
+        self._freeze(host, merged)
+
+    def _freeze(self, host: str, merged: _Host) -> None:
+        """Keep the host's virtual hosts, frozen (a changed host keeps its place in the dicts)."""
+        if merged.http:
+            self._plain[host] = VirtualHost(host, merged.http).freeze()
+        else:
+            self._plain.pop(host, None)
+        if merged.secret is not None:
+            tls = merged.tls or TLSParams()
+            secure = SecureVirtualHost(host, merged.https, secret=merged.secret, tls=tls)
+            self._secure[host] = secure.freeze()
+        else:
+            self._secure.pop(host, None)
 
     # -- filling this build's DAG ------------------------------------------------------------------
     def _install(self, dag: DAG, source: SourceView) -> None:
@@ -459,17 +490,8 @@ class IngressProcessor:
         if http_listener.virtual_hosts or https_listener.secure_virtual_hosts:
             self._install_merging(dag)
         else:
-            # Fresh containers each build (a later processor may edit them), same route objects.
-            hosts = self._hosts
-            http_listener.virtual_hosts.update(
-                {host: VirtualHost(host, dict(m.http)) for host, m in hosts.items() if m.http}
-            )
-            secure = https_listener.secure_virtual_hosts
-            for host in self._tls_users:
-                merged = hosts[host]
-                svhost = secure[host] = SecureVirtualHost(host, dict(merged.https))
-                svhost.secret = merged.secret
-                svhost.tls = merged.tls or svhost.tls
+            dag.add_virtual_hosts(HTTP_LISTENER, self._plain)
+            dag.add_secure_virtual_hosts(HTTPS_LISTENER, self._secure)
         for key, notes in self._notes.items():
             dag.notes.setdefault(key, []).extend(notes)
         dag.statuses.update((key, value) for key, value in self._statuses.items())
@@ -492,6 +514,16 @@ class IngressProcessor:
             if secure is not None and host != "*":
                 secure.routes.update(merged.https)
 
+
+def _sorted_by_name(hosts: dict[str, _V]) -> None:
+    """Put ``hosts`` in name order, the DAG's: its sort then finds them sorted (in linear time).
+    A changed host keeps its place in a dict, so only new hosts call for this."""
+    ordered = sorted(hosts.items())
+    hosts.clear()
+    hosts.update(ordered)
+
+
+_V = TypeVar("_V", bound=VirtualHost)
 
 # Ingress order (namespace, name) as a C-comparable tuple: ObjectKey's own ordering is Python code.
 _ORDER = attrgetter("namespace", "name")

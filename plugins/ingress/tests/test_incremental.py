@@ -275,16 +275,14 @@ class EarlierRoutes:
 
 
 class AddHeader:
-    """A later processor that edits every route in place (like examples/plugins/response-header)."""
+    """A later processor that edits every route in place (like examples/plugins/response-header),
+    through the DAG's accessor: the memo's frozen hosts are copied first."""
 
     def run(self, dag: DAG, source: SourceView) -> None:
-        for listener in dag.listeners.values():
-            for vhost in (*listener.virtual_hosts.values(), *listener.secure_virtual_hosts.values()):
-                for key, route in vhost.routes.items():
-                    policy = HeadersPolicy(
-                        set=(*route.response_headers.set, HeaderValue(name="x", value="y"))
-                    )
-                    vhost.routes[key] = attrs.evolve(route, response_headers=policy)
+        for vhost in dag.virtual_hosts():
+            for key, route in list(vhost.routes.items()):
+                policy = HeadersPolicy(set=(*route.response_headers.set, HeaderValue(name="x", value="y")))
+                vhost.routes[key] = attrs.evolve(route, response_headers=policy)
 
 
 def test_routes_merge_into_vhosts_of_an_earlier_processor(k8s: types.SimpleNamespace) -> None:
@@ -322,9 +320,44 @@ def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleN
         ("edit", AddHeader()),
     ]
     for _ in range(3):
-        dag = Builder(processors).build(inc.source)
+        dag = Builder(processors, accessors_only=frozenset(("listeners", "ingress", "edit"))).build(
+            inc.source
+        )
         [route] = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes.values()
         assert route.response_headers.set == (HeaderValue(name="x", value="y"),)
+
+
+class EditBehindTheAccessors:
+    """A later processor that edits a host it reached without the DAG's accessors."""
+
+    def run(self, dag: DAG, source: SourceView) -> None:
+        vhost = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"]
+        [key] = vhost.routes
+        vhost.routes[key] = attrs.evolve(vhost.routes[key], websocket=True)
+
+
+def test_a_host_the_memo_keeps_is_copied_for_processors_editing_behind_the_accessors(
+    k8s: types.SimpleNamespace,
+) -> None:
+    inc = Incremental()
+    inc.source.insert(k8s.service())
+    inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com")]))
+    processors: list[tuple[str, Processor]] = [
+        ("listeners", ListenerProcessor(inc.config)),
+        ("ingress", inc.processor),
+        ("edit", EditBehindTheAccessors()),
+    ]
+    # Declared to use the accessors only: a frozen host it edits behind them refuses.
+    with pytest.raises(TypeError, match="frozen"):
+        Builder(processors, accessors_only=frozenset(("listeners", "ingress", "edit"))).build(inc.source)
+    # Not declared (a processor written before frozen hosts): it gets copies of every host.
+    for _ in range(2):
+        dag = Builder(processors).build(inc.source)
+        [route] = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes.values()
+        assert route.websocket
+    dag = Builder(processors[:2]).build(inc.source)
+    [route] = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes.values()
+    assert not route.websocket  # the memo's host is as it was
 
 
 def test_an_external_name_verdict_follows_dns_without_any_object_changing(k8s: types.SimpleNamespace) -> None:

@@ -80,7 +80,7 @@ class ClusterCache:
         self._nodes: tuple[frozenset[Cluster], tuple[CustomNode, ...]] | None = None
         # ... and the nodes as the DAG's routes hold them, in order: the very same nodes (the usual
         # case, as unchanged routes are reused) are found equal without hashing each one.
-        self._walk: tuple[tuple[Cluster, ...], tuple[CustomNode, ...]] | None = None
+        self._walk: tuple[tuple[tuple[Cluster, ...], ...], tuple[CustomNode, ...]] | None = None
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._kinds.bind(contributions.cluster_kinds)

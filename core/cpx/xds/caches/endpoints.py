@@ -84,7 +84,7 @@ class EndpointCache:
         self._kinds: KindTranslator[ClusterKindSpec] = KindTranslator(self.type_url)
         self._plan: dict[str, tuple[Feed, ...]] | None = None
         # The nodes as the DAG's routes held them when the plan was made (see ClusterCache._walk).
-        self._walk: tuple[tuple[Cluster, ...], tuple[CustomNode, ...]] | None = None
+        self._walk: tuple[tuple[tuple[Cluster, ...], ...], tuple[CustomNode, ...]] | None = None
         self._node_feeds: dict[Cluster, tuple[str, tuple[Feed, ...]]] = {}
         self._seen = -1
         # The source revision the CLAs last caught up with (a build or the fast path).

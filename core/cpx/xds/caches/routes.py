@@ -21,6 +21,8 @@ object.  Only what the latest DAG uses stays memoised.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter, itemgetter
@@ -70,8 +72,11 @@ _Piece = tuple[tuple[object, ...], bytes]
 class _Translated:
     """A virtual host's encoded RouteConfiguration entry and, per route, its sort key and entry."""
 
-    # A copy of the vhost's routes as translated: comparing it with the next build's dict is
-    # mostly identity checks in C, since unchanged routes are the very same objects.
+    # The virtual host last found to translate to this entry: the same (frozen) object in the next
+    # build means nothing to compare.
+    vhost: VirtualHost
+    # Its routes as translated (a frozen host's own, else a copy): comparing them with another
+    # host's is mostly identity checks in C, since unchanged routes are the very same objects.
     routes: dict[str, Route]
     policies: VHostPolicies
     entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
@@ -104,6 +109,7 @@ class RouteCache:
         self.config = config
         self._resources: dict[str, Resource] = {}
         self._vhosts: dict[VHostKey, _Translated] = {}
+        self._plain: dict[str, _PlainHosts] = {}  # per listener
         self._faults: list[Fault] = []
         # Per RouteConfiguration, the virtual host names last checked together (_check_skeletons).
         self._skeletons: dict[str, tuple[str, ...]] = {}
@@ -118,7 +124,7 @@ class RouteCache:
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._http_filters = contributions.http_filters
-        self._vhosts = {}  # translated with other filters
+        self._vhosts, self._plain = {}, {}  # translated with other filters
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
@@ -128,7 +134,7 @@ class RouteCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
-        builder = _Build(self._vhosts, self._http_filters, EXACT_MARKER if self.scoped else b"")
+        builder = _Build(self._vhosts, self._plain, self._http_filters, EXACT_MARKER if self.scoped else b"")
         self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
         # Contour always serves ingress_http in static mode, so Envoy's static HTTP listener never
@@ -137,10 +143,12 @@ class RouteCache:
         members: dict[str, list[VirtualHost]] = {}
         scoped: dict[str, _ScopedListener] = {}
         for name in sorted(dag.listeners):
-            self._add_listener(dag.listeners[name], builder, configs, members, scoped)
-        self._check_skeletons(members)
+            self._add_listener(dag.listeners[name], dag.sealed, builder, configs, members, scoped)
+        # Plain configurations with the same hosts as last time (checked then, if they passed).
+        same = {name for name, plain in builder.plain.items() if plain.changed is not None}
+        self._check_skeletons(members, same)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
-        self._vhosts = builder.current
+        self._vhosts, self._plain = builder.current, builder.plain
         # In build order (listeners by name, their hosts by name): consumers sort names themselves.
         resources = {name: self._resource(name, vhosts) for name, vhosts in configs.items()}
         for plain in scoped.values():
@@ -153,6 +161,7 @@ class RouteCache:
     def _add_listener(
         self,
         listener: Listener,
+        dag_sealed: bool,
         builder: _Build,
         configs: dict[str, list[bytes]],
         members: dict[str, list[VirtualHost]],
@@ -160,14 +169,16 @@ class RouteCache:
     ) -> None:
         if listener.virtual_hosts:
             name = listener.http_route_config_name()
-            vhosts = _by_name(listener.virtual_hosts.values())
-            entries = builder.plain_vhosts(listener.name, vhosts)
+            # A sealed DAG's hosts are sorted by name already (DAG.prune).
+            hosts = listener.virtual_hosts.values()
+            vhosts = list(hosts) if dag_sealed else _by_name(hosts)
+            plain = builder.plain_vhosts(listener.name, vhosts)
             if self.scoped:
                 configs.pop(name, None)  # built with the listener's other plain configurations
-                scoped[name] = self._scoped_plain(name, vhosts, entries)
+                scoped[name] = self._scoped_plain(name, plain)
             else:
-                configs.setdefault(name, []).extend(entries)
-            members.setdefault(name, []).extend(vhosts)
+                configs.setdefault(name, []).extend(plain.entries())
+            members[name] = vhosts
         for fqdn in sorted(listener.secure_virtual_hosts):
             vhost = listener.secure_virtual_hosts[fqdn]
             if vhost.tcp_proxy is not None or not vhost.routes:
@@ -178,40 +189,51 @@ class RouteCache:
                 configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
                 members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
 
-    def _scoped_plain(self, name: str, vhosts: list[VirtualHost], entries: list[bytes]) -> _ScopedListener:
+    def _scoped_plain(self, name: str, plain: _PlainHosts) -> _ScopedListener:
         """A listener's plain RouteConfigurations in the scoped shape: each exact host its own,
         the others together in ``name``.  Only the hosts whose entry changed since the last build
-        are assembled again: one changed host among 10k costs one RouteConfiguration."""
-        names = [v.name for v in vhosts]
+        (or that came or went) are assembled again: one changed host among 10k costs one
+        RouteConfiguration."""
         memo = self._scoped_memo.get(name)
-        if memo is not None and memo.names == names:
-            if memo.entries == entries:
-                return memo
-            resources = dict(memo.resources)
-            shared_changed = False
-            for i, (new, old) in enumerate(zip(entries, memo.entries, strict=True)):
-                if new is old:
-                    continue
-                if is_exact(names[i]):
-                    own = host_route_config_name(name, names[i])
-                    resources[own] = self._scoped_config(own, [new], resources.get(own))
-                else:
-                    shared_changed = True
-            if shared_changed:
-                shared = [e for fqdn, e in zip(names, entries, strict=True) if not is_exact(fqdn)]
-                resources[name] = self._scoped_config(name, shared, resources.get(name))
-            return _ScopedListener(names, entries, resources)
-        before = self._resources
-        built: dict[str, Resource] = {}
-        others = []
-        for fqdn, entry in zip(names, entries, strict=True):
-            if is_exact(fqdn):
+        vhosts, changed = plain.vhosts, plain.changed
+        if memo is None:
+            by_name = dict(zip(map(_NAME, vhosts), plain.entries(), strict=True))
+            built = {name: self._shared_config(name, by_name)}
+            for fqdn in filter(is_exact, by_name):
                 own = host_route_config_name(name, fqdn)
-                built[own] = self._scoped_config(own, [entry], before.get(own))
-            else:
-                others.append(entry)
-        built[name] = self._scoped_config(name, others, before.get(name))
-        return _ScopedListener(names, entries, built)
+                built[own] = self._scoped_config(own, [by_name[fqdn]], self._resources.get(own))
+            return _ScopedListener(by_name, built)
+        before = memo.entries
+        if changed is not None:
+            updates = {vhosts[i].name: plain.translated[i].entry for i in changed}
+            moved = [fqdn for fqdn, entry in updates.items() if before.get(fqdn) is not entry]
+            if not moved:
+                return memo
+            by_name, gone = before | updates, []
+        else:
+            by_name = dict(zip(map(_NAME, vhosts), plain.entries(), strict=True))
+            moved = [fqdn for fqdn, entry in by_name.items() if before.get(fqdn) is not entry]
+            gone = [fqdn for fqdn in before if fqdn not in by_name]
+            if not (moved or gone):
+                return memo
+        resources = dict(memo.resources)
+        for fqdn in filter(is_exact, gone):
+            del resources[host_route_config_name(name, fqdn)]
+        for fqdn in filter(is_exact, moved):
+            own = host_route_config_name(name, fqdn)
+            resources[own] = self._scoped_config(own, [by_name[fqdn]], resources.get(own))
+        if not all(map(is_exact, itertools.chain(moved, gone))):
+            resources[name] = self._shared_config(name, by_name, resources.get(name))
+        return _ScopedListener(by_name, resources)
+
+    def _shared_config(
+        self, name: str, entries: dict[str, bytes], previous: Resource | None = None
+    ) -> Resource:
+        """The listener's RouteConfiguration of its wildcard hosts and ``*`` (the scopes' fallback)."""
+        shared = [entry for fqdn, entry in entries.items() if not is_exact(fqdn)]
+        return self._scoped_config(
+            name, shared, previous if previous is not None else self._resources.get(name)
+        )
 
     def _scoped_config(self, name: str, vhosts: list[bytes], previous: Resource | None) -> Resource:
         head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
@@ -220,16 +242,20 @@ class RouteCache:
             return previous
         return Resource(name, self.type_url, body, content_version(body))
 
-    def _check_skeletons(self, members: dict[str, list[VirtualHost]]) -> None:
+    def _check_skeletons(self, members: dict[str, list[VirtualHost]], same: set[str]) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
         checked on a skeleton of names and domains whenever the set of virtual hosts changes.
 
         Only the new virtual hosts and those they could clash with (same name in any case,
-        ``*``) go into the skeleton, so a new host costs the same among 10 or 10k.
+        ``*``) go into the skeleton, so a new host costs the same among 10 or 10k.  A configuration
+        named in ``same`` has the same hosts as last time: checked then, if it passed.
         """
         skeletons: dict[str, tuple[str, ...]] = {}
         for name, vhosts in members.items():
-            fqdns = tuple(v.name for v in vhosts)
+            if name in same and name in self._skeletons:
+                skeletons[name] = self._skeletons[name]
+                continue
+            fqdns = tuple(map(_NAME, vhosts))
             skeletons[name] = fqdns
             before = self._skeletons.get(name)
             if before == fqdns:
@@ -269,11 +295,32 @@ class RouteCache:
 
 
 @attrs.frozen(eq=False)
+class _PlainHosts:
+    """A listener's plain virtual hosts as last translated, to compare the next build's with."""
+
+    vhosts: list[VirtualHost]  # by name
+    translated: list[_Translated]  # theirs, in that order
+    by_name: dict[str, _Translated]
+    # The positions of hosts other than last time's objects (same names), None if not known.
+    changed: list[int] | None
+
+    def entries(self) -> list[bytes]:
+        return list(map(_ENTRY, self.translated))
+
+
+def _replaced(new: list[VirtualHost], old: list[VirtualHost]) -> list[int] | None:
+    """The positions where ``new`` holds another object than ``old`` (found in C), or None when
+    their lengths differ."""
+    if len(new) != len(old):
+        return None
+    return list(itertools.compress(range(len(new)), map(operator.is_not, new, old)))
+
+
+@attrs.frozen(eq=False)
 class _ScopedListener:
     """What :meth:`RouteCache._scoped_plain` built for one listener, to compare the next build with."""
 
-    names: list[str]  # its plain virtual hosts, by name
-    entries: list[bytes]  # their encoded entries, in that order
+    entries: dict[str, bytes]  # its plain virtual hosts' encoded entries, by host name
     resources: dict[str, Resource]  # its plain RouteConfigurations by name
 
 
@@ -283,37 +330,64 @@ def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
 
 
 _NAME = attrgetter("name")
+_ENTRY = attrgetter("entry")
 _VHOST_INDEX = re.compile(r"^virtual_hosts\[(\d+)\]")
-# Stands in for the routes of a virtual host translated with faults: equal to no Route.
-_NEVER_EQUAL = Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))
+# Stand in for a virtual host translated with faults and its routes: equal to no host's.
+_NEVER_EQUAL = {"": Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))}
+_NO_VHOST = VirtualHost("\x00never")
 
 
 class _Build:
     """One on_change: reads the previous memo table and fills a new one with what it uses."""
 
-    def __init__(self, previous: dict[VHostKey, _Translated], filters: HttpFilters, marker: bytes) -> None:
+    def __init__(
+        self,
+        previous: dict[VHostKey, _Translated],
+        plain: dict[str, _PlainHosts],
+        filters: HttpFilters,
+        marker: bytes,
+    ) -> None:
         self.previous = previous
+        self.plain_previous = plain
         self.filters = filters
         self.marker = marker  # appended to plain exact hosts (the scope selector looks for it)
         self.current: dict[VHostKey, _Translated] = {}
+        self.plain: dict[str, _PlainHosts] = {}
         self.faults: list[Fault] = []
 
-    def plain_vhosts(self, name: str, vhosts: list[VirtualHost]) -> list[bytes]:
-        """:meth:`vhost` for every plain virtual host of listener ``name`` (the hot loop)."""
-        previous, current, translate = self.previous, self.current, self._translate
-        entries = []
-        for vhost in vhosts:
-            key = (name, vhost.name, False)
-            done = current.get(key)
-            if done is None:
-                done = previous.get(key)
-                policies = vhost.policies()
-                if done is None or done.routes != vhost.routes or done.policies != policies:
-                    pieces = done.pieces if done else {}
-                    done = translate(vhost, False, policies, pieces)
-                current[key] = done
-            entries.append(done.entry)
-        return entries
+    def plain_vhosts(self, name: str, vhosts: list[VirtualHost]) -> _PlainHosts:
+        """The entries of listener ``name``'s plain virtual hosts (the hot path).  An unchanged host
+        is the same frozen object as last time: when the hosts are the same but a few, only those
+        few are looked at, the rest is found in C."""
+        before = self.plain_previous.get(name)
+        changed = _replaced(vhosts, before.vhosts) if before is not None else None
+        if before is None or changed is None or len(changed) * 4 > len(vhosts):
+            by_name: dict[str, _Translated] = {}
+            translated = []
+            old = before.by_name if before is not None else {}
+            for vhost in vhosts:
+                done = old.get(vhost.name)
+                if done is None or done.vhost is not vhost:
+                    done = self._refresh(done, vhost, False)
+                by_name[vhost.name] = done
+                translated.append(done)
+            changed = None
+        else:
+            translated = list(before.translated)
+            new = {}
+            for i in changed:
+                vhost = vhosts[i]
+                done = before.by_name.get(vhost.name)
+                if done is None or done.vhost is not vhost:
+                    done = self._refresh(done, vhost, False)
+                translated[i] = new[vhost.name] = done
+            if all(before.vhosts[i].name == vhosts[i].name for i in changed):
+                by_name = before.by_name | new if new else before.by_name
+            else:  # a host took another's place: the names moved
+                by_name = dict(zip(map(_NAME, vhosts), translated, strict=True))
+                changed = None
+        plain = self.plain[name] = _PlainHosts(vhosts, translated, by_name, changed)
+        return plain
 
     def vhost(self, listener: Listener, vhost: VirtualHost, secure: bool) -> bytes:
         key: VHostKey = (listener.name, vhost.name, secure)
@@ -321,11 +395,17 @@ class _Build:
         if done is not None:
             return done.entry
         before = self.previous.get(key)
-        policies = vhost.policies()
-        if before is None or before.routes != vhost.routes or before.policies != policies:
-            before = self._translate(vhost, secure, policies, before.pieces if before else {})
+        if before is None or before.vhost is not vhost:
+            before = self._refresh(before, vhost, secure)
         self.current[key] = before
         return before.entry
+
+    def _refresh(self, done: _Translated | None, vhost: VirtualHost, secure: bool) -> _Translated:
+        """The entry of a host that is not the object last translated: the same if it is equal."""
+        policies = vhost.policies()
+        if done is None or done.routes != vhost.routes or done.policies != policies:
+            return self._translate(vhost, secure, policies, done.pieces if done else {})
+        return attrs.evolve(done, vhost=vhost)
 
     def _translate(
         self, vhost: VirtualHost, secure: bool, policies: VHostPolicies, known: dict[Route, _Piece]
@@ -337,7 +417,8 @@ class _Build:
         route, head or tail that breaks Envoy's rules is left out and reported as a fault of the
         objects it came from; such a virtual host is not memoised, so the fault is found again.
         """
-        fqdn, routes, filters = vhost.name, dict(vhost.routes), self.filters
+        fqdn, filters = vhost.name, self.filters
+        routes = vhost.routes if vhost.frozen else dict(vhost.routes)
         authority = wildcard_authority_match(fqdn)
         pieces: dict[Route, _Piece] = {}
         faults = self.faults
@@ -377,9 +458,10 @@ class _Build:
         ordered = sorted(pieces.values(), key=itemgetter(0))
         marker = self.marker if not secure and is_exact(fqdn) else b""
         body = b"".join((head, *(p[1] for p in ordered), tail, marker))
-        # A sentinel route set when something was left out: the next build translates it again.
-        kept = routes if len(faults) == found else {"": _NEVER_EQUAL}
-        return _Translated(kept, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
+        # A sentinel host and route set when something was left out: the next build translates it again.
+        if len(faults) == found:
+            return _Translated(vhost, routes, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
+        return _Translated(_NO_VHOST, _NEVER_EQUAL, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
 
 
 def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[ObjectKey]:

@@ -31,6 +31,8 @@ class ScopeCache:
         self._resources: dict[str, Resource] = {}
         self._built: dict[_ScopeId, Resource] = {}
         self._hosts: dict[str, set[str]] | None = None  # per listener, its virtual host names
+        self._names: dict[str, list[str]] | None = None  # ... in order
+        self._mixed_case: set[str] = set()  # the listeners with a host name not in lower case
 
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
@@ -38,12 +40,46 @@ class ScopeCache:
     def on_change(self, dag: DAG) -> None:
         if not self.scoped:
             return
-        # The hosts of each listener (set comparison in C): unchanged hosts, unchanged scopes.
+        # The hosts of each listener (compared in C): unchanged hosts, unchanged scopes.  The
+        # names in order first: mostly the very same strings, cheaper than building sets.
+        names = {name: list(listener.virtual_hosts) for name, listener in dag.listeners.items()}
+        if names == self._names:
+            return
+        self._names = names
         hosts = {name: listener.virtual_hosts.keys() for name, listener in dag.listeners.items()}
         before = self._hosts
         self._hosts = {name: set(keys) for name, keys in hosts.items()}
-        if before is not None and hosts.keys() == before.keys() and all(hosts[n] == before[n] for n in hosts):
+        if before is None or hosts.keys() != before.keys():
+            self._rebuild(dag)
             return
+        came: list[tuple[str, str]] = []
+        went: list[tuple[str, str]] = []
+        for name, keys in hosts.items():
+            if keys != before[name]:
+                came += ((name, fqdn) for fqdn in keys - before[name])
+                went += ((name, fqdn) for fqdn in before[name] - keys)
+        if not (came or went):
+            return
+        if (
+            any(fqdn != fqdn.lower() for _, fqdn in came)
+            or any(name in self._mixed_case for name, _ in came + went)
+            or any(not before[name] for name, _ in came)
+        ):
+            self._rebuild(dag)  # hosts differing in case only share a scope; a listener's first host
+            return
+        built, resources = dict(self._built), dict(self._resources)
+        for name, fqdn in went:
+            if is_exact(fqdn):
+                ident = self._ident(dag, name, fqdn)
+                del resources[built.pop(ident).name]
+        for name, fqdn in came:
+            if is_exact(fqdn):
+                ident = self._ident(dag, name, fqdn)
+                res = built[ident] = self._scope(ident)
+                resources[res.name] = res
+        self._built, self._resources = built, resources
+
+    def _rebuild(self, dag: DAG) -> None:
         wanted: dict[_ScopeId, None] = {(HTTP_ROUTE_CONFIG, f"{HTTP_ROUTE_CONFIG}/{FALLBACK_KEY}"): None}
         for listener in dag.listeners.values():
             if not listener.virtual_hosts:
@@ -53,6 +89,11 @@ class ScopeCache:
             for fqdn in listener.virtual_hosts:
                 if is_exact(fqdn):
                     wanted[(host_route_config_name(base, fqdn), scope_key(base, fqdn))] = None
+        self._mixed_case = {
+            listener.name
+            for listener in dag.listeners.values()
+            if any(f != f.lower() for f in listener.virtual_hosts)
+        }
         built, previous = {}, self._built
         keys: set[str] = set()
         for ident in wanted:
@@ -60,11 +101,17 @@ class ScopeCache:
                 continue  # two hosts differing in case only: the RDS cache reports the clash
             keys.add(ident[1])
             res = previous.get(ident)
-            if res is None:
-                name = ident[0]
-                res = Resource.from_message(name, self.type_url, scope(name, name, ident[1]))
-            built[ident] = res
+            built[ident] = res if res is not None else self._scope(ident)
         self._built = built
         resources = {res.name: res for res in built.values()}
         if resources != self._resources:
             self._resources = resources
+
+    @staticmethod
+    def _ident(dag: DAG, listener: str, fqdn: str) -> _ScopeId:
+        base = dag.listeners[listener].http_route_config_name()
+        return (host_route_config_name(base, fqdn), scope_key(base, fqdn))
+
+    def _scope(self, ident: _ScopeId) -> Resource:
+        name = ident[0]
+        return Resource.from_message(name, self.type_url, scope(name, name, ident[1]))

@@ -64,7 +64,13 @@ def cpx_watches() -> Iterator[WatchSpec]:
 
 @cpx.hookimpl
 def cpx_dag_processors() -> Iterator[ProcessorSpec]:
-    yield ProcessorSpec(name="response-headers", factory=lambda config: AttachHeaders(), phase=Phase.POLICIES)
+    # AttachHeaders edits hosts that DAG.virtual_hosts() hands it: private copies.
+    yield ProcessorSpec(
+        name="response-headers",
+        factory=lambda config: AttachHeaders(),
+        phase=Phase.POLICIES,
+        accessors_only=True,
+    )
 
 
 @cpx.hookimpl
