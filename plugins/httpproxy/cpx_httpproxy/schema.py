@@ -36,9 +36,15 @@ _JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (list, "array"),
     (Mapping, "object"),
 )
+# The same for values of exactly these types (all of a parsed manifest), in one lookup.
+_EXACT_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
+_EXACT_JSON_TYPES[dict] = "object"
 
 
 def _json_type(value: Any) -> str:
+    exact = _EXACT_JSON_TYPES.get(type(value))
+    if exact is not None:
+        return exact
     for python_type, name in _JSON_TYPES:
         if isinstance(value, python_type):
             return name
