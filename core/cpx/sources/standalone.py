@@ -15,6 +15,7 @@ import attrs
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
 from cpx.events import Event, EventHandler, Op
+from cpx.heap import collector_paused
 from cpx.objects import KubeObject, ObjectKey
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.admission import Admission, admit, conflict_note, kept_note, malformed_note, refusal_note
@@ -201,8 +202,9 @@ class StandaloneSource:
     async def run(self, handler: EventHandler) -> None:
         # Absolute paths throughout: the watch reports them so, and a file must have one name.
         roots = [p.resolve() for p in self.paths]
-        for path in expand(roots):
-            self.load_file(path, handler)
+        with collector_paused():  # the initial sync: every manifest object, long-lived, acyclic
+            for path in expand(roots):
+                self.load_file(path, handler)
         handler.synced(SOURCE_NAME)
         watched = self._watch_roots(roots)
         if not watched:
