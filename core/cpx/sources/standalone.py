@@ -102,7 +102,7 @@ class StandaloneSource:
         self.malformed.pop(path, None)
         _set_or_drop(self.refused, path, refused)
         _set_or_drop(self.kept, path, kept)
-        upserts, deletes = self.manifests.replace_file(path, new.values())
+        upserts, deletes = self.manifests.replace_keyed(path, new)
         self._report(path, self._messages(doc_errors, admission), kept_last_good=False)
         for obj in deletes:
             handler.delete(obj, SOURCE_NAME)
