@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from cpx.builtin.schema import validate_endpoint_slice, validate_secret, validate_service
 from cpx.builtin.typecheck import too_deep
 from cpx.config import Config
@@ -138,3 +141,31 @@ def test_too_deep_names_the_first_element_past_the_limit() -> None:
     assert too_deep({"a": [1, {"b": {}}]}, 2) == "a[1].b"
     assert too_deep({"a": [1, {"b": {}}]}, 3) is None
     assert too_deep("scalar", 0) is None
+
+
+def _depth(value: Any) -> int:
+    """Levels of non-empty lists and maps, the outermost counting one."""
+    if isinstance(value, dict | list) and value:
+        return 1 + max(_depth(v) for v in (value.values() if isinstance(value, dict) else value))
+    return 0
+
+
+class _Map(dict[str, Any]):
+    """A Mapping of another type than dict: the exact walk answers for it."""
+
+
+json_trees = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=2), inner, max_size=3)
+        | st.dictionaries(st.text(max_size=2), inner, max_size=2).map(_Map)
+    ),
+    max_leaves=25,
+)
+
+
+@given(json_trees, st.integers(min_value=0, max_value=6))
+def test_too_deep_exactly_when_nested_past_the_limit(value: Any, limit: int) -> None:
+    found = too_deep(value, limit)
+    assert (found is not None) == (_depth(value) > limit)

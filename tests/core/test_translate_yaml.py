@@ -77,3 +77,24 @@ def test_awkward_scalars_and_empty_collections(value: Any) -> None:
 @given(json_values)
 def test_any_json_value_dumps_as_yaml_dump_does(doc: Any) -> None:
     assert dump(doc) == expected(doc)
+
+
+# Words near the line width, made of the characters that decide between plain and quoted scalars.
+wordy = st.text(alphabet="ab1/_-.=+()@,;:#'\" ", max_size=100)
+wordy_values = st.recursive(
+    wordy | st.integers() | st.booleans() | st.none(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(wordy, inner, max_size=3),
+    max_leaves=20,
+)
+
+
+@given(st.dictionaries(wordy, wordy_values, min_size=1, max_size=4))
+def test_words_at_any_column_dump_as_yaml_dump_does(doc: dict[str, Any]) -> None:
+    assert dump(doc) == expected(doc)
+
+
+def test_keys_libyaml_writes_as_complex_keys() -> None:
+    for key in ("", "k" * 130, "a\nb"):
+        for value in ("x", {"b": 1}, [1], {}, []):
+            doc = json.loads(json.dumps({"a": [{key: value}], key: {"c": value}}))  # nothing shared
+            assert dump(doc) == expected(doc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import ipaddress
 import re
 from collections.abc import Mapping
@@ -190,6 +191,7 @@ def validate_endpoint_slice(obj: Mapping[str, Any]) -> list[str]:
     return capped(problems)
 
 
+@functools.lru_cache(maxsize=4096)  # slices of one Service, or of one node, repeat addresses
 def _address_problem(address_type: Any, address: str) -> str | None:
     """ValidateEndpointSlice's rule: each address is of the slice's addressType."""
     if address_type == "FQDN":

@@ -1,14 +1,18 @@
-"""YAML output of ``cpx translate``: libyaml's emitter fed YAML events directly.
+"""YAML output of ``cpx translate``: block YAML written directly, libyaml for the hard scalars.
 
 The output is byte for byte what ``yaml.dump(doc, Dumper=CSafeDumper, sort_keys=False)`` writes.
-That goes value -> node (the representer) -> event (the serializer, which first walks every node
-for anchors and resolves each scalar's tag twice) -> text.  For the JSON-shaped values translate
-prints (dicts, lists, strings, numbers, booleans, None, nothing shared), the events are known from
-the values: building them here took 40% off the dump of a 10k-route translation.
+That goes value -> node (the representer) -> event (the serializer) -> text, costing more than the
+whole translation at 10k routes.  For the JSON-shaped values translate prints (dicts, lists,
+strings, numbers, booleans, None, nothing shared) the block layout is fixed, and nearly every
+scalar is a plain word that needs neither quoting nor line folding: those are written here.  Any
+other scalar (quoted, escaped, folded, a float) is written by libyaml itself, in a small document
+that puts it at the same indentation and column, so its text is what the whole dump would hold.
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 import yaml
@@ -58,10 +62,143 @@ def _events(data: Any, out: list[yaml.Event]) -> None:
         out.append(yaml.ScalarEvent(None, tag, implicit, text))
 
 
-def dump(doc: Any) -> str:
-    """``doc`` (JSON-shaped: plain dicts, lists and scalars, no object twice) as block YAML."""
+def _event_dump(doc: Any) -> str:
+    """``doc`` through libyaml's emitter, fed the events the dumper would make."""
     events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent()]
     _events(doc, events)
     events += [yaml.DocumentEndEvent(), yaml.StreamEndEvent()]
     text: str = yaml.emit(events, Dumper=_Dumper)
     return text
+
+
+def dump(doc: Any) -> str:
+    """``doc`` (JSON-shaped: plain dicts, lists and scalars, no object twice) as block YAML."""
+    if type(doc) is not dict or not doc:
+        return _event_dump(doc)
+    out: list[str] = []
+    try:
+        _mapping(doc, 0, out, first_inline=False)
+    except _Irregular:
+        return _event_dump(doc)
+    return "".join(out)
+
+
+class _Irregular(Exception):
+    """A key the emitter writes as a complex key (``? key``) above a block (the layout differs), or
+    a key that is not a string."""
+
+
+# libyaml's line width: a plain scalar with spaces may be folded at one past this column.
+_WIDTH = 80
+# Plain in block context whatever the column (no indicator, quote, escape or break in them), when the
+# resolver reads them back as strings: the scalars written here without asking libyaml.
+_PLAIN_CANDIDATE = re.compile(r"[A-Za-z0-9_/][-A-Za-z0-9_./=+()@,;]*(?: +[-A-Za-z0-9_./=+()@,;]+)*")
+_MAX_SIMPLE_KEY = 127  # longer keys are written as complex keys
+
+
+@functools.lru_cache(maxsize=65536)
+def _plain(text: str) -> bool:
+    return _PLAIN_CANDIDATE.fullmatch(text) is not None and resolve_tag(yaml.ScalarNode, text, _PLAIN) == _STR
+
+
+def _scalar_text(value: Any, column: int) -> str | None:
+    """The plain text of ``value`` when written from ``column``, or None when libyaml must write it."""
+    kind = type(value)
+    if kind is str:
+        text: str = value
+        return text if _plain(text) and (column + len(text) <= _WIDTH or " " not in text) else None
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return str(value)
+    if value is None:
+        return "null"
+    return None  # floats (exponents, .nan, ...) and anything else
+
+
+def _mapping(data: dict[str, Any], indent: int, out: list[str], first_inline: bool) -> None:
+    """Block mapping entries, keys at column ``indent``; the first one on the current line when
+    ``first_inline`` (in a sequence item)."""
+    pad = " " * indent
+    for key, value in data.items():
+        if first_inline:
+            first_inline = False
+        else:
+            out.append(pad)
+        kind = type(value)
+        if (kind is dict or kind is list) and value:
+            out.append(_key_text(key))
+            out.append(":\n")
+            if kind is dict:
+                _mapping(value, indent + 2, out, first_inline=False)
+            else:
+                _sequence(value, indent, out, first_inline=False)
+            continue
+        if type(key) is str and len(key) <= _MAX_SIMPLE_KEY and _plain(key):
+            text = (
+                "{}" if kind is dict else "[]" if kind is list else _scalar_text(value, indent + len(key) + 2)
+            )
+            if text is not None:
+                out.append(f"{key}: {text}\n")
+                continue
+        if type(key) is not str:
+            raise _Irregular(key)  # not JSON: 1 and True would share a cache entry
+        if kind is dict or kind is list:  # empty
+            out.append(f"{_key_text(key)}: {'{}' if kind is dict else '[]'}\n")
+        else:
+            out.append(_pair_text(indent, key, value, kind.__name__))
+
+
+def _sequence(data: list[Any], indent: int, out: list[str], first_inline: bool) -> None:
+    """Block sequence items, dashes at column ``indent``."""
+    pad = " " * indent
+    for value in data:
+        if first_inline:
+            first_inline = False
+        else:
+            out.append(pad)
+        kind = type(value)
+        if kind is dict and value:
+            out.append("- ")
+            _mapping(value, indent + 2, out, first_inline=True)
+        elif kind is list and value:
+            out.append("- ")
+            _sequence(value, indent + 2, out, first_inline=True)
+        else:
+            text = "{}" if kind is dict else "[]" if kind is list else _scalar_text(value, indent + 2)
+            out.append(f"- {text}\n" if text is not None else _item_text(indent, value, kind.__name__))
+
+
+def _nested(value: Any, levels: int) -> tuple[Any, int]:
+    """``value`` under ``levels`` mappings of one key ``a``, and the length of their lines."""
+    for _ in range(levels):
+        value = {"a": value}
+    return value, sum(2 * i + 3 for i in range(levels))
+
+
+# Cached with the value's type: 1, 1.0 and True are equal keys to a cache, yet written differently.
+@functools.lru_cache(maxsize=4096)
+def _pair_text(indent: int, key: Any, value: Any, kind: str) -> str:
+    """``key: value`` (a scalar) as libyaml writes it with the key at ``indent``."""
+    doc, skip = _nested({key: value}, indent // 2)
+    return _event_dump(doc)[skip + indent :]
+
+
+@functools.lru_cache(maxsize=4096)
+def _item_text(indent: int, value: Any, kind: str) -> str:
+    """``- value`` (a scalar) as libyaml writes it with the dash at ``indent``."""
+    doc, skip = _nested([value], indent // 2 + 1)
+    return _event_dump(doc)[skip + indent :]
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_text(key: Any) -> str:
+    """A key above a block value, as libyaml writes it: a simple key does not depend on its column."""
+    if type(key) is not str:
+        raise _Irregular(key)  # not JSON: 1 and True would share a cache entry
+    if len(key) <= _MAX_SIMPLE_KEY and _plain(key):
+        return key
+    text = _event_dump({key: None})
+    if text.startswith("?"):
+        raise _Irregular(key)
+    return text[: -len(": null\n")]

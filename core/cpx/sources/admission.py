@@ -55,7 +55,8 @@ def admit(
         # A file's resourceVersion (e.g. from `kubectl get -o yaml`) means nothing here: an edit that
         # keeps it must still apply, so objects are compared by content.
         obj["metadata"].pop("resourceVersion", None)
-        key = ObjectKey.of(default_namespace(obj, spec.gvk.namespaced))
+        namespace = default_namespace(obj, spec.gvk.namespaced)["metadata"].get("namespace") or ""
+        key = ObjectKey(key.group, key.kind, str(namespace), key.name)  # ObjectKey.of, defaulted
         problems = _problems(spec, obj, path)
         if key in first_index:  # as with two files: the first definition is served, others refused
             problems.append(f"defined again: document {first_index[key] + 1} of this file defines it")

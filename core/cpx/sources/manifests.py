@@ -261,7 +261,13 @@ class ManifestSet:
         self, path: Path, objects: Iterable[KubeObject]
     ) -> tuple[list[KubeObject], list[KubeObject]]:
         """Install a file's new objects; returns (upserts, deletes) of the objects served."""
-        return self._install(path, {ObjectKey.of(obj): obj for obj in objects})
+        return self.replace_keyed(path, {ObjectKey.of(obj): obj for obj in objects})
+
+    def replace_keyed(
+        self, path: Path, keyed: dict[ObjectKey, KubeObject]
+    ) -> tuple[list[KubeObject], list[KubeObject]]:
+        """:meth:`replace_file` of objects already keyed (the dict is kept)."""
+        return self._install(path, keyed)
 
     def remove_file(self, path: Path) -> tuple[list[KubeObject], list[KubeObject]]:
         """Forget a file; returns (upserts, deletes): an object another file also holds is

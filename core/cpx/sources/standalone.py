@@ -15,6 +15,7 @@ import attrs
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
 from cpx.events import Event, EventHandler, Op
+from cpx.heap import collector_paused
 from cpx.objects import KubeObject, ObjectKey
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.admission import Admission, admit, conflict_note, kept_note, malformed_note, refusal_note
@@ -101,7 +102,7 @@ class StandaloneSource:
         self.malformed.pop(path, None)
         _set_or_drop(self.refused, path, refused)
         _set_or_drop(self.kept, path, kept)
-        upserts, deletes = self.manifests.replace_file(path, new.values())
+        upserts, deletes = self.manifests.replace_keyed(path, new)
         self._report(path, self._messages(doc_errors, admission), kept_last_good=False)
         for obj in deletes:
             handler.delete(obj, SOURCE_NAME)
@@ -201,8 +202,9 @@ class StandaloneSource:
     async def run(self, handler: EventHandler) -> None:
         # Absolute paths throughout: the watch reports them so, and a file must have one name.
         roots = [p.resolve() for p in self.paths]
-        for path in expand(roots):
-            self.load_file(path, handler)
+        with collector_paused():  # the initial sync: every manifest object, long-lived, acyclic
+            for path in expand(roots):
+                self.load_file(path, handler)
         handler.synced(SOURCE_NAME)
         watched = self._watch_roots(roots)
         if not watched:

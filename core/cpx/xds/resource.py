@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
-from google.protobuf import descriptor_pool, message_factory
 from google.protobuf.message import Message
 
 LISTENER = "type.googleapis.com/envoy.config.listener.v3.Listener"
@@ -104,7 +102,7 @@ class Snapshot:
         Scoped routes appear only when there are some: the classic single-RouteConfiguration shape
         has none, and its output stays what it was before SRDS existed.
         """
-        from google.protobuf import json_format  # noqa: PLC0415
+        from cpx.xds.protojson import message_json  # noqa: PLC0415 (for tools only)
 
         out: dict[str, Any] = {}
         for type_url in PUSH_ORDER:
@@ -112,82 +110,7 @@ class Snapshot:
             if type_url in _SHOWN_WHEN_PRESENT and not snap.resources:
                 continue
             out[SHORT_NAMES[type_url]] = [
-                _sort_maps(message, json_format.MessageToDict(message))
+                message_json(message)
                 for message in (snap.resources[name].message() for name in sorted(snap.resources))
             ]
         return out
-
-
-@attrs.frozen
-class _MessageField:
-    """What :func:`_sort_maps` needs of a message-typed field, read from its descriptor once."""
-
-    name: str
-    json_name: str
-    is_map: bool
-    map_of_messages: bool  # a map whose values are messages, themselves to sort
-    is_repeated: bool
-
-
-@functools.cache
-def _message_fields(descriptor: Any) -> tuple[_MessageField, ...]:
-    """The fields of ``descriptor`` that are maps or may hold one (through an ``Any`` too).
-
-    Read from the descriptors once per type: the runtime answers every descriptor access anew, and
-    at 10k routes asking per rendered message took longer than rendering the JSON.
-    """
-    out = []
-    for field in descriptor.fields:
-        if field.message_type is None or not _may_hold_maps(field.message_type):
-            continue
-        is_map = field.message_type.GetOptions().map_entry
-        map_of_messages = is_map and field.message_type.fields_by_name["value"].message_type is not None
-        out.append(_MessageField(field.name, field.json_name, is_map, map_of_messages, field.is_repeated))
-    return tuple(out)
-
-
-_IN_PROGRESS: set[str] = set()
-
-
-@functools.cache
-def _may_hold_maps(descriptor: Any) -> bool:
-    """Whether a message of this type can contain a map field at any depth."""
-    name = descriptor.full_name
-    if name == "google.protobuf.Any" or descriptor.GetOptions().map_entry or name in _IN_PROGRESS:
-        return True  # an Any can hold anything; a type met again while open: assume so
-    _IN_PROGRESS.add(name)
-    try:
-        return any(f.message_type is not None and _may_hold_maps(f.message_type) for f in descriptor.fields)
-    finally:
-        _IN_PROGRESS.discard(name)
-
-
-def _sort_maps(message: Message, rendered: Any) -> Any:
-    """``rendered`` (the JSON of ``message``) with every map's entries (e.g.
-    ``typed_per_filter_config``) in key order: the protobuf runtime renders maps in no fixed
-    order, and ``cpx translate`` output must not vary from run to run."""
-    if not isinstance(rendered, dict):
-        return rendered  # well-known types with their own JSON form (Duration, Struct, ...)
-    descriptor = message.DESCRIPTOR
-    if descriptor.full_name == "google.protobuf.Any":
-        any_message: Any = message
-        inner = message_factory.GetMessageClass(
-            descriptor_pool.Default().FindMessageTypeByName(any_message.TypeName())
-        )()
-        any_message.Unpack(inner)
-        return _sort_maps(inner, rendered)
-    for field in _message_fields(descriptor):
-        if field.json_name not in rendered:
-            continue
-        value = getattr(message, field.name)
-        if field.is_map:
-            entries = sorted(rendered[field.json_name].items())
-            if field.map_of_messages:
-                entries = [(k, _sort_maps(value[k], v)) for k, v in entries]
-            rendered[field.json_name] = dict(entries)
-        elif field.is_repeated:
-            for item, out in zip(value, rendered[field.json_name], strict=True):
-                _sort_maps(item, out)
-        else:
-            _sort_maps(value, rendered[field.json_name])
-    return rendered

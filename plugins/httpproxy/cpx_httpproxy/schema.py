@@ -36,9 +36,15 @@ _JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
     (list, "array"),
     (Mapping, "object"),
 )
+# The same for values of exactly these types (all of a parsed manifest), in one lookup.
+_EXACT_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
+_EXACT_JSON_TYPES[dict] = "object"
 
 
 def _json_type(value: Any) -> str:
+    exact = _EXACT_JSON_TYPES.get(type(value))
+    if exact is not None:
+        return exact
     for python_type, name in _JSON_TYPES:
         if isinstance(value, python_type):
             return name
@@ -134,6 +140,23 @@ def _walk(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
         _scalar(value, schema, path, problems)
 
 
+# What _scalar checks beyond the type.
+_SCALAR_RULES = frozenset(("enum", "minLength", "maxLength", "pattern", "minimum", "maximum"))
+_SCALAR_TYPES = frozenset(("string", "integer", "number", "boolean"))
+_plain_types: dict[int, str | None] = {}  # by id: the schemas are the CRD's, kept for the process
+
+
+def _plain_type(schema: Schema) -> str | None:
+    """The type of a scalar schema with no rule beyond its type, else None: a value of exactly that
+    type needs no walk (nor a path built for it), as nearly every field of every HTTPProxy."""
+    key = id(schema)
+    if key not in _plain_types:
+        kind = schema.get("type")
+        plain = kind in _SCALAR_TYPES and not _SCALAR_RULES.intersection(schema)
+        _plain_types[key] = kind if plain else None
+    return _plain_types[key]
+
+
 def _object(value: Mapping[str, Any], schema: Schema, path: str, problems: list[str]) -> None:
     present = {k: v for k, v in value.items() if v is not None}
     for name in schema.get("required", ()):
@@ -143,9 +166,12 @@ def _object(value: Mapping[str, Any], schema: Schema, path: str, problems: list[
     additional: Schema | None = schema.get("additionalProperties")
     for key, item in present.items():
         if additional is not None:
-            _walk(item, additional, f"{path}[{key}]", problems)
+            if _plain_type(additional) != _EXACT_JSON_TYPES.get(type(item), ""):
+                _walk(item, additional, f"{path}[{key}]", problems)
         elif key in properties:
-            _walk(item, properties[key], f"{path}.{key}", problems)
+            field = properties[key]
+            if _plain_type(field) != _EXACT_JSON_TYPES.get(type(item), ""):
+                _walk(item, field, f"{path}.{key}", problems)
         else:
             problems.append(f"{path}.{key}: unknown field")
     for rule in schema.get("x-kubernetes-validations", ()):

@@ -161,6 +161,10 @@ def weighted_cluster_total(weighted: Any, scope: Scope) -> Iterable[Finding]:
 
 
 def one_path_rewrite(action: Any, scope: Scope) -> Iterable[Finding]:
+    if not (
+        action.prefix_rewrite or action.HasField("regex_rewrite") or action.HasField("path_rewrite_policy")
+    ):
+        return ()  # every route is checked, and nearly none rewrites its path
     rewrites = [f for f in ("prefix_rewrite", "regex_rewrite", "path_rewrite_policy") if _set(action, f)]
     if len(rewrites) <= 1:
         return ()

@@ -137,8 +137,9 @@ def query_matcher(query: QueryMatch) -> route_components.QueryParameterMatcher:
     )
 
 
-def route_match(route: Route, extra_header: HeaderMatch | None = None) -> route_components.RouteMatch:
-    match = route_components.RouteMatch()
+def _fill_match(match: route_components.RouteMatch, route: Route, extra_header: HeaderMatch | None) -> None:
+    """Set ``match`` (a Route's own, so nothing is copied) from ``route``."""
+    match.SetInParent()
     path = route.path
     if path.kind is PathKind.PREFIX:
         match.prefix = path.value
@@ -160,7 +161,6 @@ def route_match(route: Route, extra_header: HeaderMatch | None = None) -> route_
         headers = (*route.headers, extra_header)
     match.headers.extend(header_matcher(h) for h in sorted_headers(headers))
     match.query_parameters.extend(query_matcher(q) for q in sorted_query(route.query))
-    return match
 
 
 # -- actions ---------------------------------------------------------------------------------------
@@ -261,8 +261,9 @@ def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_componen
     return route_components.WeightedCluster(clusters=entries)
 
 
-def route_action(route: Route, filters: HttpFilters = ()) -> route_components.RouteAction:
-    action = route_components.RouteAction()
+def _fill_action(action: route_components.RouteAction, route: Route, filters: HttpFilters) -> None:
+    """Set ``action`` (a Route's own, so nothing is copied) from ``route``."""
+    action.SetInParent()
     if _single_simple_cluster(route, filters):
         action.cluster = cluster_name(route.clusters[0])
     else:
@@ -289,7 +290,6 @@ def route_action(route: Route, filters: HttpFilters = ()) -> route_components.Ro
             action.hash_policy.append(hashing)
     if route.internal_redirect is not None:
         action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
-    return action
 
 
 def build_route(
@@ -304,7 +304,8 @@ def build_route(
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
     ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
     """
-    out = route_components.Route(match=route_match(route, extra_header))
+    out = route_components.Route()
+    _fill_match(out.match, route, extra_header)
     if route.https_redirect and not secure:
         out.redirect.https_redirect = True
     elif route.direct_response is not None:
@@ -315,7 +316,7 @@ def build_route(
         # A route whose Services are all missing answers 503, like Contour's dangling references.
         out.direct_response.status = 503
     else:
-        out.route.CopyFrom(route_action(route, filters))
+        _fill_action(out.route, route, filters)
         if not route.request_headers.is_empty():
             out.request_headers_to_add.extend(header_value_options(route.request_headers))
             out.request_headers_to_remove.extend(route.request_headers.remove)
