@@ -44,7 +44,7 @@ ENDPOINT_SLICE = GroupVersionKind(
 )
 
 
-@attrs.frozen(order=True)
+@attrs.frozen(order=True, cache_hash=True)  # keys of every table: hashed once, not per lookup
 class ObjectKey:
     group: str
     kind: str

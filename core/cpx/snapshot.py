@@ -7,9 +7,11 @@ by the event handler).  It never talks to Envoy or Kubernetes itself.
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
+import operator
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -473,7 +475,7 @@ class SnapshotHandler:
             now: dict[ObjectKey, Any] = inputs[i]
             before: dict[ObjectKey, Any] = previous[i]
             if now != before:
-                candidates.update(k for k in now.keys() | before.keys() if now.get(k) != before.get(k))
+                candidates.update(_changed_keys(now, before))
         out: dict[ObjectKey, ObjectStatus | None] = {}
         for key in sorted(candidates):
             if (
@@ -514,3 +516,10 @@ class SnapshotHandler:
         if rejected_by_envoy is not None and self.source.get(key) is rejected_by_envoy[0]:
             notes += rejected_by_envoy[1]
         return ObjectStatus(key=key, status=status, notes=notes + from_source)
+
+
+def _changed_keys(now: dict[ObjectKey, Any], before: dict[ObjectKey, Any]) -> Iterator[ObjectKey]:
+    """The keys in either whose value is not the very same object in the other: those whose value
+    differs, and perhaps a few equal ones.  Mostly in C (10k statuses, one new: ~1 ms, not ~10)."""
+    yield from set(before).difference(now)  # sets made from dicts reuse their keys' hashes
+    yield from itertools.compress(now, map(operator.is_not, map(before.get, now), now.values()))
