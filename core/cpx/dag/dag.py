@@ -184,6 +184,8 @@ class DAG:
     # Set by seal(): the DAG no longer changes, so walks over it can be memoised.
     _sealed: bool = attrs.field(default=False, init=False, repr=False)
     _frozen_hosts: bool = attrs.field(default=False, init=False, repr=False)  # added, maybe frozen
+    # Set by prune (every host left is frozen); any accessor that may add a mutable host clears it.
+    _all_frozen: bool = attrs.field(default=False, init=False, repr=False)
     _cluster_walk: tuple[tuple[Cluster, ...], ...] | None = attrs.field(default=None, init=False, repr=False)
     _unique_clusters: tuple[Cluster, ...] | None = attrs.field(default=None, init=False, repr=False)
     _cluster_set: frozenset[Cluster] | None = attrs.field(default=None, init=False, repr=False)
@@ -191,8 +193,9 @@ class DAG:
     def seal(self) -> None:
         """Declare the DAG finished (the builder calls this after prune); nothing may change it,
         and every virtual host is frozen."""
-        for vhost in itertools.filterfalse(_FROZEN, self._all_virtual_hosts()):
-            vhost.freeze()
+        if not self._all_frozen:
+            for vhost in itertools.filterfalse(_FROZEN, self._all_virtual_hosts()):
+                vhost.freeze()
         self._sealed = True
 
     @property
@@ -249,25 +252,30 @@ class DAG:
         """Every virtual host of every listener, plain and secure (only those named ``fqdn`` if
         given): what a policy processor walks to decorate routes built by other plugins.  Each is
         the processor's to change (a frozen one is replaced by a copy first)."""
+        self._all_frozen = False
         for listener in list(self.listeners.values()):
             yield from _writable_hosts(listener.virtual_hosts, fqdn)
             yield from _writable_hosts(listener.secure_virtual_hosts, fqdn)
 
     def get_virtual_host(self, listener: str, fqdn: str) -> VirtualHost | None:
+        self._all_frozen = False
         hosts = self._listener(listener).virtual_hosts
         return _writable(hosts, fqdn) if fqdn in hosts else None
 
     def ensure_virtual_host(self, listener: str, fqdn: str) -> VirtualHost:
+        self._all_frozen = False
         hosts = self._listener(listener).virtual_hosts
         if fqdn not in hosts:
             hosts[fqdn] = VirtualHost(fqdn)
         return _writable(hosts, fqdn)
 
     def get_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost | None:
+        self._all_frozen = False
         hosts = self._listener(listener).secure_virtual_hosts
         return _writable(hosts, fqdn) if fqdn in hosts else None
 
     def ensure_secure_virtual_host(self, listener: str, fqdn: str) -> SecureVirtualHost:
+        self._all_frozen = False
         hosts = self._listener(listener).secure_virtual_hosts
         if fqdn not in hosts:
             hosts[fqdn] = SecureVirtualHost(fqdn)
@@ -276,6 +284,7 @@ class DAG:
     def thaw(self) -> None:
         """Replace every frozen virtual host by a private, mutable copy (before a processor that
         may edit hosts it reached without the accessors runs: see ProcessorSpec.accessors_only)."""
+        self._all_frozen = False
         if not self._frozen_hosts:
             return
         for listener in self.listeners.values():
@@ -288,11 +297,13 @@ class DAG:
         to build (:meth:`VirtualHost.freeze`): installed as they are, they cost the caches nothing
         while they stay the same objects.  A name the listener already has is an error: merge into
         that host through :meth:`ensure_virtual_host` instead."""
+        self._all_frozen = False
         _add_hosts(self._listener(listener).virtual_hosts, hosts, listener)
         self._frozen_hosts = True
 
     def add_secure_virtual_hosts(self, listener: str, hosts: Mapping[str, SecureVirtualHost]) -> None:
         """:meth:`add_virtual_hosts` for secure virtual hosts."""
+        self._all_frozen = False
         _add_hosts(self._listener(listener).secure_virtual_hosts, hosts, listener)
         self._frozen_hosts = True
 
@@ -373,6 +384,7 @@ class DAG:
             listener.secure_virtual_hosts = _valid_sorted(listener.secure_virtual_hosts)
             if not (listener.virtual_hosts or listener.secure_virtual_hosts):
                 del self.listeners[name]
+        self._all_frozen = True
         for name in [n for n in self._listener_nodes if n in self.listeners]:
             node = self._listener_nodes.pop(name)
             self._note_node(node, "Listener", f"listener name {name!r} is already used by a core listener")
