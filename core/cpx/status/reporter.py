@@ -47,9 +47,11 @@ class StatusReporter:
         # Only what may have changed since the last call: at 10k objects, looking at every status
         # after each rebuild would hold up the event loop (and so the xDS push) for ~100 ms.
         changed = False
+        first = not self._last
         statuses = pipeline.changed_statuses()
         if self.sink is not None:
             self.sink(statuses)
+        clean = 0
         for key, status in statuses.items():
             if status is None:
                 changed = self._last.pop(key, None) is not None or changed
@@ -61,7 +63,12 @@ class StatusReporter:
             self._last[key] = current
             if self.sink is None:
                 self.metrics.status_update_total.labels(kind=key.kind).inc()
-            self._log(status)
+            if first and not status.notes:
+                clean += 1  # the first report counts clean objects: 10k log lines say nothing more
+            else:
+                self._log(status)
+        if clean:
+            log.info("%d object(s) without problems", clean)
         if self.path is not None and (changed or not self._written):
             write_status_file(self.path, pipeline.statuses())
             self._written = True
