@@ -21,7 +21,6 @@ from __future__ import annotations
 import enum
 import itertools
 from collections.abc import Iterator, Mapping
-from operator import attrgetter
 from typing import Any, NoReturn, Self, TypeVar
 
 import attrs
@@ -194,7 +193,7 @@ class DAG:
         """Declare the DAG finished (the builder calls this after prune); nothing may change it,
         and every virtual host is frozen."""
         if not self._all_frozen:
-            for vhost in itertools.filterfalse(_FROZEN, self._all_virtual_hosts()):
+            for vhost in [vhost for vhost in self._all_virtual_hosts() if not vhost._frozen]:
                 vhost.freeze()
         self._sealed = True
 
@@ -327,7 +326,7 @@ class DAG:
             return self._cluster_walk
         vhosts = self._all_virtual_hosts()
         if self._sealed:  # frozen hosts know their clusters: the walk runs in C
-            walk = tuple(map(_CLUSTER_REFS, vhosts))
+            walk = tuple([vhost._cluster_refs for vhost in vhosts])  # faster than attrgetter
         else:
             walk = tuple(tuple(vhost._clusters()) for vhost in vhosts)
         if self._sealed:
@@ -390,11 +389,6 @@ class DAG:
             self._note_node(node, "Listener", f"listener name {name!r} is already used by a core listener")
 
 
-_CLUSTER_REFS = attrgetter("_cluster_refs")
-_FROZEN = attrgetter("_frozen")
-_VALID = attrgetter("_valid")
-
-
 def _writable(hosts: dict[str, _Host], name: str) -> _Host:
     """The named host, replaced by a private copy first if it is frozen (copy on write)."""
     vhost = hosts[name]
@@ -425,10 +419,11 @@ def _valid_sorted(hosts: dict[str, _Host]) -> dict[str, _Host]:
     """The valid hosts by name, each frozen (in C but for the hosts not frozen yet: with
     incremental processors, the few that changed)."""
     names = sorted(hosts)  # sorting the names alone: twice as fast as sorting the items
-    if all(map(_VALID, hosts.values())) and names == list(hosts):
+    # Comprehensions: on attrs classes, faster than map(attrgetter(...)).
+    if all([vhost._valid for vhost in hosts.values()]) and names == list(hosts):
         return hosts  # frozen, valid and in order (a processor's kept hosts): as they are
-    vhosts = list(map(hosts.__getitem__, names))
-    for vhost in itertools.filterfalse(_FROZEN, vhosts):
+    vhosts = [hosts[name] for name in names]
+    for vhost in [vhost for vhost in vhosts if not vhost._frozen]:
         vhost.freeze()
-    valid = list(map(_VALID, vhosts))
+    valid = [vhost._valid for vhost in vhosts]
     return dict(zip(itertools.compress(names, valid), itertools.compress(vhosts, valid), strict=True))

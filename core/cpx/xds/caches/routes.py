@@ -197,7 +197,7 @@ class RouteCache:
         memo = self._scoped_memo.get(name)
         vhosts, changed = plain.vhosts, plain.changed
         if memo is None:
-            by_name = dict(zip(map(_NAME, vhosts), plain.entries(), strict=True))
+            by_name = dict(zip([vhost.name for vhost in vhosts], plain.entries(), strict=True))
             built = {name: self._shared_config(name, by_name)}
             for fqdn in filter(is_exact, by_name):
                 own = host_route_config_name(name, fqdn)
@@ -211,7 +211,7 @@ class RouteCache:
                 return memo
             by_name, gone = before | updates, []
         else:
-            by_name = dict(zip(map(_NAME, vhosts), plain.entries(), strict=True))
+            by_name = dict(zip([vhost.name for vhost in vhosts], plain.entries(), strict=True))
             moved = [fqdn for fqdn, entry in by_name.items() if before.get(fqdn) is not entry]
             gone = [fqdn for fqdn in before if fqdn not in by_name]
             if not (moved or gone):
@@ -255,7 +255,7 @@ class RouteCache:
             if name in same and name in self._skeletons:
                 skeletons[name] = self._skeletons[name]
                 continue
-            fqdns = tuple(map(_NAME, vhosts))
+            fqdns = tuple([vhost.name for vhost in vhosts])
             skeletons[name] = fqdns
             before = self._skeletons.get(name)
             if before == fqdns:
@@ -305,7 +305,7 @@ class _PlainHosts:
     changed: list[int] | None
 
     def entries(self) -> list[bytes]:
-        return list(map(_ENTRY, self.translated))
+        return [done.entry for done in self.translated]
 
 
 def _replaced(new: list[VirtualHost], old: list[VirtualHost]) -> list[int] | None:
@@ -330,7 +330,6 @@ def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
 
 
 _NAME = attrgetter("name")
-_ENTRY = attrgetter("entry")
 _VHOST_INDEX = re.compile(r"^virtual_hosts\[(\d+)\]")
 # Stand in for a virtual host translated with faults and its routes: equal to no host's.
 _NEVER_EQUAL = {"": Route(path=PathMatch(kind=PathKind.EXACT, value="\x00never"))}
@@ -384,7 +383,7 @@ class _Build:
             if all(before.vhosts[i].name == vhosts[i].name for i in changed):
                 by_name = before.by_name | new if new else before.by_name
             else:  # a host took another's place: the names moved
-                by_name = dict(zip(map(_NAME, vhosts), translated, strict=True))
+                by_name = dict(zip([vhost.name for vhost in vhosts], translated, strict=True))
                 changed = None
         plain = self.plain[name] = _PlainHosts(vhosts, translated, by_name, changed)
         return plain
