@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -105,6 +105,8 @@ class StreamHub:
     _sequencers: dict[str, Sequencer] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
+        for snap in snapshot.types.values():
+            self.changes.learn(snap)  # also when no stream answers from it: it links its successor
         self.snapshot = snapshot
         self.wake_all()
 
@@ -213,7 +215,7 @@ class Stream:
                     seq.advance(snapshot, self._holds_clusters_of)
                     if seq.sent_routing is None:
                         continue  # nothing to route to yet: answered once the clusters are in
-                out = self._respond_type(type_url, seq.view(snapshot).get(type_url))
+                out = self._respond_type(type_url, seq.view(snapshot, self.hub.changes).get(type_url))
             if out is not None:
                 yield out
         if seq is not None and seq.acked_routing is not seq.sent_routing and self._routing_settled():
@@ -223,7 +225,7 @@ class Stream:
     def _holds_clusters_of(self, current: Snapshot) -> bool:
         """The Envoy ACKed the clusters of ``current`` and was sent their endpoints."""
         assert self.sequencer is not None
-        view = self.sequencer.view(current)
+        view = self.sequencer.view(current, self.hub.changes)
         clusters = current.get(CLUSTER).resources
         cds = self.hub.carrier(self, CLUSTER)
         if cds is not None and not (
@@ -252,13 +254,27 @@ class Stream:
         """The latest response of ``type_url`` was ACKed (or none was sent)."""
         raise NotImplementedError
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         """The client was sent those of ``names`` it subscribes to, at their versions in ``snap``.
 
         Only subscribed names count: Envoy subscribes to a new cluster's endpoints before it ACKs
         the cluster (it holds EDS requests back while it applies CDS, then sends them first).
         """
         raise NotImplementedError
+
+    def _behind(self, watch: SotwWatch | DeltaWatch, snap: TypeSnapshot) -> Collection[str] | None:
+        """The names of ``snap`` the client may hold at another version (None: any of them).
+
+        Once a watch answered from its ``basis``, the client holds every name of it it subscribes
+        to at its version, except those subscribed since: only names that changed from ``basis``
+        to ``snap``, or are newly subscribed, can lag. A changed subscription (``dirty``) voids it.
+        """
+        basis = watch.basis
+        if basis is None or watch.dirty:
+            return None
+        if basis.version == snap.version:
+            return watch.added
+        return self.hub.changes.between(basis, snap).changed | watch.added
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
         raise NotImplementedError
@@ -412,13 +428,15 @@ class SotwStream(Stream):
     def _settled(self, type_url: str) -> bool:
         return self.by_type[type_url].settled
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         watch = self.by_type[type_url]
         if watch.wildcard:
             return watch.sent_version == snap.version
+        behind = self._behind(watch, snap)
+        wanted = names if behind is None else [n for n in behind if n in names]
         # A pending warming resend (SotwWatch.warming) is not waited for: Envoy asks for it only
         # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
-        return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
+        return all(watch.sent.get(n) == snap.resources[n].version for n in wanted if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
         basis = watch.basis
@@ -634,9 +652,12 @@ class DeltaStream(Stream):
     def _settled(self, type_url: str) -> bool:
         return self.by_type[type_url].settled
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         watch = self.by_type[type_url]
-        wanted = names if watch.wildcard else (n for n in names if n in watch.names)
+        behind = self._behind(watch, snap)
+        wanted = names if behind is None else [n for n in behind if n in names]
+        if not watch.wildcard:
+            wanted = [n for n in wanted if n in watch.names]
         return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:

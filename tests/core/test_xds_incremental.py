@@ -1,0 +1,213 @@
+"""What the xDS server works out incrementally equals what it would work out from scratch.
+
+Random sequences of changes: a type snapshot derived from the previous one (its version, what it
+says it touched), the changes between any two versions, a make-before-break view's merged types,
+and whether a client holds some names, each compared with the same computed over every name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from envoy.service.discovery.v3 import discovery_pb2
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from cpx.xds.resource import ENDPOINT, ROUTE, Resource, Snapshot, TypeSnapshot
+from cpx.xds.server.changes import ChangeCache, Changes
+from cpx.xds.server.counters import XdsCounters
+from cpx.xds.server.rejects import Rejections
+from cpx.xds.server.sequencing import _merged
+from cpx.xds.server.streams import DeltaStream, SotwStream, StreamHub
+from cpx.xds.typeversion import BUCKETS
+
+NAMES = [f"n{i}" for i in range(24)]
+
+# One step: per name, its version; absent names are gone. "same" keeps the very object (as a cache
+# hands out what did not change), "copy" rebuilds it at the same version.
+states = st.lists(
+    st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["v1", "v2", "v3", "same", "copy"])),
+    min_size=1,
+    max_size=12,
+)
+
+
+def resources_of(state: Mapping[str, str], before: Mapping[str, Resource]) -> dict[str, Resource]:
+    out = {}
+    for name, step in state.items():
+        old = before.get(name)
+        if step == "same" and old is not None:
+            out[name] = old
+            continue
+        version = (old.version if old is not None else "v1") if step in ("same", "copy") else step
+        out[name] = Resource(name, ROUTE, version.encode(), version)
+    return out
+
+
+def full_diff(old: Mapping[str, Resource], new: Mapping[str, Resource]) -> Changes:
+    changed = {n for n, r in new.items() if n not in old or old[n].version != r.version}
+    return Changes(frozenset(changed), frozenset(old.keys() - new.keys()))
+
+
+def chain(steps: list[dict[str, str]], hinted: bool) -> list[TypeSnapshot]:
+    out: list[TypeSnapshot] = []
+    for state in steps:
+        previous = out[-1] if out else None
+        now = resources_of(state, previous.resources if previous else {})
+        hint = (now.keys() | previous.resources.keys()) if hinted and previous else None
+        out.append(TypeSnapshot.of(ROUTE, now, previous=previous, changed=hint))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(states, st.booleans())
+def test_a_derived_type_snapshot_is_the_one_built_from_scratch(
+    steps: list[dict[str, str]], hinted: bool
+) -> None:
+    snaps = chain(steps, hinted)
+    for previous, snap in zip([None, *snaps], snaps, strict=False):
+        fresh = TypeSnapshot.of(ROUTE, snap.resources)
+        assert snap.version == fresh.version and snap == fresh
+        assert snap.tree.names == fresh.tree.names and snap.tree.digests == fresh.tree.digests
+        if previous is not None:
+            diff = full_diff(previous.resources, snap.resources)
+            if snap is not previous:
+                assert snap.parent == previous.version
+                assert snap.touched == diff.changed | diff.removed
+            else:
+                assert diff == Changes(frozenset(), frozenset())
+
+
+def test_versions_depend_on_content_only() -> None:
+    many = {f"r{i}": Resource(f"r{i}", ROUTE, b"", f"v{i}") for i in range(4 * BUCKETS)}
+    scratch = TypeSnapshot.of(ROUTE, many)
+    grown = TypeSnapshot.of(ROUTE, {})
+    for name in reversed(list(many)):
+        grown = TypeSnapshot.of(ROUTE, {**grown.resources, name: many[name]}, previous=grown)
+    assert grown.version == scratch.version
+    moved = TypeSnapshot.of(ROUTE, {**many, "r7": Resource("r7", ROUTE, b"", "other")}, previous=scratch)
+    assert moved.version != scratch.version and moved.touched == {"r7"}
+    assert TypeSnapshot.of(ROUTE, many, previous=moved).version == scratch.version
+
+
+@settings(max_examples=100, deadline=None)
+@given(states, st.lists(st.tuples(st.integers(0, 11), st.integers(0, 11)), min_size=1, max_size=20))
+def test_changes_between_any_two_versions_are_exact(
+    steps: list[dict[str, str]], pairs: list[tuple[int, int]]
+) -> None:
+    snaps = chain(steps, hinted=False)
+    # Views derived from published snapshots, and snapshots built with no link at all.
+    branches = [
+        TypeSnapshot.of(ROUTE, {**s.resources, "extra": Resource("extra", ROUTE, b"", "x")}, previous=s)
+        for s in snaps[::2]
+    ]
+    loose = [TypeSnapshot.of(ROUTE, s.resources) for s in snaps[1::3]]
+    every = snaps + branches + loose
+    cache = ChangeCache()
+    for snap in snaps:
+        cache.learn(snap)
+    for i, j in pairs:
+        old, new = every[i % len(every)], every[j % len(every)]
+        assert cache.between(old, new) == full_diff(old.resources, new.resources)
+
+
+def test_changes_without_a_remembered_path_are_compared_name_by_name() -> None:
+    cache = ChangeCache()
+    snaps = chain([{"a": "v1"}, *({"a": "v1", f"n{i}": "v1"} for i in range(100)), {"b": "v2"}], hinted=False)
+    for snap in snaps:
+        cache.learn(snap)  # more links than are remembered: the first ones are forgotten
+    assert cache.between(snaps[0], snaps[-1]) == Changes(frozenset({"b"}), frozenset({"a"}))
+
+
+def merged_reference(layers: list[Snapshot]) -> dict[str, Resource]:
+    out: dict[str, Resource] = {}
+    for layer in reversed(layers):
+        out.update(layer.get(ROUTE).resources)
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(states, st.lists(st.integers(0, 11), min_size=1, max_size=3))
+def test_a_merged_view_holds_every_layer(steps: list[dict[str, str]], picks: list[int]) -> None:
+    snaps = chain(steps, hinted=False)
+    layers = [Snapshot({ROUTE: snaps[i % len(snaps)]}) for i in picks]
+    merged = _merged(ROUTE, layers, ChangeCache())
+    assert dict(merged.resources) == merged_reference(layers)
+    assert merged.version == TypeSnapshot.of(ROUTE, merged.resources).version
+
+
+# --- whether a client holds names: from what changed, or over every name ---------------------------
+
+
+def hub() -> StreamHub:
+    counters = XdsCounters()
+    return StreamHub(counters, Rejections(counters))
+
+
+def endpoints(state: Mapping[str, str]) -> dict[str, Resource]:
+    return {n: Resource(n, ENDPOINT, v.encode(), v) for n, v in state.items()}
+
+
+steps_and_subscriptions = st.lists(
+    st.tuples(
+        st.none() | st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["v1", "v2", "v3"])),
+        st.sets(st.sampled_from(NAMES)),
+        st.booleans(),  # answer from the new snapshot before checking
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps_and_subscriptions, st.sets(st.sampled_from(NAMES)))
+# A name subscribed since the last answer, the snapshot unchanged: not held yet.
+@example([({"n0": "v1", "n1": "v1"}, {"n1"}, True), (None, {"n0", "n1"}, False)], {"n0"})
+def test_sotw_holds_equals_a_check_of_every_name(
+    steps: list[tuple[dict[str, str] | None, set[str], bool]], asked: set[str]
+) -> None:
+    stream = SotwStream(hub(), None)
+    snap: TypeSnapshot | None = None
+    nonce = ""
+    for state, names, answer in steps:
+        if snap is None or state is not None:  # None: the snapshot stays as it is
+            snap = TypeSnapshot.of(ENDPOINT, endpoints(state or {}), previous=snap)
+        stream.on_request(
+            discovery_pb2.DiscoveryRequest(
+                type_url=ENDPOINT, resource_names=sorted(names), response_nonce=nonce
+            )
+        )
+        if answer and stream._respond_type(ENDPOINT, snap) is not None:
+            nonce = stream.by_type[ENDPOINT].nonce
+        watch = stream.by_type[ENDPOINT]
+        wanted = asked & snap.resources.keys()
+        expected = all(watch.sent.get(n) == snap.resources[n].version for n in wanted if n in watch.names)
+        assert stream._holds(ENDPOINT, snap, wanted) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps_and_subscriptions, st.sets(st.sampled_from(NAMES)), st.booleans())
+def test_delta_holds_equals_a_check_of_every_name(
+    steps: list[tuple[dict[str, str] | None, set[str], bool]], asked: set[str], wildcard: bool
+) -> None:
+    stream = DeltaStream(hub(), None)
+    snap: TypeSnapshot | None = None
+    subscribed: set[str] = set()
+    for state, names, answer in steps:
+        if snap is None or state is not None:  # None: the snapshot stays as it is
+            snap = TypeSnapshot.of(ENDPOINT, endpoints(state or {}), previous=snap)
+        nonce = stream.by_type[ENDPOINT].nonce if ENDPOINT in stream.by_type else ""
+        request = discovery_pb2.DeltaDiscoveryRequest(
+            type_url=ENDPOINT,
+            resource_names_subscribe=sorted(names - subscribed) + (["*"] if wildcard and not nonce else []),
+            resource_names_unsubscribe=sorted(subscribed - names),
+            response_nonce=nonce,
+        )
+        stream.on_request(request)
+        subscribed = set(names)
+        if answer:
+            stream._respond_type(ENDPOINT, snap)
+        watch = stream.by_type[ENDPOINT]
+        wanted = [n for n in asked & snap.resources.keys() if watch.wildcard or n in watch.names]
+        expected = all(watch.known.get(n) == snap.resources[n].version for n in wanted)
+        assert stream._holds(ENDPOINT, snap, asked & snap.resources.keys()) == expected
