@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from cpx.xds.resource import ENDPOINT, ROUTE, Resource, Snapshot, TypeSnapshot
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsCounters
+from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections
 from cpx.xds.server.sequencing import _merged
 from cpx.xds.server.streams import DeltaStream, SotwStream, StreamHub
@@ -211,3 +212,18 @@ def test_delta_holds_equals_a_check_of_every_name(
         wanted = [n for n in asked & snap.resources.keys() if watch.wildcard or n in watch.names]
         expected = all(watch.known.get(n) == snap.resources[n].version for n in wanted)
         assert stream._holds(ENDPOINT, snap, asked & snap.resources.keys()) == expected
+
+
+def test_requests_listing_the_same_names_share_one_set() -> None:
+    sets = NameSets()
+    many = [f"r{i}" for i in range(100)]
+    first = discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=many, version_info="1")
+    ack = discovery_pb2.DiscoveryRequest(
+        type_url=ROUTE, resource_names=many, version_info="2", response_nonce="7"
+    )
+    assert sets.of(first) == frozenset(many) and sets.of(ack) is sets.of(first)
+    more = discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=[*many, "new"], response_nonce="8")
+    assert sets.of(more) == frozenset([*many, "new"])
+    reordered = discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=many[::-1])
+    assert sets.of(reordered) == frozenset(many)
+    assert sets.of(discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=["a", "b"])) == {"a", "b"}

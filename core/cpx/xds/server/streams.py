@@ -32,6 +32,7 @@ from cpx.xds.server import wire
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsMetrics
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
+from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections, SentResponse, short
 from cpx.xds.server.sequencing import ROUTING, Sequencer
 
@@ -96,6 +97,7 @@ class StreamHub:
     stopping: bool = False
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
     changes: ChangeCache = attrs.field(factory=ChangeCache)
+    name_sets: NameSets = attrs.field(factory=NameSets)
     streams: set[Stream] = attrs.field(factory=set)
     peers: PeerStreams = attrs.field(
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
@@ -353,18 +355,17 @@ class SotwWatch:
 
     def subscribe(self, names: frozenset[str], initial: bool, client_version: str) -> None:
         was_wildcard = self.wildcard
-        explicit = names - {WILDCARD}
+        explicit = names - {WILDCARD} if WILDCARD in names else names
         wildcard = WILDCARD in names or (
             not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
         )
-        if (
-            not initial
-            and wildcard == was_wildcard
-            and (explicit == self.names or (not wildcard and explicit > self.names))
-        ):
+        # The very same set when the request repeats the last one's names (NameSets).
+        same = explicit is self.names or explicit == self.names
+        if not initial and wildcard == was_wildcard and (same or (not wildcard and explicit > self.names)):
             # An ACK (or NACK) of the same subscription, or one with more names (a new route):
             # the new names are answered, the others as the snapshot changes them.
-            self.added |= explicit - self.names
+            if not same:
+                self.added |= explicit - self.names
             self.names = explicit
             self.named_ever = self.named_ever or bool(explicit)
             return
@@ -413,7 +414,7 @@ class SotwStream(Stream):
             watch.settled = not request.HasField("error_detail")
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
-        watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
+        watch.subscribe(self.hub.name_sets.of(request), initial, str(request.version_info))
         if watch.warming:
             watch.force = True
 
