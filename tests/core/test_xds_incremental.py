@@ -14,6 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from cpx.xds.resource import ENDPOINT, ROUTE, Resource, Snapshot, TypeSnapshot
+from cpx.xds.server import wire
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsCounters
 from cpx.xds.server.names import NameSets
@@ -227,3 +228,12 @@ def test_requests_listing_the_same_names_share_one_set() -> None:
     reordered = discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=many[::-1])
     assert sets.of(reordered) == frozenset(many)
     assert sets.of(discovery_pb2.DiscoveryRequest(type_url=ROUTE, resource_names=["a", "b"])) == {"a", "b"}
+
+
+@settings(max_examples=100, deadline=None)
+@given(states)
+def test_complete_responses_encoded_from_the_last_one_are_encoded_anew(steps: list[dict[str, str]]) -> None:
+    cache = wire.ResponseCache()
+    for snap in chain(steps, hinted=False):
+        everything = wire.sotw_resources(ROUTE, (snap.resources[n] for n in sorted(snap.resources)))
+        assert cache.resources(snap, None) == everything

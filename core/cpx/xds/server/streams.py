@@ -344,7 +344,7 @@ class SotwWatch:
     settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
     # Wildcard: the resources last sent (clusters: to tell which changed, for EDS warming).
-    sent_resources: Mapping[str, Resource] = attrs.field(factory=dict)
+    sent_snap: TypeSnapshot | None = None
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version the client was sent
     # Cluster warming: names to send again, unchanged, with the next response (EDS).
     warming: set[str] = attrs.field(factory=set)
@@ -469,14 +469,12 @@ class SotwStream(Stream):
         if watch.sent_version == snap.version and not watch.force:
             return None
         if snap.type_url == CLUSTER:
-            before = watch.sent_resources
-            changed = [
-                r
-                for n, r in snap.resources.items()
-                if (old := before.get(n)) is None or old.version != r.version
-            ]
-            self.hub.clusters_sent(self, changed)
-        watch.sent_version, watch.sent_resources = snap.version, snap.resources
+            before = watch.sent_snap
+            changed = (
+                snap.resources.keys() if before is None else self.hub.changes.between(before, snap).changed
+            )
+            self.hub.clusters_sent(self, [snap.resources[n] for n in changed])
+        watch.sent_version, watch.sent_snap = snap.version, snap
         return snap.resources.keys()
 
     def _named_names(
