@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from envoy.config.cluster.v3 import cluster_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cpx.xds.resource import ENDPOINT, ROUTE, Resource, Snapshot, TypeSnapshot
+from cpx.xds.resource import CLUSTER, ENDPOINT, ROUTE, Resource, Snapshot, TypeSnapshot
 from cpx.xds.server import wire
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsCounters
+from cpx.xds.server.edsnames import ClusterEdsNames, eds_name
 from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections
 from cpx.xds.server.sequencing import _merged
@@ -237,3 +239,33 @@ def test_complete_responses_encoded_from_the_last_one_are_encoded_anew(steps: li
     for snap in chain(steps, hinted=False):
         everything = wire.sotw_resources(ROUTE, (snap.resources[n] for n in sorted(snap.resources)))
         assert cache.resources(snap, None) == everything
+
+
+def eds_cluster(name: str, service: str) -> Resource:
+    msg = cluster_pb2.Cluster(name=name)
+    if service == "static":
+        msg.type = cluster_pb2.Cluster.STATIC
+    else:
+        msg.type = cluster_pb2.Cluster.EDS
+        msg.eds_cluster_config.service_name = service
+    return Resource.from_message(name, CLUSTER, msg)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(NAMES), st.sampled_from(["s1", "s2", "s3", "", "static"])),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_the_eds_names_of_changing_clusters_are_those_counted_anew(steps: list[dict[str, str]]) -> None:
+    tracked, changes = ClusterEdsNames(), ChangeCache()
+    endpoints = TypeSnapshot.of(ENDPOINT, {n: Resource(n, ENDPOINT, b"", "1") for n in ("s1", "s2", "n3")})
+    clusters: TypeSnapshot | None = None
+    for state in steps:
+        built = {name: eds_cluster(name, service) for name, service in state.items()}
+        clusters = TypeSnapshot.of(CLUSTER, built, previous=clusters)
+        wanted = tracked.wanted(clusters, endpoints, changes)
+        expected = {eds_name(c) for c in clusters.resources.values()} & endpoints.resources.keys()
+        assert set(wanted) == expected and all(n in wanted for n in expected) and "s3" not in wanted

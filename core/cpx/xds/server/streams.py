@@ -16,7 +16,6 @@ from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
-from envoy.config.cluster.v3 import cluster_pb2
 
 from cpx.xds.resource import (
     CLUSTER,
@@ -31,6 +30,7 @@ from cpx.xds.resource import (
 from cpx.xds.server import wire
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsMetrics
+from cpx.xds.server.edsnames import ClusterEdsNames, eds_name
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
 from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections, SentResponse, short
@@ -68,24 +68,6 @@ def _ordered(type_urls: Sequence[str]) -> list[str]:
     return known + sorted(t for t in type_urls if t not in PUSH_ORDER)
 
 
-# Keyed by content version (not by Resource, which would keep every body alive).
-_eds_names: dict[str, str | None] = {}
-
-
-def eds_name(cluster: Resource) -> str | None:
-    """The ClusterLoadAssignment name an EDS cluster subscribes to (None for other clusters)."""
-    if cluster.version in _eds_names:
-        return _eds_names[cluster.version]
-    msg = cluster_pb2.Cluster.FromString(cluster.body)
-    name = None
-    if msg.type == cluster_pb2.Cluster.EDS:
-        name = str(msg.eds_cluster_config.service_name or msg.name)
-    if len(_eds_names) >= 1 << 17:  # well above the clusters of one snapshot (30k and more)
-        _eds_names.clear()
-    _eds_names[cluster.version] = name
-    return name
-
-
 @attrs.define(eq=False)
 class StreamHub:
     """What every stream of one server shares: the snapshot, caches, metrics, limits, streams by node."""
@@ -98,6 +80,7 @@ class StreamHub:
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
     changes: ChangeCache = attrs.field(factory=ChangeCache)
     name_sets: NameSets = attrs.field(factory=NameSets)
+    eds_names: ClusterEdsNames = attrs.field(factory=ClusterEdsNames)
     streams: set[Stream] = attrs.field(factory=set)
     peers: PeerStreams = attrs.field(
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
@@ -187,8 +170,6 @@ class Stream:
     sequencer: Sequencer | None = attrs.field(
         default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
     )
-    # The EDS names the clusters of a snapshot need, for the clusters and endpoints last asked about.
-    _eds_wanted: tuple[TypeSnapshot, TypeSnapshot, set[str]] | None = None
 
     @property
     def who(self) -> str:
@@ -203,7 +184,6 @@ class Stream:
         an exception's traceback) until the cyclic collector runs, and a burst of short-lived
         streams must not keep their watches and views alive meanwhile."""
         self._unanswered.clear()
-        self._eds_wanted = None
         self.sequencer = None
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
@@ -238,12 +218,8 @@ class Stream:
         if eds is None:
             return True
         endpoints = view.get(ENDPOINT)
-        memo = self._eds_wanted
-        if memo is None or memo[0] is not current.get(CLUSTER) or memo[1] is not endpoints:
-            # Once per new clusters or endpoints: one pass over every cluster.
-            named = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
-            memo = self._eds_wanted = (current.get(CLUSTER), endpoints, {n for n in named if n is not None})
-        return eds._holds(ENDPOINT, endpoints, memo[2])
+        wanted = self.hub.eds_names.wanted(current.get(CLUSTER), endpoints, self.hub.changes)
+        return eds._holds(ENDPOINT, endpoints, wanted)
 
     def _routing_settled(self) -> bool:
         carriers = ((t, self.hub.carrier(self, t)) for t in ROUTING)
