@@ -337,11 +337,14 @@ class SotwWatch:
         )
         # The very same set when the request repeats the last one's names (NameSets).
         same = explicit is self.names or explicit == self.names
-        if not initial and wildcard == was_wildcard and (same or (not wildcard and explicit > self.names)):
-            # An ACK (or NACK) of the same subscription, or one with more names (a new route):
-            # the new names are answered, the others as the snapshot changes them.
+        if not initial and wildcard == was_wildcard and (same or not wildcard):
+            # An ACK (or NACK) of the same subscription, or other names (a new route, a removed
+            # cluster): the new names are answered, the others as the snapshot changes them, and
+            # the dropped ones are forgotten, so asking again later gets an answer.
             if not same:
                 self.added |= explicit - self.names
+                for name in self.names - explicit:
+                    self.sent.pop(name, None)
             self.names = explicit
             self.named_ever = self.named_ever or bool(explicit)
             return
@@ -356,7 +359,6 @@ class SotwWatch:
         elif self.wildcard and not was_wildcard:
             self.sent_version = None
         else:
-            # Names the client dropped are forgotten, so asking again later gets an answer.
             self.sent = {n: v for n, v in self.sent.items() if n in explicit}
         self.dirty = True
 
@@ -498,7 +500,8 @@ class DeltaWatch:
     settled: bool = True  # the response of ``nonce`` was ACKed
     dirty: bool = True  # the subscription (or what the client holds) changed since the last check
     basis: TypeSnapshot | None = None  # what the last check answered from
-    added: set[str] = attrs.field(factory=set)  # (re)subscribed by name since the last check
+    # (Re)subscribed by name, or to send again (a changed cluster's endpoints), since the last check.
+    added: set[str] = attrs.field(factory=set)
 
     def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
         for name in subscribe:
@@ -617,9 +620,8 @@ class DeltaStream(Stream):
             name = eds_name(cluster)
             if name is not None and watch.known.get(name, _ABSENT) != _ABSENT:
                 del watch.known[name]  # send it again, after the cluster
-                watch.dirty = True
-        if watch.dirty:
-            self.wake.set()  # per-type EDS stream: nothing else would wake it
+                watch.added.add(name)
+                self.wake.set()  # per-type EDS stream: nothing else would wake it
 
     def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
         return self._respond(self.by_type[type_url], snap)
