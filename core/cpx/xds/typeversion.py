@@ -12,12 +12,17 @@ from __future__ import annotations
 import hashlib
 import zlib
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import attrs
 
-if TYPE_CHECKING:
-    from cpx.xds.resource import Resource
+
+class Versioned(Protocol):
+    """What the tree reads of a resource (:class:`cpx.xds.resource.Resource`)."""
+
+    @property
+    def version(self) -> str: ...
+
 
 BUCKETS = 256  # ~40 names per bucket at 10k resources
 
@@ -26,7 +31,7 @@ def _bucket(name: str) -> int:
     return zlib.crc32(name.encode()) % BUCKETS
 
 
-def _digest(names: Iterable[str], resources: Mapping[str, Resource]) -> bytes:
+def _digest(names: Iterable[str], resources: Mapping[str, Versioned]) -> bytes:
     text = "".join([f"{name}\0{resources[name].version}\n" for name in sorted(names)])
     return hashlib.sha256(text.encode()).digest()[:16]
 
@@ -48,7 +53,7 @@ class VersionTree:
     version: str
 
     @classmethod
-    def of(cls, resources: Mapping[str, Resource]) -> VersionTree:
+    def of(cls, resources: Mapping[str, Versioned]) -> VersionTree:
         if not resources:
             return EMPTY_TREE
         grouped: list[list[str]] = [[] for _ in range(BUCKETS)]
@@ -58,7 +63,7 @@ class VersionTree:
         digests = tuple(_digest(group, resources) if group else _EMPTY_DIGEST for group in grouped)
         return cls(names, digests, _version(digests))
 
-    def updated(self, resources: Mapping[str, Resource], touched: Iterable[str]) -> VersionTree:
+    def updated(self, resources: Mapping[str, Versioned], touched: Iterable[str]) -> VersionTree:
         """The tree of ``resources``, which differ from this tree's only in the ``touched`` names
         (added, removed or at another version)."""
         by_bucket: dict[int, list[str]] = {}
