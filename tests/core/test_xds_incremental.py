@@ -22,7 +22,7 @@ from cpx.xds.server.edsnames import ClusterEdsNames, eds_name
 from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections
 from cpx.xds.server.sequencing import _merged
-from cpx.xds.server.streams import DeltaStream, SotwStream, StreamHub
+from cpx.xds.server.streams import DeltaStream, DeltaWatch, SotwStream, SotwWatch, StreamHub
 from cpx.xds.typeversion import BUCKETS
 
 NAMES = [f"n{i}" for i in range(24)]
@@ -269,3 +269,69 @@ def test_the_eds_names_of_changing_clusters_are_those_counted_anew(steps: list[d
         wanted = tracked.wanted(clusters, endpoints, changes)
         expected = {eds_name(c) for c in clusters.resources.values()} & endpoints.resources.keys()
         assert set(wanted) == expected and all(n in wanted for n in expected) and "s3" not in wanted
+
+
+delta_steps = st.lists(
+    st.tuples(
+        st.dictionaries(st.sampled_from(NAMES[:8]), st.sampled_from(["v1", "v2"])),
+        st.lists(st.sampled_from([*NAMES[:10], "*"]), max_size=4),  # subscribe
+        st.lists(st.sampled_from([*NAMES[:10], "*"]), max_size=4),  # unsubscribe
+    ),
+    min_size=1,
+    max_size=10,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(delta_steps, st.booleans())
+def test_a_delta_answer_from_what_changed_is_the_answer_of_a_full_pass(
+    steps: list[tuple[dict[str, str], list[str], list[str]]], wildcard: bool
+) -> None:
+    """Two watches see the same requests and snapshots; one always answers from a full pass."""
+    cache = ChangeCache()
+    incremental, full = DeltaWatch(ENDPOINT, wildcard=wildcard), DeltaWatch(ENDPOINT, wildcard=wildcard)
+    snap: TypeSnapshot | None = None
+    basis: TypeSnapshot | None = None
+    for state, subscribe, unsubscribe in steps:
+        snap = TypeSnapshot.of(ENDPOINT, endpoints(state), previous=snap)
+        for watch in (incremental, full):
+            watch.update(subscribe, unsubscribe)
+        changes = None if incremental.dirty or basis is None else cache.between(basis, snap)
+        incremental.dirty, basis = False, snap
+        answers = []
+        for watch, using in ((incremental, changes), (full, None)):
+            changed, removed = watch.diff(snap.resources, using)
+            watch.record(changed, removed)
+            answers.append(({r.name for r in changed}, set(removed)))
+        assert answers[0] == answers[1]
+        assert incremental.known == full.known
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.dictionaries(st.sampled_from(NAMES[:8]), st.sampled_from(["v1", "v2"])),
+            st.frozensets(st.sampled_from(NAMES[:10])),
+        ),
+        min_size=1,
+        max_size=10,
+    )
+)
+def test_a_sotw_answer_from_what_changed_is_the_answer_of_a_full_pass(
+    steps: list[tuple[dict[str, str], frozenset[str]]],
+) -> None:
+    """Two named watches see the same requests and snapshots; one always answers from a full pass."""
+    stream = SotwStream(hub(), None)
+    incremental, full = SotwWatch(ENDPOINT), SotwWatch(ENDPOINT)
+    snap: TypeSnapshot | None = None
+    for step, (state, names) in enumerate(steps):
+        snap = TypeSnapshot.of(ENDPOINT, endpoints(state), previous=snap)
+        for watch in (incremental, full):
+            watch.subscribe(names, step == 0, "")
+        basis = incremental.basis
+        changes = None if incremental.dirty or basis is None else stream.hub.changes.between(basis, snap)
+        incremental.dirty, incremental.basis = False, snap
+        answered = stream._named_names(incremental, snap, changes)
+        assert answered == stream._named_names(full, snap, None)
+        assert incremental.sent == full.sent

@@ -513,14 +513,15 @@ class DeltaWatch:
         for name in unsubscribe:
             if name == WILDCARD:
                 self.wildcard = False
+                self.dirty = True
                 continue
             self.names.discard(name)
             if self.wildcard and name in self.known:
                 # Still covered by the wildcard: the protocol wants the resource or its removal.
                 self.known[name] = _RESEND
+                self.added.add(name)
             else:
                 self.known.pop(name, None)
-        self.dirty = self.dirty or bool(unsubscribe)
 
     def diff(
         self, resources: Mapping[str, Resource], changes: Changes | None
@@ -557,14 +558,21 @@ class DeltaWatch:
             for n in sorted(changes.changed | (added & resources.keys()))
             if (self.wildcard or n in self.names) and self.known.get(n) != resources[n].version
         ]
-        # Newly subscribed names that do not exist are reported once, as in a full pass.
-        removed = sorted(n for n in added if n in self.names and n not in resources and n not in self.known)
+        # Names looked at again that do not exist are reported as a full pass would.
+        removed = sorted(n for n in added if n not in resources and self._gone(n))
         for name in sorted(changes.removed):
             if not (self.wildcard or name in self.names):
                 self.known.pop(name, None)
             elif self.known.get(name, _ABSENT) != _ABSENT:
                 removed.append(name)
         return changed, removed
+
+    def _gone(self, name: str) -> bool:
+        """Whether a name missing from the snapshot is to be reported removed: one subscribed by
+        name and never reported, or one the client holds and still wants."""
+        if name not in self.known:
+            return name in self.names
+        return (self.wildcard or name in self.names) and self.known[name] != _ABSENT
 
     def record(self, changed: Sequence[Resource], removed: Sequence[str]) -> None:
         # Recorded when sent, not when ACKed: a NACK then does not cause a resend.
