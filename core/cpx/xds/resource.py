@@ -110,14 +110,20 @@ class TypeSnapshot:
         if previous is None or previous.type_url != type_url:
             tree = VersionTree.of(owned)
             return cls(type_url, owned, tree.version, tree=tree)
-        before = previous.resources
-        if changed is None:
-            changed = _replaced(before, owned)
-        touched = frozenset(n for n in changed if _differs(before.get(n), owned.get(n)))
+        touched = touched_names(previous.resources, owned, changed)
         if not touched:
             return previous
         tree = previous.tree.updated(owned, touched)
         return cls(type_url, owned, tree.version, previous.version, touched, tree)
+
+
+def touched_names(
+    before: Mapping[str, Resource], now: Mapping[str, Resource], changed: Iterable[str] | None = None
+) -> frozenset[str]:
+    """The names added, removed or at another version from ``before`` to ``now``; only those of
+    ``changed`` are looked at when given (it must hold all of them)."""
+    candidates = _replaced(before, now) if changed is None else changed
+    return frozenset(n for n in candidates if _differs(before.get(n), now.get(n)))
 
 
 def _replaced(before: Mapping[str, Resource], now: Mapping[str, Resource]) -> list[str]:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 
 import attrs
 
-from cpx.xds.resource import Resource, TypeSnapshot
+from cpx.xds.resource import Resource, TypeSnapshot, touched_names
 
 # Pairs remembered: a few per type cover every stream, including the ones a step behind.
 _MAX_PAIRS = 64
@@ -69,6 +69,15 @@ class ChangeCache:
         links[key] = snap.touched
         if len(links) > _MAX_LINKS:
             links.popitem(last=False)
+
+    def link(self, old: TypeSnapshot, new: TypeSnapshot) -> None:
+        """Remember how ``new`` differs from ``old`` when it does not say so itself (built from
+        scratch rather than derived): one pass that recognises unchanged resources by identity."""
+        if new.parent is None and old.version != new.version:
+            links = self._links.setdefault(new.type_url, OrderedDict())
+            links[(new.version, old.version)] = touched_names(old.resources, new.resources)
+            if len(links) > _MAX_LINKS:
+                links.popitem(last=False)
 
     def between(self, old: TypeSnapshot, new: TypeSnapshot) -> Changes:
         if old.version == new.version:

@@ -90,8 +90,13 @@ class StreamHub:
     _sequencers: dict[str, Sequencer] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
-        for snap in snapshot.types.values():
-            self.changes.learn(snap)  # also when no stream answers from it: it links its successor
+        previous = self.snapshot
+        for type_url, snap in snapshot.types.items():
+            # Also when no stream answers from it: it links its successor.
+            self.changes.learn(snap)
+            before = previous.types.get(type_url) if previous is not None else None
+            if before is not None:
+                self.changes.link(before, snap)
         self.snapshot = snapshot
         self.wake_all()
 
