@@ -102,11 +102,19 @@ def scope(name: str, route_name: str, key: str) -> Resource:
     return Resource.from_message(name, SCOPED_ROUTE, message)
 
 
+# The type snapshots the last snapshot() call made: the next ones derive from them, as cpx serve's
+# do, so the server works from what they say changed (tests/core/test_xds_incremental.py checks
+# that this is what a build from scratch gives).
+_LAST: dict[str, TypeSnapshot] = {}
+
+
 def snapshot(*resources: Resource) -> Snapshot:
     by_type: dict[str, dict[str, Resource]] = {t: {} for t in PUSH_ORDER}
     for res in resources:
         by_type[res.type_url][res.name] = res
-    return Snapshot({t: TypeSnapshot.of(t, named) for t, named in by_type.items()})
+    for t, named in by_type.items():
+        _LAST[t] = TypeSnapshot.of(t, named, previous=_LAST.get(t))
+    return Snapshot({t: _LAST[t] for t in by_type})
 
 
 def base(**changes: Resource) -> Snapshot:

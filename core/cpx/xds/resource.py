@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 from google.protobuf.message import Message
+
+from cpx.xds.typeversion import EMPTY_TREE, VersionTree
 
 LISTENER = "type.googleapis.com/envoy.config.listener.v3.Listener"
 ROUTE = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
@@ -72,18 +74,69 @@ class Resource:
 
 @attrs.frozen
 class TypeSnapshot:
-    """The resources of one type URL at one moment, with a version over all of them."""
+    """The resources of one type URL at one moment, with a version over all of them.
+
+    One derived from a ``previous`` snapshot (:meth:`of`) also says which names differ from it
+    (``touched``, from the version ``parent``): the xDS server then diffs only those, and the
+    version is updated from them (:class:`~cpx.xds.typeversion.VersionTree`), so a change costs
+    what it touched rather than every resource of the type.
+    """
 
     type_url: str
     resources: Mapping[str, Resource]
     version: str
+    parent: str | None = attrs.field(default=None, eq=False)
+    touched: frozenset[str] = attrs.field(default=frozenset(), eq=False, repr=False)
+    tree: VersionTree = attrs.field(default=EMPTY_TREE, eq=False, repr=False)
 
     @classmethod
-    def of(cls, type_url: str, resources: Mapping[str, Resource]) -> TypeSnapshot:
-        # One joined string, hashed once: a loop of digest updates costs ~20 ms at 10k resources.
-        names = sorted(resources)
-        text = "".join([f"{name}\0{resources[name].version}\n" for name in names])
-        return cls(type_url, dict(resources), hashlib.sha256(text.encode()).hexdigest()[:16])
+    def of(
+        cls,
+        type_url: str,
+        resources: Mapping[str, Resource],
+        *,
+        previous: TypeSnapshot | None = None,
+        changed: Iterable[str] | None = None,
+    ) -> TypeSnapshot:
+        """The snapshot of ``resources``; from ``previous`` (same type) in O(changed) when given.
+
+        ``changed`` may name every name that can differ from ``previous`` (added, removed or
+        replaced): only those are looked at. Without it, unchanged resources are recognised by
+        identity (the caches hand out the same objects), in one pass at C speed.
+        """
+        owned = dict(resources)
+        if previous is None or previous.type_url != type_url:
+            tree = VersionTree.of(owned)
+            return cls(type_url, owned, tree.version, tree=tree)
+        touched = touched_names(previous.resources, owned, changed)
+        if not touched:
+            return previous
+        tree = previous.tree.updated(owned, touched)
+        return cls(type_url, owned, tree.version, previous.version, touched, tree)
+
+
+def touched_names(
+    before: Mapping[str, Resource], now: Mapping[str, Resource], changed: Iterable[str] | None = None
+) -> frozenset[str]:
+    """The names added, removed or at another version from ``before`` to ``now``; only those of
+    ``changed`` are looked at when given (it must hold all of them)."""
+    candidates = _replaced(before, now) if changed is None else changed
+    return frozenset(n for n in candidates if _differs(before.get(n), now.get(n)))
+
+
+def _replaced(before: Mapping[str, Resource], now: Mapping[str, Resource]) -> list[str]:
+    """Names not bound to the very same resource in ``before`` and ``now``."""
+    out = [name for name, res in now.items() if before.get(name) is not res]
+    added = sum(1 for name in out if name not in before)
+    if len(now) - added != len(before):  # some were removed (a set of every key costs ~0.5 ms)
+        out.extend(before.keys() - now.keys())
+    return out
+
+
+def _differs(before: Resource | None, now: Resource | None) -> bool:
+    if before is now:
+        return False
+    return before is None or now is None or before.version != now.version
 
 
 @attrs.frozen

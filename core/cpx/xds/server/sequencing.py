@@ -30,6 +30,7 @@ from cpx.xds.resource import (
     Snapshot,
     TypeSnapshot,
 )
+from cpx.xds.server.changes import ChangeCache
 
 # Kept while an older routing may use them; added before the routing that uses them is sent.
 HELD = (CLUSTER, ENDPOINT, SECRET)
@@ -37,16 +38,22 @@ HELD = (CLUSTER, ENDPOINT, SECRET)
 ROUTING = frozenset({LISTENER, SCOPED_ROUTE, ROUTE})
 
 
-def _merged(type_url: str, layers: list[Snapshot]) -> TypeSnapshot:
-    """``type_url`` resources of every layer; the first layer (the current snapshot) wins a name."""
+def _merged(type_url: str, layers: list[Snapshot], changes: ChangeCache) -> TypeSnapshot:
+    """``type_url`` resources of every layer; the first layer (the current snapshot) wins a name,
+    then the earlier of the others.
+
+    What an older layer adds is what it has and the current one lost: the names ``changes`` finds
+    removed between them, so a view costs what changed since those layers, not the whole type.
+    """
     first = layers[0].get(type_url)
-    extra = [layer.get(type_url) for layer in layers[1:]]
-    if all(snap.resources.keys() <= first.resources.keys() for snap in extra):
+    extra: dict[str, Resource] = {}
+    for layer in layers[1:]:
+        older = layer.get(type_url)
+        for name in sorted(changes.between(older, first).removed):
+            extra.setdefault(name, older.resources[name])
+    if not extra:
         return first
-    resources: dict[str, Resource] = {}
-    for snap in reversed([first, *extra]):
-        resources.update(snap.resources)
-    return TypeSnapshot.of(type_url, resources)
+    return TypeSnapshot.of(type_url, {**first.resources, **extra}, previous=first, changed=extra)
 
 
 @attrs.define(eq=False)
@@ -67,7 +74,7 @@ class Sequencer:
         """The Envoy ACKed every listener and route response it was sent."""
         self.acked_routing = self.sent_routing
 
-    def view(self, current: Snapshot) -> Snapshot:
+    def view(self, current: Snapshot, changes: ChangeCache) -> Snapshot:
         """What this stream serves now (routing types: those of :attr:`sent_routing`)."""
         basis = (current, self.sent_routing, self.acked_routing)
         if self._view is not None and all(a is b for a, b in zip(basis, self._view_basis, strict=True)):
@@ -76,7 +83,7 @@ class Sequencer:
         layers = [current, *older]
         types = dict(current.types)
         for type_url in HELD:
-            types[type_url] = _merged(type_url, layers)
+            types[type_url] = _merged(type_url, layers, changes)
         routing = self.sent_routing if self.sent_routing is not None else current
         for type_url in ROUTING:
             types[type_url] = routing.get(type_url)

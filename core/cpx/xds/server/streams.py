@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
-from envoy.config.cluster.v3 import cluster_pb2
 
 from cpx.xds.resource import (
     CLUSTER,
@@ -31,7 +30,9 @@ from cpx.xds.resource import (
 from cpx.xds.server import wire
 from cpx.xds.server.changes import ChangeCache, Changes
 from cpx.xds.server.counters import XdsMetrics
+from cpx.xds.server.edsnames import ClusterEdsNames, eds_name
 from cpx.xds.server.guard import PeerStreams, XdsLimits, printable, type_label
+from cpx.xds.server.names import NameSets
 from cpx.xds.server.rejects import Rejections, SentResponse, short
 from cpx.xds.server.sequencing import ROUTING, Sequencer
 
@@ -67,24 +68,6 @@ def _ordered(type_urls: Sequence[str]) -> list[str]:
     return known + sorted(t for t in type_urls if t not in PUSH_ORDER)
 
 
-# Keyed by content version (not by Resource, which would keep every body alive).
-_eds_names: dict[str, str | None] = {}
-
-
-def eds_name(cluster: Resource) -> str | None:
-    """The ClusterLoadAssignment name an EDS cluster subscribes to (None for other clusters)."""
-    if cluster.version in _eds_names:
-        return _eds_names[cluster.version]
-    msg = cluster_pb2.Cluster.FromString(cluster.body)
-    name = None
-    if msg.type == cluster_pb2.Cluster.EDS:
-        name = str(msg.eds_cluster_config.service_name or msg.name)
-    if len(_eds_names) >= 1 << 17:  # well above the clusters of one snapshot (30k and more)
-        _eds_names.clear()
-    _eds_names[cluster.version] = name
-    return name
-
-
 @attrs.define(eq=False)
 class StreamHub:
     """What every stream of one server shares: the snapshot, caches, metrics, limits, streams by node."""
@@ -96,6 +79,8 @@ class StreamHub:
     stopping: bool = False
     cache: wire.ResponseCache = attrs.field(factory=wire.ResponseCache)
     changes: ChangeCache = attrs.field(factory=ChangeCache)
+    name_sets: NameSets = attrs.field(factory=NameSets)
+    eds_names: ClusterEdsNames = attrs.field(factory=ClusterEdsNames)
     streams: set[Stream] = attrs.field(factory=set)
     peers: PeerStreams = attrs.field(
         default=attrs.Factory(lambda self: PeerStreams(self.limits.max_streams_per_peer), takes_self=True)
@@ -105,6 +90,13 @@ class StreamHub:
     _sequencers: dict[str, Sequencer] = attrs.field(factory=dict)
 
     def set_snapshot(self, snapshot: Snapshot) -> None:
+        previous = self.snapshot
+        for type_url, snap in snapshot.types.items():
+            # Also when no stream answers from it: it links its successor.
+            self.changes.learn(snap)
+            before = previous.types.get(type_url) if previous is not None else None
+            if before is not None:
+                self.changes.link(before, snap)
         self.snapshot = snapshot
         self.wake_all()
 
@@ -183,8 +175,6 @@ class Stream:
     sequencer: Sequencer | None = attrs.field(
         default=attrs.Factory(lambda self: Sequencer() if self.fixed_type is None else None, takes_self=True)
     )
-    # The EDS names the clusters of a snapshot need, for the clusters and endpoints last asked about.
-    _eds_wanted: tuple[TypeSnapshot, TypeSnapshot, set[str]] | None = None
 
     @property
     def who(self) -> str:
@@ -199,7 +189,6 @@ class Stream:
         an exception's traceback) until the cyclic collector runs, and a burst of short-lived
         streams must not keep their watches and views alive meanwhile."""
         self._unanswered.clear()
-        self._eds_wanted = None
         self.sequencer = None
 
     def responses(self, snapshot: Snapshot) -> Iterator[bytes]:
@@ -213,7 +202,7 @@ class Stream:
                     seq.advance(snapshot, self._holds_clusters_of)
                     if seq.sent_routing is None:
                         continue  # nothing to route to yet: answered once the clusters are in
-                out = self._respond_type(type_url, seq.view(snapshot).get(type_url))
+                out = self._respond_type(type_url, seq.view(snapshot, self.hub.changes).get(type_url))
             if out is not None:
                 yield out
         if seq is not None and seq.acked_routing is not seq.sent_routing and self._routing_settled():
@@ -223,7 +212,7 @@ class Stream:
     def _holds_clusters_of(self, current: Snapshot) -> bool:
         """The Envoy ACKed the clusters of ``current`` and was sent their endpoints."""
         assert self.sequencer is not None
-        view = self.sequencer.view(current)
+        view = self.sequencer.view(current, self.hub.changes)
         clusters = current.get(CLUSTER).resources
         cds = self.hub.carrier(self, CLUSTER)
         if cds is not None and not (
@@ -234,12 +223,8 @@ class Stream:
         if eds is None:
             return True
         endpoints = view.get(ENDPOINT)
-        memo = self._eds_wanted
-        if memo is None or memo[0] is not current.get(CLUSTER) or memo[1] is not endpoints:
-            # Once per new clusters or endpoints: one pass over every cluster.
-            named = {eds_name(c) for c in clusters.values()} & endpoints.resources.keys()
-            memo = self._eds_wanted = (current.get(CLUSTER), endpoints, {n for n in named if n is not None})
-        return eds._holds(ENDPOINT, endpoints, memo[2])
+        wanted = self.hub.eds_names.wanted(current.get(CLUSTER), endpoints, self.hub.changes)
+        return eds._holds(ENDPOINT, endpoints, wanted)
 
     def _routing_settled(self) -> bool:
         carriers = ((t, self.hub.carrier(self, t)) for t in ROUTING)
@@ -252,13 +237,27 @@ class Stream:
         """The latest response of ``type_url`` was ACKed (or none was sent)."""
         raise NotImplementedError
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         """The client was sent those of ``names`` it subscribes to, at their versions in ``snap``.
 
         Only subscribed names count: Envoy subscribes to a new cluster's endpoints before it ACKs
         the cluster (it holds EDS requests back while it applies CDS, then sends them first).
         """
         raise NotImplementedError
+
+    def _behind(self, watch: SotwWatch | DeltaWatch, snap: TypeSnapshot) -> Collection[str] | None:
+        """The names of ``snap`` the client may hold at another version (None: any of them).
+
+        Once a watch answered from its ``basis``, the client holds every name of it it subscribes
+        to at its version, except those subscribed since: only names that changed from ``basis``
+        to ``snap``, or are newly subscribed, can lag. A changed subscription (``dirty``) voids it.
+        """
+        basis = watch.basis
+        if basis is None or watch.dirty:
+            return None
+        if basis.version == snap.version:
+            return watch.added
+        return self.hub.changes.between(basis, snap).changed | watch.added
 
     def clusters_sent(self, changed: Sequence[Resource]) -> None:
         raise NotImplementedError
@@ -326,7 +325,7 @@ class SotwWatch:
     settled: bool = True  # the response of ``nonce`` was ACKed
     sent_version: str | None = None  # wildcard: type version the client has (or was sent)
     # Wildcard: the resources last sent (clusters: to tell which changed, for EDS warming).
-    sent_resources: Mapping[str, Resource] = attrs.field(factory=dict)
+    sent_snap: TypeSnapshot | None = None
     sent: dict[str, str] = attrs.field(factory=dict)  # named: name -> version the client was sent
     # Cluster warming: names to send again, unchanged, with the next response (EDS).
     warming: set[str] = attrs.field(factory=set)
@@ -337,18 +336,20 @@ class SotwWatch:
 
     def subscribe(self, names: frozenset[str], initial: bool, client_version: str) -> None:
         was_wildcard = self.wildcard
-        explicit = names - {WILDCARD}
+        explicit = names - {WILDCARD} if WILDCARD in names else names
         wildcard = WILDCARD in names or (
             not names and not self.named_ever and self.type_url in LEGACY_WILDCARD
         )
-        if (
-            not initial
-            and wildcard == was_wildcard
-            and (explicit == self.names or (not wildcard and explicit > self.names))
-        ):
-            # An ACK (or NACK) of the same subscription, or one with more names (a new route):
-            # the new names are answered, the others as the snapshot changes them.
-            self.added |= explicit - self.names
+        # The very same set when the request repeats the last one's names (NameSets).
+        same = explicit is self.names or explicit == self.names
+        if not initial and wildcard == was_wildcard and (same or not wildcard):
+            # An ACK (or NACK) of the same subscription, or other names (a new route, a removed
+            # cluster): the new names are answered, the others as the snapshot changes them, and
+            # the dropped ones are forgotten, so asking again later gets an answer.
+            if not same:
+                self.added |= explicit - self.names
+                for name in self.names - explicit:
+                    self.sent.pop(name, None)
             self.names = explicit
             self.named_ever = self.named_ever or bool(explicit)
             return
@@ -363,7 +364,6 @@ class SotwWatch:
         elif self.wildcard and not was_wildcard:
             self.sent_version = None
         else:
-            # Names the client dropped are forgotten, so asking again later gets an answer.
             self.sent = {n: v for n, v in self.sent.items() if n in explicit}
         self.dirty = True
 
@@ -397,7 +397,7 @@ class SotwStream(Stream):
             watch.settled = not request.HasField("error_detail")
         # No nonce: a (re)subscription. Nonces do not survive a reconnect.
         initial = not nonce or not watch.nonce
-        watch.subscribe(frozenset(request.resource_names), initial, str(request.version_info))
+        watch.subscribe(self.hub.name_sets.of(request), initial, str(request.version_info))
         if watch.warming:
             watch.force = True
 
@@ -412,13 +412,15 @@ class SotwStream(Stream):
     def _settled(self, type_url: str) -> bool:
         return self.by_type[type_url].settled
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         watch = self.by_type[type_url]
         if watch.wildcard:
             return watch.sent_version == snap.version
+        behind = self._behind(watch, snap)
+        wanted = names if behind is None else [n for n in behind if n in names]
         # A pending warming resend (SotwWatch.warming) is not waited for: Envoy asks for it only
         # when it changed an EDS cluster, and keeps the old cluster in use while the new one warms.
-        return all(watch.sent.get(n) == snap.resources[n].version for n in names if n in watch.names)
+        return all(watch.sent.get(n) == snap.resources[n].version for n in wanted if n in watch.names)
 
     def _respond(self, watch: SotwWatch, snap: TypeSnapshot) -> bytes | None:
         basis = watch.basis
@@ -450,14 +452,12 @@ class SotwStream(Stream):
         if watch.sent_version == snap.version and not watch.force:
             return None
         if snap.type_url == CLUSTER:
-            before = watch.sent_resources
-            changed = [
-                r
-                for n, r in snap.resources.items()
-                if (old := before.get(n)) is None or old.version != r.version
-            ]
-            self.hub.clusters_sent(self, changed)
-        watch.sent_version, watch.sent_resources = snap.version, snap.resources
+            before = watch.sent_snap
+            changed = (
+                snap.resources.keys() if before is None else self.hub.changes.between(before, snap).changed
+            )
+            self.hub.clusters_sent(self, [snap.resources[n] for n in changed])
+        watch.sent_version, watch.sent_snap = snap.version, snap
         return snap.resources.keys()
 
     def _named_names(
@@ -505,7 +505,8 @@ class DeltaWatch:
     settled: bool = True  # the response of ``nonce`` was ACKed
     dirty: bool = True  # the subscription (or what the client holds) changed since the last check
     basis: TypeSnapshot | None = None  # what the last check answered from
-    added: set[str] = attrs.field(factory=set)  # (re)subscribed by name since the last check
+    # (Re)subscribed by name, or to send again (a changed cluster's endpoints), since the last check.
+    added: set[str] = attrs.field(factory=set)
 
     def update(self, subscribe: Sequence[str], unsubscribe: Sequence[str]) -> None:
         for name in subscribe:
@@ -517,14 +518,15 @@ class DeltaWatch:
         for name in unsubscribe:
             if name == WILDCARD:
                 self.wildcard = False
+                self.dirty = True
                 continue
             self.names.discard(name)
             if self.wildcard and name in self.known:
                 # Still covered by the wildcard: the protocol wants the resource or its removal.
                 self.known[name] = _RESEND
+                self.added.add(name)
             else:
                 self.known.pop(name, None)
-        self.dirty = self.dirty or bool(unsubscribe)
 
     def diff(
         self, resources: Mapping[str, Resource], changes: Changes | None
@@ -561,14 +563,21 @@ class DeltaWatch:
             for n in sorted(changes.changed | (added & resources.keys()))
             if (self.wildcard or n in self.names) and self.known.get(n) != resources[n].version
         ]
-        # Newly subscribed names that do not exist are reported once, as in a full pass.
-        removed = sorted(n for n in added if n in self.names and n not in resources and n not in self.known)
+        # Names looked at again that do not exist are reported as a full pass would.
+        removed = sorted(n for n in added if n not in resources and self._gone(n))
         for name in sorted(changes.removed):
             if not (self.wildcard or name in self.names):
                 self.known.pop(name, None)
             elif self.known.get(name, _ABSENT) != _ABSENT:
                 removed.append(name)
         return changed, removed
+
+    def _gone(self, name: str) -> bool:
+        """Whether a name missing from the snapshot is to be reported removed: one subscribed by
+        name and never reported, or one the client holds and still wants."""
+        if name not in self.known:
+            return name in self.names
+        return (self.wildcard or name in self.names) and self.known[name] != _ABSENT
 
     def record(self, changed: Sequence[Resource], removed: Sequence[str]) -> None:
         # Recorded when sent, not when ACKed: a NACK then does not cause a resend.
@@ -624,9 +633,8 @@ class DeltaStream(Stream):
             name = eds_name(cluster)
             if name is not None and watch.known.get(name, _ABSENT) != _ABSENT:
                 del watch.known[name]  # send it again, after the cluster
-                watch.dirty = True
-        if watch.dirty:
-            self.wake.set()  # per-type EDS stream: nothing else would wake it
+                watch.added.add(name)
+                self.wake.set()  # per-type EDS stream: nothing else would wake it
 
     def _respond_type(self, type_url: str, snap: TypeSnapshot) -> bytes | None:
         return self._respond(self.by_type[type_url], snap)
@@ -634,9 +642,12 @@ class DeltaStream(Stream):
     def _settled(self, type_url: str) -> bool:
         return self.by_type[type_url].settled
 
-    def _holds(self, type_url: str, snap: TypeSnapshot, names: Iterable[str]) -> bool:
+    def _holds(self, type_url: str, snap: TypeSnapshot, names: Collection[str]) -> bool:
         watch = self.by_type[type_url]
-        wanted = names if watch.wildcard else (n for n in names if n in watch.names)
+        behind = self._behind(watch, snap)
+        wanted = names if behind is None else [n for n in behind if n in names]
+        if not watch.wildcard:
+            wanted = [n for n in wanted if n in watch.names]
         return all(watch.known.get(n) == snap.resources[n].version for n in wanted)
 
     def _respond(self, watch: DeltaWatch, snap: TypeSnapshot) -> bytes | None:

@@ -16,7 +16,9 @@ Field numbers (``envoy/service/discovery/v3/discovery.proto``, ``google/protobuf
 
 from __future__ import annotations
 
+import bisect
 import functools
+from collections import OrderedDict
 from collections.abc import Iterable
 
 import attrs
@@ -26,6 +28,9 @@ from cpx.xds.resource import Resource, TypeSnapshot
 # How many distinct named subsets of one type version are kept (Envoys behind one control plane
 # usually request identical EDS/RDS sets, so one or two entries serve the whole fleet).
 _MAX_NAMED_VARIANTS = 8
+# Versions of one type whose complete encoding is kept: the current one and the views derived from
+# it while make-before-break holds older clusters.
+_MAX_ENCODED = 4
 
 
 def varint(value: int) -> bytes:
@@ -95,15 +100,55 @@ def delta_response(
     return b"".join(parts)
 
 
+@attrs.frozen
+class _Encoded:
+    """Every resource of one type version, encoded: names sorted, and per name its header and body."""
+
+    names: list[str]
+    parts: list[bytes]  # header, body, header, body, ... in the order of ``names``
+
+    @classmethod
+    def of(cls, snap: TypeSnapshot) -> _Encoded:
+        names = sorted(snap.resources)
+        parts: list[bytes] = []
+        for name in names:
+            body = snap.resources[name].body
+            parts += (sotw_header(snap.type_url, len(body)), body)
+        return cls(names, parts)
+
+    def updated(self, snap: TypeSnapshot) -> _Encoded:
+        """The encoding of ``snap``, which differs from this one's only in ``snap.touched``."""
+        names, parts = list(self.names), list(self.parts)
+        for name in sorted(snap.touched):
+            i = bisect.bisect_left(names, name)
+            present = i < len(names) and names[i] == name
+            res = snap.resources.get(name)
+            if res is None:
+                if present:
+                    del names[i], parts[2 * i : 2 * i + 2]
+                continue
+            encoded = [sotw_header(snap.type_url, len(res.body)), res.body]
+            if present:
+                parts[2 * i : 2 * i + 2] = encoded
+            else:
+                names.insert(i, name)
+                parts[2 * i : 2 * i] = encoded
+        return _Encoded(names, parts)
+
+
 @attrs.define(eq=False)
 class ResponseCache:
     """Encoded ``resources`` fields of SotW responses, per type at its current version.
 
-    A wildcard (LDS/CDS) response is the same for every stream, so it is encoded once per type
-    version; named (EDS/RDS/SDS) subsets are cached the same way, up to a few variants.
+    A wildcard (LDS/CDS/SRDS) response is the same for every stream, so it is encoded once per type
+    version, from the encoding of the version it was derived from when there is one (only the
+    names it touched are encoded; the rest is one join). Named (EDS/RDS/SDS) subsets are cached
+    the same way, up to a few variants.
     """
 
     _by_type: dict[str, tuple[str, dict[frozenset[str] | None, bytes]]] = attrs.field(factory=dict)
+    # Per type URL, the encodings of every resource of the last few versions, by version.
+    _encoded: dict[str, OrderedDict[str, _Encoded]] = attrs.field(factory=dict)
 
     def resources(self, snap: TypeSnapshot, names: frozenset[str] | None) -> bytes:
         """All resources of ``snap`` (``names is None``) or those of ``names`` that exist."""
@@ -116,8 +161,26 @@ class ResponseCache:
         variants = entry[1]
         found = variants.get(names)
         if found is None:
-            selected = snap.resources.keys() if names is None else names & snap.resources.keys()
-            found = sotw_resources(snap.type_url, (snap.resources[n] for n in sorted(selected)))
+            if names is None:
+                found = b"".join(self._everything(snap).parts)
+            else:
+                selected = names & snap.resources.keys()
+                found = sotw_resources(snap.type_url, (snap.resources[n] for n in sorted(selected)))
             if len(variants) < _MAX_NAMED_VARIANTS:
                 variants[names] = found
+        return found
+
+    def _everything(self, snap: TypeSnapshot) -> _Encoded:
+        kept = self._encoded.setdefault(snap.type_url, OrderedDict())
+        found = kept.get(snap.version)
+        if found is None:
+            base = kept.get(snap.parent) if snap.parent is not None else None
+            # Each insertion moves the rest of the list: past a few, sorting anew is cheaper.
+            if base is None or len(snap.touched) > max(16, len(snap.resources) // 16):
+                found = _Encoded.of(snap)
+            else:
+                found = base.updated(snap)
+            kept[snap.version] = found
+            if len(kept) > _MAX_ENCODED:
+                kept.popitem(last=False)
         return found
