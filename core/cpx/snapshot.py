@@ -425,11 +425,12 @@ class SnapshotHandler:
         for cache in self.caches:
             contents = cache.contents()
             previous = self._type_snapshots.get(cache.type_url)
-            # Re-hash a type only when its cache handed out new contents.
-            if previous is not None and (previous[0] is contents or previous[0] == contents):
+            # A cache hands out the same mapping while nothing changed; new contents are versioned
+            # from the previous snapshot, at the cost of what changed (docs/design/0019).
+            if previous is not None and previous[0] is contents:
                 types[cache.type_url] = previous[1]
                 continue
-            snap = TypeSnapshot.of(cache.type_url, contents)
+            snap = TypeSnapshot.of(cache.type_url, contents, previous=previous[1] if previous else None)
             self._type_snapshots[cache.type_url] = (contents, snap)
             types[cache.type_url] = snap
         return Snapshot(types)
