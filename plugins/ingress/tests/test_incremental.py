@@ -310,19 +310,23 @@ def test_routes_merge_into_vhosts_of_an_earlier_processor(k8s: types.SimpleNames
         ]
 
 
-def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleNamespace) -> None:
+ALL_DECLARED = frozenset(("listeners", "ingress", "edit"))
+
+
+def with_editor(
+    k8s: types.SimpleNamespace, editor: Processor
+) -> tuple[Incremental, list[tuple[str, Processor]]]:
+    """One Ingress for example.com, and the processors: listeners, ingress, then ``editor``."""
     inc = Incremental()
     inc.source.insert(k8s.service())
     inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com")]))
-    processors: list[tuple[str, Processor]] = [
-        ("listeners", ListenerProcessor(inc.config)),
-        ("ingress", inc.processor),
-        ("edit", AddHeader()),
-    ]
+    return inc, [("listeners", ListenerProcessor(inc.config)), ("ingress", inc.processor), ("edit", editor)]
+
+
+def test_later_processors_editing_routes_never_touch_the_memo(k8s: types.SimpleNamespace) -> None:
+    inc, processors = with_editor(k8s, AddHeader())
     for _ in range(3):
-        dag = Builder(processors, accessors_only=frozenset(("listeners", "ingress", "edit"))).build(
-            inc.source
-        )
+        dag = Builder(processors, accessors_only=ALL_DECLARED).build(inc.source)
         [route] = dag.listeners[HTTP_LISTENER].virtual_hosts["example.com"].routes.values()
         assert route.response_headers.set == (HeaderValue(name="x", value="y"),)
 
@@ -339,17 +343,10 @@ class EditBehindTheAccessors:
 def test_a_host_the_memo_keeps_is_copied_for_processors_editing_behind_the_accessors(
     k8s: types.SimpleNamespace,
 ) -> None:
-    inc = Incremental()
-    inc.source.insert(k8s.service())
-    inc.source.insert(k8s.ingress(rules=[k8s.rule("example.com")]))
-    processors: list[tuple[str, Processor]] = [
-        ("listeners", ListenerProcessor(inc.config)),
-        ("ingress", inc.processor),
-        ("edit", EditBehindTheAccessors()),
-    ]
+    inc, processors = with_editor(k8s, EditBehindTheAccessors())
     # Declared to use the accessors only: a frozen host it edits behind them refuses.
     with pytest.raises(TypeError, match="frozen"):
-        Builder(processors, accessors_only=frozenset(("listeners", "ingress", "edit"))).build(inc.source)
+        Builder(processors, accessors_only=ALL_DECLARED).build(inc.source)
     # Not declared (a processor written before frozen hosts): it gets copies of every host.
     for _ in range(2):
         dag = Builder(processors).build(inc.source)
