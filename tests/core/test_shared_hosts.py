@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import random
 
+import attrs
 import pytest
 
 from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, SecureVirtualHost, VirtualHost
-from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, ServicePort
+from cpx.dag.nodes import Cluster, HeadersPolicy, HeaderValue, PathKind, PathMatch, Route, Secret, ServicePort
 from cpx.records import ResourceCache
 from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.caches.routes import RouteCache
@@ -122,3 +123,22 @@ def test_caches_kept_across_builds_give_what_fresh_ones_give(shape: str, seed: i
             old.on_change(dag)
             new.on_change(dag)
             assert bodies(old) == bodies(new), type(old).__name__
+
+
+def test_a_kept_host_with_a_refused_route_is_refused_again_in_every_build() -> None:
+    headers = HeadersPolicy(set=(HeaderValue(name="x-bad", value="a\nb"),))
+    bad = attrs.evolve(route("/"), request_headers=headers)
+    kept = {
+        f"h{i}.test": VirtualHost(f"h{i}.test", {route("/").match_key(): route("/")}).freeze()
+        for i in range(8)
+    }
+    kept["a.test"] = VirtualHost("a.test", {bad.match_key(): bad}).freeze()
+    cache = with_builtin_filters(RouteCache(Config()))
+    for _ in range(3):
+        dag = new_dag()
+        dag.add_virtual_hosts(HTTP, kept)
+        dag.prune()
+        dag.seal()
+        cache.on_change(dag)
+        [fault] = cache.faults()
+        assert "'a.test'" in fault.note.message

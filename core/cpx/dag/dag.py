@@ -325,8 +325,8 @@ class DAG:
         if self._cluster_walk is not None:
             return self._cluster_walk
         vhosts = self._all_virtual_hosts()
-        if self._sealed:  # frozen hosts know their clusters: the walk runs in C
-            walk = tuple([vhost._cluster_refs for vhost in vhosts])  # faster than attrgetter
+        if self._sealed:  # every host is frozen and knows its clusters
+            walk = tuple([vhost._cluster_refs for vhost in vhosts])
         else:
             walk = tuple(tuple(vhost._clusters()) for vhost in vhosts)
         if self._sealed:
@@ -416,10 +416,10 @@ def _writable_hosts(hosts: dict[str, _Host], fqdn: str | None) -> Iterator[_Host
 
 
 def _valid_sorted(hosts: dict[str, _Host]) -> dict[str, _Host]:
-    """The valid hosts by name, each frozen (in C but for the hosts not frozen yet: with
-    incremental processors, the few that changed)."""
+    """The valid hosts by name, each frozen.  Hosts a processor kept (frozen, valid, in name
+    order) cost a sort of sorted names and two passes; only new hosts are frozen here."""
     names = sorted(hosts)  # sorting the names alone: twice as fast as sorting the items
-    # Comprehensions: on attrs classes, faster than map(attrgetter(...)).
+    # Comprehensions: on attrs instances, faster than map(attrgetter(...)) (design 0021).
     if all([vhost._valid for vhost in hosts.values()]) and names == list(hosts):
         return hosts  # frozen, valid and in order (a processor's kept hosts): as they are
     vhosts = [hosts[name] for name in names]

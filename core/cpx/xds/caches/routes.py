@@ -303,6 +303,7 @@ class _PlainHosts:
     by_name: dict[str, _Translated]
     # The positions of hosts other than last time's objects (same names), None if not known.
     changed: list[int] | None
+    faulty: bool  # some host was translated with faults (left out of its entry)
 
     def entries(self) -> list[bytes]:
         return [done.entry for done in self.translated]
@@ -360,7 +361,8 @@ class _Build:
         few are looked at, the rest is found in C."""
         before = self.plain_previous.get(name)
         changed = _replaced(vhosts, before.vhosts) if before is not None else None
-        if before is None or changed is None or len(changed) * 4 > len(vhosts):
+        # A host translated with faults is looked at again (its fault found again) by the full pass.
+        if before is None or before.faulty or changed is None or len(changed) * 4 > len(vhosts):
             by_name: dict[str, _Translated] = {}
             translated = []
             old = before.by_name if before is not None else {}
@@ -385,7 +387,8 @@ class _Build:
             else:  # a host took another's place: the names moved
                 by_name = dict(zip([vhost.name for vhost in vhosts], translated, strict=True))
                 changed = None
-        plain = self.plain[name] = _PlainHosts(vhosts, translated, by_name, changed)
+        faulty = any(done.vhost is _NO_VHOST for done in (translated if changed is None else new.values()))
+        plain = self.plain[name] = _PlainHosts(vhosts, translated, by_name, changed, faulty)
         return plain
 
     def vhost(self, listener: Listener, vhost: VirtualHost, secure: bool) -> bytes:
