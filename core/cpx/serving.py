@@ -148,7 +148,9 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         _update_cache_metrics(metrics, p)
         reporter(p)
         if p.rebuilds == 1:
-            freeze_heap()
+            # After the woken xDS streams have sent the first configuration (they are scheduled
+            # already): the collection then runs while Envoy works on it, not before it gets it.
+            asyncio.get_running_loop().call_soon(freeze_heap)
 
     handler = EventHandler(
         pipeline,
