@@ -19,6 +19,7 @@ from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.scopes import ScopeCache
 
 HTTP, OTHER, HTTPS = "ingress_http", "other_http", "ingress_https"
+SECURE_OTHER = "secure on other_http"  # a key of Tenants.kept, not a listener
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"c", key_pem=b"k")
 
 
@@ -77,14 +78,14 @@ class Tenants:
     def step(self) -> DAG:
         rng = self.rng
         for _ in range(rng.randint(1, 4)):
-            listener = rng.choice([HTTP, HTTP, OTHER, HTTPS])
+            listener = rng.choice([HTTP, HTTP, OTHER, HTTPS, SECURE_OTHER])
             fqdn = rng.choice(["a.test", "b.test", "c.test", "*.w.test", "*", "D.test", "d.test", "e.test"])
             key = (listener, fqdn)
             if key in self.kept and rng.random() < 0.3:
                 del self.kept[key]
                 continue
             routes = {r.match_key(): r for r in (route(f"/{rng.randint(0, 3)}", rng.choice("xyz")),)}
-            if listener == HTTPS:
+            if listener in (HTTPS, SECURE_OTHER):
                 if fqdn == "*":
                     continue
                 self.kept[key] = SecureVirtualHost(fqdn, routes, secret=SECRET).freeze()
@@ -93,7 +94,9 @@ class Tenants:
         dag = new_dag()
         for (listener, _), vhost in self.kept.items():
             if isinstance(vhost, SecureVirtualHost):
-                dag.add_secure_virtual_hosts(listener, {vhost.name: vhost})
+                # SECURE_OTHER: secure hosts on a listener with plain ones, which may lose them all.
+                target = OTHER if listener == SECURE_OTHER else listener
+                dag.add_secure_virtual_hosts(target, {vhost.name: vhost})
             elif rng.random() < 0.2:  # now and then an equal copy instead of the kept object
                 dag.add_virtual_hosts(listener, {vhost.name: vhost.thawed()})
             else:
@@ -142,3 +145,29 @@ def test_a_kept_host_with_a_refused_route_is_refused_again_in_every_build() -> N
         cache.on_change(dag)
         [fault] = cache.faults()
         assert "'a.test'" in fault.note.message
+
+
+def test_a_listener_losing_its_last_plain_host_loses_its_fallback_scope() -> None:
+    plain = VirtualHost("a.test", {route("/").match_key(): route("/")}).freeze()
+    secure = SecureVirtualHost("s.test", {route("/").match_key(): route("/")}, secret=SECRET).freeze()
+
+    def dag_of(*hosts: VirtualHost) -> DAG:
+        dag = new_dag()
+        dag.add_virtual_hosts(HTTP, {"h.test": plain})
+        for vhost in hosts:
+            if isinstance(vhost, SecureVirtualHost):
+                dag.add_secure_virtual_hosts(OTHER, {vhost.name: vhost})
+            else:
+                dag.add_virtual_hosts(OTHER, {vhost.name: vhost})
+        dag.prune()
+        dag.seal()
+        return dag
+
+    kept = ScopeCache(Config())
+    kept.on_change(dag_of(plain, secure))
+    assert any(name.startswith(f"{OTHER}/") or name == OTHER for name in kept.contents())
+    dag = dag_of(secure)
+    kept.on_change(dag)
+    fresh = ScopeCache(Config())
+    fresh.on_change(dag)
+    assert bodies(kept) == bodies(fresh)

@@ -64,8 +64,11 @@ class ScopeCache:
             any(fqdn != fqdn.lower() for _, fqdn in came)
             or any(name in self._mixed_case for name, _ in came + went)
             or any(not before[name] for name, _ in came)
+            or any(not hosts[name] for name, _ in went)
         ):
-            self._rebuild(dag)  # hosts differing in case only share a scope; a listener's first host
+            # Hosts differing in case only share a scope; a listener's first plain host brings its
+            # fallback scope, its last one takes it away.
+            self._rebuild(dag)
             return
         built, resources = dict(self._built), dict(self._resources)
         for name, fqdn in went:
