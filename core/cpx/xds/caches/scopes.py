@@ -30,8 +30,7 @@ class ScopeCache:
         self.scoped = config.route_shape == "scoped"
         self._resources: dict[str, Resource] = {}
         self._built: dict[_ScopeId, Resource] = {}
-        self._hosts: dict[str, set[str]] | None = None  # per listener, its virtual host names
-        self._names: dict[str, list[str]] | None = None  # ... in order
+        self._names: dict[str, list[str]] | None = None  # per listener, its virtual host names
         self._mixed_case: set[str] = set()  # the listeners with a host name not in lower case
 
     def contents(self) -> Mapping[str, Resource]:
@@ -43,15 +42,14 @@ class ScopeCache:
         # The hosts of each listener (compared in C): unchanged hosts, unchanged scopes.  The
         # names in order first: mostly the very same strings, cheaper than building sets.
         names = {name: list(listener.virtual_hosts) for name, listener in dag.listeners.items()}
-        if names == self._names:
+        previous, self._names = self._names, names
+        if names == previous:
             return
-        self._names = names
-        hosts = {name: listener.virtual_hosts.keys() for name, listener in dag.listeners.items()}
-        before = self._hosts
-        self._hosts = {name: set(keys) for name, keys in hosts.items()}
-        if before is None or hosts.keys() != before.keys():
+        if previous is None or names.keys() != previous.keys():
             self._rebuild(dag)
             return
+        hosts = {name: set(fqdns) for name, fqdns in names.items()}
+        before = {name: set(fqdns) for name, fqdns in previous.items()}
         came: list[tuple[str, str]] = []
         went: list[tuple[str, str]] = []
         for name, keys in hosts.items():
