@@ -17,7 +17,7 @@ from google.protobuf.json_format import ParseError
 
 from cpx.cli import cli
 from cpx.ops import certgen
-from cpx.testing import EnvoyProcess, envoy_binary, free_port
+from cpx.testing import EnvoyProcess, envoy_binary, free_port, http_get
 from cpx.xds.envoy import admin as envoyadmin
 from cpx.xds.envoy import bootstrap
 
@@ -281,6 +281,30 @@ def test_envoy_runs_without_xds_server(envoy_factory: Callable[..., EnvoyProcess
     assert float(runtime["re2.max_program_size.warn_level"]["final_value"]) == 1000
     # Envoy is dialling the (absent) xDS server; stats use Contour's alt_stat_name.
     assert envoy.wait_stat(f"cluster.projectcontour_contour_{xds_port}.upstream_cx_connect_fail") >= 1
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("deferred", [True, False])
+def test_deferred_cluster_stats(deferred: bool, envoy_factory: Callable[..., EnvoyProcess]) -> None:
+    """Deferred (the default), an idle cluster has no traffic statistics until its first request."""
+    admin_port = free_port()
+    config = bootstrap.bootstrap_config(xds=False, admin_port=admin_port, deferred_cluster_stats=deferred)
+    assert ("deferred_stat_options" in config) is deferred
+    envoy = envoy_factory(config)
+    envoy.wait_ready()
+    total = f"cluster.projectcontour_{envoyadmin.ADMIN_CLUSTER}.upstream_rq_total"
+    assert envoy.stats(f"^{total}$") == ({} if deferred else {total: 0})
+    # The read-only admin listener's requests go through that cluster.
+    assert http_get(f"http://127.0.0.1:{admin_port}/ready").status == 200
+    assert envoy.wait_stat(total) == 1
+
+
+def test_cli_can_create_cluster_stats_up_front() -> None:
+    default = json.loads(CliRunner().invoke(cli.commands["bootstrap"], ["-"]).stdout)
+    assert default["deferred_stat_options"] == {"enable_deferred_creation_stats": True}
+    result = CliRunner().invoke(cli.commands["bootstrap"], ["-", "--no-deferred-cluster-stats"])
+    assert result.exit_code == 0, result.output
+    assert "deferred_stat_options" not in json.loads(result.stdout)
 
 
 class _Recorder(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc ships no type hints
