@@ -1,0 +1,82 @@
+"""Gateway API conditions: ``metav1.Condition`` values with the rules every kind shares.
+
+A condition carries the generation it was computed from (``observedGeneration``) and keeps its
+``lastTransitionTime`` while its status does not change, so that an unchanged object is never
+rewritten (and the suite's "current generation" checks pass).  The previous conditions come from
+the object's current status in the source cache.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+TRUE, FALSE, UNKNOWN = "True", "False", "Unknown"
+
+
+def now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def condition(
+    type_: str,
+    status: bool | str,
+    reason: str,
+    message: str,
+    generation: int,
+    previous: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """One condition; ``previous`` (the current conditions) supplies an unchanged transition time."""
+    value = status if isinstance(status, str) else (TRUE if status else FALSE)
+    prior = find(previous, type_)
+    transition = None
+    if prior is not None and prior.get("status") == value and prior.get("lastTransitionTime"):
+        transition = str(prior["lastTransitionTime"])
+    return {
+        "type": type_,
+        "status": value,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": generation,
+        "lastTransitionTime": transition or now(),
+    }
+
+
+def find(conditions: Iterable[Mapping[str, Any]], type_: str) -> Mapping[str, Any] | None:
+    return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == type_), None)
+
+
+def merge_conditions(
+    current: Sequence[Mapping[str, Any]], computed: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Computed conditions replace those of their type, others (another controller's) stay, in
+    place; a current condition observed at a newer generation than ours is left as it is."""
+    merged = [dict(c) for c in current if isinstance(c, Mapping)]
+    for new in computed:
+        index = next((i for i, c in enumerate(merged) if c.get("type") == new.get("type")), None)
+        if index is None:
+            merged.append(dict(new))
+            continue
+        old_generation, new_generation = (
+            merged[index].get("observedGeneration"),
+            new.get("observedGeneration"),
+        )
+        if (
+            isinstance(old_generation, int)
+            and isinstance(new_generation, int)
+            and old_generation > new_generation
+        ):
+            continue
+        merged[index] = dict(new)
+    return merged
+
+
+def generation_of(obj: Mapping[str, Any]) -> int:
+    value = (obj.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else 0
+
+
+def current_status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    status = obj.get("status")
+    return status if isinstance(status, Mapping) else {}
