@@ -1,0 +1,38 @@
+"""Fixtures for the re-expressed conformance tests: one cpx + Envoy per session, one upstream YAML per test.
+
+A conformance module names its upstream manifest in ``MANIFEST`` (a file of ``manifests/``) and
+asks for ``upstream``: the manifest is applied before the test and deleted after it, waiting until
+cpx has dropped its objects, so the next test starts from the base set again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cpx.testing import envoy_binary
+
+from cpx_gatewayapi.testing import Conformance
+
+MANIFESTS = Path(__file__).parent / "manifests"
+
+
+@pytest.fixture(scope="session")
+def conformance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conformance]:
+    """cpx serving the upstream base set (conformance/base/manifests.yaml) through a real Envoy."""
+    try:
+        envoy_binary()
+    except FileNotFoundError as err:
+        pytest.skip(str(err))
+    harness = Conformance(tmp_path_factory.mktemp("conformance"), MANIFESTS / "base.yaml")
+    with harness:
+        yield harness
+
+
+@pytest.fixture
+def upstream(request: pytest.FixtureRequest, conformance: Conformance) -> Iterator[Conformance]:
+    """The harness with the test module's upstream manifest (``MANIFEST``) applied."""
+    name = str(request.module.MANIFEST)
+    with conformance.applied(MANIFESTS / name):
+        yield conformance
