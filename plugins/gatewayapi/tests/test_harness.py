@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,7 +49,14 @@ def test_echo_answers_like_echo_basic() -> None:
 
 
 def _echo(**fields: object) -> Answer:
-    body = {"path": "/", "host": "h", "method": "GET", "namespace": "ns", "pod": "v1-a-b", "headers": {}}
+    body: dict[str, Any] = {
+        "path": "/",
+        "host": "h",
+        "method": "GET",
+        "namespace": "ns",
+        "pod": "v1-a-b",
+        "headers": {},
+    }
     body.update(fields)
     return Answer(200, {}, body)
 
@@ -75,7 +83,7 @@ def test_compare_redirects_default_port_and_path() -> None:
 
 def test_applies_keep_generation_and_creation_time(tmp_path: Path) -> None:
     harness = Conformance(tmp_path, tmp_path / "unused.yaml")
-    route = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute"}
+    route: dict[str, Any] = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute"}
     route |= {"metadata": {"name": "r", "namespace": "n"}, "spec": {"hostnames": ["a"]}}
     harness.apply_docs("r.yaml", [route])
     created = harness.get("HTTPRoute", "n", "r")
@@ -91,7 +99,7 @@ def test_applies_keep_generation_and_creation_time(tmp_path: Path) -> None:
 
 def test_gateways_get_their_own_loopback_address(tmp_path: Path) -> None:
     harness = Conformance(tmp_path, tmp_path / "unused.yaml")
-    gateway = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway"}
+    gateway: dict[str, Any] = {"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway"}
     first = gateway | {"metadata": {"name": "a", "namespace": "n"}, "spec": {"listeners": [{"port": 80}]}}
     second = gateway | {"metadata": {"name": "b", "namespace": "n"}, "spec": {"listeners": [{"port": 80}]}}
     harness.apply_docs("g.yaml", [first, second])
