@@ -35,6 +35,7 @@ import socket
 import ssl
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -69,6 +70,7 @@ ECHO_SERVICES = (
     (WEB_NS, "web-backend"),
 )
 ECHO_TARGET_PORT = 3000  # the echo container's HTTP port in the base manifests
+CLUSTER_SCOPED = frozenset({"GatewayClass", "Namespace"})
 BASE_KINDS = frozenset({"Namespace", "Gateway", "Service"})
 
 T = TypeVar("T")
@@ -630,7 +632,7 @@ class Conformance:
             return {}
         loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
         return {
-            Key(obj["kind"], obj.get("namespace") or "", obj["name"]): obj.get("status") or {}
+            Key(obj["kind"], _namespace(obj), obj["name"]): obj.get("status") or {}
             for obj in loaded.get("objects") or ()
         }
 
@@ -918,6 +920,23 @@ class Conformance:
             return f"request failed: {err!r}"
         return compare(expect, answer, scheme=scheme)
 
+    def expect_mirrored(
+        self, gateway: tuple[str, str], expect: Expect, mirrors: Sequence[tuple[str, str]]
+    ) -> None:
+        """:meth:`expect` with a unique request id in the query (``AddRequestIDQueryParam``), then
+        every mirror backend (namespace, Service) must have seen that request (``ExpectMirroredRequest``
+        reads the mirror pods' logs)."""
+        separator = "&" if "?" in expect.path else "?"
+        tagged = f"{expect.path}{separator}gateway-api-conformance-request-id={uuid.uuid4()}"
+        self.expect(gateway, attrs.evolve(expect, path=tagged))
+        for namespace, service in mirrors:
+            backend = self.backend(namespace, service)
+
+            def seen(backend: EchoBackend = backend) -> None:
+                assert tagged in backend.seen_paths(), f"mirror {backend.pod} never saw {tagged}"
+
+            wait_until(seen)
+
     def expect_all(self, gateway: tuple[str, str], cases: Iterable[Expect], **kwargs: Any) -> None:
         """Every case in turn (upstream runs them as subtests); all failures reported together."""
         failures = []
@@ -1072,6 +1091,11 @@ def parents_match(
             raise NotYet(f"no parent entry like {dict(want)}: {problems or actual}")
 
 
+def _namespace(entry: Mapping[str, Any]) -> str:
+    # The status file shows cluster-scoped objects in namespace "default": they have none.
+    return "" if entry["kind"] in CLUSTER_SCOPED else str(entry.get("namespace") or "")
+
+
 def _ns_name(doc: Mapping[str, Any]) -> tuple[str, str]:
     meta = doc.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name"))
@@ -1085,3 +1109,13 @@ SAME_NAMESPACE = (INFRA_NS, "same-namespace")
 ALL_NAMESPACES = (INFRA_NS, "all-namespaces")
 BACKEND_NAMESPACES = (INFRA_NS, "backend-namespaces")
 HTTPS_GATEWAY = (INFRA_NS, "same-namespace-with-https-listener")
+
+# The header edits several upstream manifests pair with another filter (mirror, rewrite), as
+# upstream's tests send and expect them.
+EDITS_SENT = {"X-Header-Remove": "remove-val", "X-Header-Add-Append": "append-val-1"}
+EDITS_SEEN = {
+    "X-Header-Add": "header-val-1",
+    "X-Header-Add-Append": "append-val-1,header-val-2",
+    "X-Header-Set": "set-overwrites-values",
+}
+EDITS_REMOVED = ("X-Header-Remove",)

@@ -1,11 +1,14 @@
 """Upstream HTTPRouteRequestHeaderModifier (conformance/tests/httproute-request-header-modifier.go).
 
 ``set`` overwrites, ``add`` appends (``a`` + ``b`` -> ``a,b``), ``remove`` deletes, several at once,
-header names case-insensitive.  (The same upstream file's HTTPRouteBackendRequestHeaderModifier,
-the filters on backendRefs, is not in this module.)
+header names case-insensitive.  The same upstream file's HTTPRouteBackendRequestHeaderModifier runs
+the same checks with the filters on the backendRefs (manifest
+httproute-request-header-modifier-backend.yaml).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from cpx_gatewayapi.testing import INFRA_NS, INFRA_V1, SAME_NAMESPACE, Conformance, Expect
 
@@ -24,6 +27,18 @@ def case(path: str, sent: dict[str, str], seen: dict[str, str], absent: tuple[st
 
 
 def test_httproute_request_header_modifier(upstream: Conformance) -> None:
+    check_request_header_modifier(upstream)
+
+
+def test_httproute_backend_request_header_modifier(conformance: Conformance) -> None:
+    with conformance.applied(
+        Path(__file__).parent / "manifests" / "httproute-request-header-modifier-backend.yaml"
+    ):
+        check_request_header_modifier(conformance)
+
+
+def check_request_header_modifier(upstream: Conformance) -> None:
+    """The upstream test's body, shared with HTTPRouteBackendRequestHeaderModifier."""
     upstream.wait_routes_accepted(SAME_NAMESPACE, (INFRA_NS, "request-header-modifier"))
     other = {"Some-Other-Header": "val"}
     upstream.expect_all(
