@@ -1,12 +1,13 @@
 """Fixtures for the re-expressed conformance tests: one cpx + Envoy per session, one upstream YAML per test.
 
-A conformance module names its upstream manifest in ``MANIFEST`` (a file of ``manifests/``) and
-asks for ``upstream``: the manifest is applied before the test and deleted after it, waiting until
-cpx has dropped its objects, so the next test starts from the base set again.
+A conformance module names its upstream manifest in ``MANIFEST`` (a file of ``manifests/``, or a
+tuple of them) and asks for ``upstream``: the manifests are applied before the test and deleted
+after it, waiting until cpx has dropped their objects, so the next test starts from the base set.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +34,8 @@ def conformance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conformanc
 @pytest.fixture
 def upstream(request: pytest.FixtureRequest, conformance: Conformance) -> Iterator[Conformance]:
     """The harness with the test module's upstream manifest (``MANIFEST``) applied."""
-    name = str(request.module.MANIFEST)
-    with conformance.applied(MANIFESTS / name):
+    names = request.module.MANIFEST
+    with contextlib.ExitStack() as stack:
+        for name in [names] if isinstance(names, str) else names:
+            stack.enter_context(conformance.applied(MANIFESTS / name))
         yield conformance
