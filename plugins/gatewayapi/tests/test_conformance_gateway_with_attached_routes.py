@@ -2,11 +2,13 @@
 
 ``status.listeners[].attachedRoutes`` counts the routes Accepted on a listener: 1, then 2 (a route
 whose hostname intersects no listener is ``NoMatchingListenerHostname`` and not counted), and a
-listener with an unresolvable certificate still counts its route.  (The same file's
-GatewayWithAttachedRoutesWithPort8080 is not in this module.)
+listener with an unresolvable certificate still counts its route.  The same file's
+GatewayWithAttachedRoutesWithPort8080: a route with a sectionName counts only on that listener.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from cpx_gatewayapi.testing import INFRA_NS, Conformance
 
@@ -41,3 +43,22 @@ def test_attached_routes_despite_unresolved_refs(upstream: Conformance) -> None:
         [{"name": "tls", "supportedKinds": ["HTTPRoute"], "conditions": unresolved, "attachedRoutes": 1}],
     )
     upstream.wait_route_condition(INFRA_NS, "http-route-4", gateway, "ResolvedRefs", "False")
+
+
+def test_attached_route_by_section_name_with_port_8080(conformance: Conformance) -> None:
+    with conformance.applied(
+        Path(__file__).parent / "manifests" / "gateway-with-attached-routes-with-port-8080.yaml"
+    ):
+        conformance.wait_listener_statuses(
+            INFRA_NS,
+            "gateway-with-two-listeners-and-one-attached-route",
+            [
+                {
+                    "name": "http-unattached",
+                    "supportedKinds": ["HTTPRoute"],
+                    "conditions": READY,
+                    "attachedRoutes": 0,
+                },
+                {"name": "http", "supportedKinds": ["HTTPRoute"], "conditions": READY, "attachedRoutes": 1},
+            ],
+        )
