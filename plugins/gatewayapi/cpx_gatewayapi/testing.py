@@ -46,6 +46,7 @@ import attrs
 import yaml
 from cpx.testing import (
     CpxProcess,
+    EchoServer,
     EnvoyProcess,
     client_tls_context,
     make_tls_secret,
@@ -70,6 +71,7 @@ ECHO_SERVICES = (
     (WEB_NS, "web-backend"),
 )
 ECHO_TARGET_PORT = 3000  # the echo container's HTTP port in the base manifests
+WEBSOCKET = "kubernetes.io/ws"
 CLUSTER_SCOPED = frozenset({"GatewayClass", "Namespace"})
 BASE_KINDS = frozenset({"Namespace", "Gateway", "Service"})
 
@@ -420,6 +422,7 @@ class Conformance:
     manifests: Path = attrs.field(init=False)
     status_file: Path = attrs.field(init=False)
     cpx: CpxProcess | None = None
+    websocket: EchoServer = attrs.field(init=False)
     envoy: EnvoyProcess | None = None
     backends: dict[tuple[str, str], EchoBackend] = attrs.field(factory=dict)
     addresses: dict[tuple[str, str], str] = attrs.field(factory=dict)  # Gateway -> loopback address
@@ -429,6 +432,7 @@ class Conformance:
     _docs: dict[str, list[dict[str, Any]]] = attrs.field(factory=dict)  # as given, per file
 
     def __attrs_post_init__(self) -> None:
+        self.websocket = EchoServer("websocket")
         self.manifests = self.workdir / "manifests"
         self.status_file = self.workdir / "status.yaml"
 
@@ -436,6 +440,7 @@ class Conformance:
 
     def start(self) -> Conformance:
         self.manifests.mkdir(parents=True, exist_ok=True)
+        self.websocket.start()
         for namespace, service in ECHO_SERVICES:
             # A pod-like name: upstream checks the prefix, the weight test strips the last two parts.
             self.backends[(namespace, service)] = EchoBackend(namespace, f"{service}-6c8d9f7b5-x4k2p")
@@ -466,6 +471,7 @@ class Conformance:
             self.cpx.kill()
         for backend in self.backends.values():
             backend.stop()
+        self.websocket.stop()
 
     def __enter__(self) -> Conformance:
         return self.start()
@@ -485,7 +491,7 @@ class Conformance:
             }
         )
         for (namespace, service), echo in self.backends.items():
-            docs.append(self._endpoint_slice(namespace, service, echo.port, docs))
+            docs.append(self._endpoint_slice(namespace, service, echo.port, docs, self.websocket.port))
         secret, self.ca_pem = make_tls_secret(INFRA_NS, "tls-validity-checks-certificate", ["*", "*.org"])
         docs.append(secret)
         docs.append(make_tls_secret(WEB_NS, "certificate", ["*"])[0])
@@ -493,11 +499,16 @@ class Conformance:
 
     @staticmethod
     def _endpoint_slice(
-        namespace: str, service: str, port: int, docs: Sequence[Mapping[str, Any]]
+        namespace: str, service: str, port: int, docs: Sequence[Mapping[str, Any]], websocket_port: int
     ) -> dict[str, Any]:
         [svc] = [d for d in docs if d["kind"] == "Service" and _ns_name(d) == (namespace, service)]
+        # echo-basic serves HTTP and WebSocket on one port; here the WebSocket echo is cpx's own.
         ports = [
-            {**({"name": p["name"]} if "name" in p else {}), "port": port, "protocol": "TCP"}
+            {
+                **({"name": p["name"]} if "name" in p else {}),
+                "port": websocket_port if p.get("appProtocol") == WEBSOCKET else port,
+                "protocol": "TCP",
+            }
             for p in svc["spec"]["ports"]
             if p.get("targetPort") == ECHO_TARGET_PORT
         ]
