@@ -32,6 +32,7 @@ import os
 import random
 import re
 import socket
+import socketserver
 import ssl
 import threading
 import time
@@ -43,6 +44,10 @@ from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import attrs
+import h2.config
+import h2.connection
+import h2.events
+import httpx
 import yaml
 from cpx.testing import (
     CpxProcess,
@@ -71,6 +76,7 @@ ECHO_SERVICES = (
     (WEB_NS, "web-backend"),
 )
 ECHO_TARGET_PORT = 3000  # the echo container's HTTP port in the base manifests
+ECHO_H2C_TARGET_PORT = 3001  # and its h2c port
 WEBSOCKET = "kubernetes.io/ws"
 CLUSTER_SCOPED = frozenset({"GatewayClass", "Namespace"})
 BASE_KINDS = frozenset({"Namespace", "Gateway", "Service"})
@@ -199,7 +205,8 @@ class EchoBackend:
 
     JSON body ``{path (with query), host, method, proto, headers (canonical name -> values),
     namespace, pod, httpPort}``; ``X-Echo-Set-Header: Name:value,...`` becomes response headers;
-    ``?delay=1s`` answers late; ``/status/NNN`` answers NNN.  ``requests`` keeps what it saw
+    ``?delay=1s`` answers late; ``/status/NNN`` answers NNN.  A second port (:attr:`h2c_port`)
+    answers HTTP/2 with prior knowledge.  ``requests`` keeps what it saw
     (upstream reads the mirror backend's log for that).
     """
 
@@ -210,14 +217,22 @@ class EchoBackend:
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._server = _EchoHTTPServer(self)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"echo-{pod}", daemon=True
-        )
-        self._thread.start()
+        self._h2c = _H2CServer(self)
+        for server in (self._server, self._h2c):
+            thread = threading.Thread(
+                target=server.serve_forever, kwargs={"poll_interval": 0.05}, name=f"echo-{pod}", daemon=True
+            )
+            thread.start()
 
     @property
     def port(self) -> int:
         port: int = self._server.server_address[1]
+        return port
+
+    @property
+    def h2c_port(self) -> int:
+        """Where it answers HTTP/2 with prior knowledge (echo-basic's port 3001)."""
+        port: int = self._h2c.server_address[1]
         return port
 
     def record(self, info: dict[str, Any]) -> None:
@@ -230,8 +245,69 @@ class EchoBackend:
 
     def stop(self) -> None:
         self.stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
+        for server in (self._server, self._h2c):
+            server.shutdown()
+            server.server_close()
+
+
+class _H2CHandler(socketserver.BaseRequestHandler):
+    """HTTP/2 with prior knowledge (h2c): echo-basic's answer on its h2c port."""
+
+    server: _H2CServer
+
+    def handle(self) -> None:
+        conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
+        conn.initiate_connection()
+        self.request.sendall(conn.data_to_send())
+        requests: dict[int, list[tuple[str, str]]] = {}
+        while data := self.request.recv(65536):
+            for event in conn.receive_data(data):
+                if isinstance(event, h2.events.RequestReceived):
+                    requests[event.stream_id] = [(_text(k), _text(v)) for k, v in event.headers or ()]
+                elif isinstance(event, h2.events.DataReceived):
+                    conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                elif isinstance(event, h2.events.StreamEnded):
+                    self._answer(conn, event.stream_id, requests.pop(event.stream_id, []))
+            self.request.sendall(conn.data_to_send())
+
+    def _answer(
+        self, conn: h2.connection.H2Connection, stream_id: int, headers: list[tuple[str, str]]
+    ) -> None:
+        pseudo = {name: value for name, value in headers if name.startswith(":")}
+        echo = self.server.echo
+        info = {
+            "path": pseudo.get(":path", ""),
+            "host": pseudo.get(":authority", ""),
+            "method": pseudo.get(":method", ""),
+            "proto": "HTTP/2.0",
+            "headers": {_canonical(k): [v] for k, v in headers if not k.startswith(":")},
+            "namespace": echo.namespace,
+            "pod": echo.pod,
+        }
+        echo.record(info)
+        body = json.dumps(info).encode()
+        conn.send_headers(
+            stream_id,
+            [(":status", "200"), ("content-type", "application/json"), ("content-length", str(len(body)))],
+        )
+        conn.send_data(stream_id, body, end_stream=True)
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class _H2CServer(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, echo: EchoBackend) -> None:
+        self.echo = echo
+        super().__init__(("127.0.0.1", 0), _H2CHandler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
 
 
 # -- expected answers -------------------------------------------------------------------------------
@@ -272,6 +348,7 @@ class Expect:
     backend_set_response_headers: Mapping[str, str] = attrs.field(factory=dict)
     redirect: Redirect | None = None
     unfollow_redirect: bool = True
+    h2c: bool = False  # HTTP/2 with prior knowledge (roundtripper.H2CPriorKnowledgeProtocol)
 
     def name(self) -> str:
         return f"{self.method} {self.host}{self.path} -> {self.backend or self.status}"
@@ -491,7 +568,8 @@ class Conformance:
             }
         )
         for (namespace, service), echo in self.backends.items():
-            docs.append(self._endpoint_slice(namespace, service, echo.port, docs, self.websocket.port))
+            ports = {ECHO_TARGET_PORT: echo.port, ECHO_H2C_TARGET_PORT: echo.h2c_port}
+            docs.append(self._endpoint_slice(namespace, service, ports, docs, self.websocket.port))
         secret, self.ca_pem = make_tls_secret(INFRA_NS, "tls-validity-checks-certificate", ["*", "*.org"])
         docs.append(secret)
         docs.append(make_tls_secret(WEB_NS, "certificate", ["*"])[0])
@@ -499,18 +577,24 @@ class Conformance:
 
     @staticmethod
     def _endpoint_slice(
-        namespace: str, service: str, port: int, docs: Sequence[Mapping[str, Any]], websocket_port: int
+        namespace: str,
+        service: str,
+        ports_by_target: Mapping[int, int],
+        docs: Sequence[Mapping[str, Any]],
+        websocket_port: int,
     ) -> dict[str, Any]:
         [svc] = [d for d in docs if d["kind"] == "Service" and _ns_name(d) == (namespace, service)]
         # echo-basic serves HTTP and WebSocket on one port; here the WebSocket echo is cpx's own.
         ports = [
             {
                 **({"name": p["name"]} if "name" in p else {}),
-                "port": websocket_port if p.get("appProtocol") == WEBSOCKET else port,
+                "port": websocket_port
+                if p.get("appProtocol") == WEBSOCKET
+                else ports_by_target[p["targetPort"]],
                 "protocol": "TCP",
             }
             for p in svc["spec"]["ports"]
-            if p.get("targetPort") == ECHO_TARGET_PORT
+            if p.get("targetPort") in ports_by_target
         ]
         return {
             "apiVersion": "discovery.k8s.io/v1",
@@ -879,6 +963,8 @@ class Conformance:
         address = self.addresses[gateway]
         default_port = {"http": 80, "https": 443}[scheme]
         host = expect.host or (address if port == default_port else f"{address}:{port}")
+        if expect.h2c:
+            return h2c_request(f"http://{address}:{envoy_port(port)}{expect.path}", host, expect, timeout)
         conn: http.client.HTTPConnection
         if scheme == "https":
             ctx = client_tls_context(self.ca_pem, check_hostname=False)
@@ -927,7 +1013,7 @@ class Conformance:
     def _one(self, gateway: tuple[str, str], expect: Expect, port: int, scheme: str) -> str | None:
         try:
             answer = self.request(gateway, expect, port=port, scheme=scheme)
-        except (OSError, http.client.HTTPException) as err:
+        except (OSError, http.client.HTTPException, httpx.HTTPError) as err:
             return f"request failed: {err!r}"
         return compare(expect, answer, scheme=scheme)
 
@@ -964,7 +1050,7 @@ class Conformance:
         def one() -> str | None:
             try:
                 answer = self.request(gateway, expect, port=port)
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException, httpx.HTTPError):
                 return None
             return f"answered {answer.status}" if answer.status in (200, 408, 504) else None
 
@@ -987,6 +1073,23 @@ class Conformance:
         for backend in seen:
             counts[backend] = counts.get(backend, 0) + 1
         return counts
+
+
+def h2c_request(url: str, host: str, expect: Expect, timeout: float) -> Answer:
+    """One HTTP/2 request with prior knowledge (no upgrade), as upstream's H2C round tripper."""
+    with httpx.Client(http1=False, http2=True, timeout=timeout) as client:
+        try:
+            response = client.request(expect.method, url, headers={"Host": host, **expect.headers})
+        except httpx.TimeoutException:
+            return Answer(408, {}, None)
+    headers: dict[str, list[str]] = {}
+    for name, value in response.headers.multi_items():
+        headers.setdefault(name.lower(), []).append(value)
+    echo = None
+    if "application/json" in response.headers.get("content-type", ""):
+        with contextlib.suppress(ValueError):
+            echo = response.json()
+    return Answer(response.status_code, headers, echo)
 
 
 def _connect_with_sni(

@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from cpx_gatewayapi.testing import Answer, Conformance, EchoBackend, Expect, Redirect, compare, envoy_port
+from cpx_gatewayapi.testing import (
+    Answer,
+    Conformance,
+    EchoBackend,
+    Expect,
+    Redirect,
+    compare,
+    envoy_port,
+    h2c_request,
+)
 
 
 @pytest.mark.parametrize(
@@ -107,3 +116,14 @@ def test_gateways_get_their_own_loopback_address(tmp_path: Path) -> None:
     assert a != b and a.startswith("127.") and a != "127.0.0.1"
     written = (tmp_path / "manifests" / "g.yaml").read_text()
     assert f"value: {a}" in written and "type: IPAddress" in written
+
+
+def test_echo_answers_h2c_with_prior_knowledge() -> None:
+    echo = EchoBackend("ns-a", "infra-backend-v1-abc-def")
+    try:
+        answer = h2c_request(f"http://127.0.0.1:{echo.h2c_port}/x?y=1", "h.example", Expect(h2c=True), 5.0)
+    finally:
+        echo.stop()
+    assert answer.status == 200 and answer.echo is not None
+    assert answer.echo["proto"] == "HTTP/2.0" and answer.echo["path"] == "/x?y=1"
+    assert answer.echo["host"] == "h.example" and answer.echo["pod"] == "infra-backend-v1-abc-def"
