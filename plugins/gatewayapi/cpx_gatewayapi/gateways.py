@@ -85,11 +85,10 @@ def _our_classes(source: SourceView, settings: Settings) -> dict[str, tuple[Obje
 
 @attrs.frozen
 class _Claim:
-    """Who holds an (address, Envoy port): the Gateway listener port and protocol family there."""
+    """Who holds an (address, Envoy port): the Gateway port and protocol family of its first listener."""
 
     port: int
     family: str
-    dag_listener: str | None
 
 
 @attrs.define
@@ -108,28 +107,27 @@ class _PortTable:
         }
         return cls(existing)
 
-    def problem(self, address: str, envoy_port: int, port: int, family: str) -> Verdict | None:
+    def other_port(self, address: str, envoy_port: int, port: int) -> Verdict | None:
+        """PortUnavailable when another Gateway port already maps to this Envoy port."""
         claim = self.claims.get((address, envoy_port))
-        if claim is not None and claim.port != port:
-            return Verdict(
-                False,
-                "PortUnavailable",
-                f"Envoy port {envoy_port} on {address} already serves Gateway port {claim.port}",
-            )
-        taken = claim.family if claim is not None else None
+        if claim is None or claim.port == port:
+            return None
+        message = f"Envoy port {envoy_port} on {address} already serves Gateway port {claim.port}"
+        return Verdict(False, "PortUnavailable", message)
+
+    def other_protocol(self, address: str, envoy_port: int, family: str) -> Verdict | None:
+        """PortUnavailable when another Gateway's listener, or another processor's DAG listener,
+        of a protocol that cannot share it holds this Envoy port."""
+        claim = self.claims.get((address, envoy_port))
         existing = self.existing.get((address, envoy_port))
-        if taken is None and existing is not None:
-            taken = existing[1]
-        if taken is not None and taken != family:
-            return Verdict(
-                False,
-                "PortUnavailable",
-                f"Envoy port {envoy_port} on {address} already serves another protocol ({taken.upper()})",
-            )
-        return None
+        taken = claim.family if claim is not None else existing[1] if existing is not None else None
+        if taken is None or taken == family:
+            return None
+        message = f"Envoy port {envoy_port} on {address} already serves another protocol ({taken.upper()})"
+        return Verdict(False, "PortUnavailable", message)
 
     def claim(self, address: str, envoy_port: int, port: int, family: str) -> None:
-        self.claims.setdefault((address, envoy_port), _Claim(port, family, None))
+        self.claims.setdefault((address, envoy_port), _Claim(port, family))
 
     def existing_listener(self, address: str, envoy_port: int) -> str | None:
         existing = self.existing.get((address, envoy_port))
@@ -241,7 +239,7 @@ class _GatewayResolver:
             listener.port,
             listener.hostname,
         )
-        unavailable = self.ports.problem(address, envoy, port, family)
+        unavailable = self.ports.other_port(address, envoy, port)
         if unavailable is not None:
             return unavailable, _NO_CONFLICT
         on_port = self.taken.setdefault(port, [])
@@ -254,6 +252,9 @@ class _GatewayResolver:
                 message = f"Listener hostname {hostname or '(none)'} is already used on port {port}"
                 conflict = Verdict(True, "HostnameConflict", message)
                 return Verdict(False, "HostnameConflict", message), conflict
+        unavailable = self.ports.other_protocol(address, envoy, family)
+        if unavailable is not None:
+            return unavailable, _NO_CONFLICT
         on_port.append((family, hostname))
         self.ports.claim(address, envoy, port, family)
         return _LISTENER_ACCEPTED, _NO_CONFLICT
