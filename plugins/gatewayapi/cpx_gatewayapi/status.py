@@ -103,6 +103,8 @@ def merge_route(current: Status, computed: Status, *, controller_name: str) -> S
         if replacement is not None:
             parents.append(replacement)
     parents.extend(fresh.values())
+    if not parents and "parents" not in current:
+        return None
     merged = dict(current)
     merged["parents"] = parents
     return _changed(current, merged)
