@@ -344,6 +344,8 @@ class Expect:
     expected_headers: Mapping[str, str] | None = None
     absent_headers: Sequence[str] = ()
     response_headers: Mapping[str, str] = attrs.field(factory=dict)
+    valid_header_values: Mapping[str, Sequence[str]] = attrs.field(factory=dict)  # one of these
+    ignore_whitespace: bool = False  # in response header values
     absent_response_headers: Sequence[str] = ()
     backend_set_response_headers: Mapping[str, str] = attrs.field(factory=dict)
     redirect: Redirect | None = None
@@ -386,9 +388,9 @@ def compare(expect: Expect, answer: Answer, *, scheme: str) -> str | None:
 
 
 def _compare_echo(expect: Expect, answer: Answer) -> str | None:
-    echo = answer.echo
-    if echo is None:
-        return "the answer is not the echo backend's JSON"
+    # An answer that is not the echo's (a CORS preflight): upstream's roundtripper then assumes the
+    # method it sent and leaves every other field empty.
+    echo = answer.echo if answer.echo is not None else {"method": expect.method}
     want_path = expect.expected_path if expect.expected_path is not None else expect.path
     checks = [
         ("host", expect.expected_host, echo.get("host"), bool(expect.expected_host)),
@@ -420,8 +422,14 @@ def _compare_request_headers(expect: Expect, echo: Mapping[str, Any]) -> str | N
 
 
 def _compare_response_headers(expect: Expect, answer: Answer) -> str | None:
+    def squeeze(value: str | None) -> str | None:
+        return value.replace(" ", "") if expect.ignore_whitespace and value is not None else value
+
+    for name, values in expect.valid_header_values.items():
+        if squeeze(answer.header(name)) not in [squeeze(v) for v in values]:
+            return f"response header {name}: {answer.header(name)!r}, expected one of {list(values)}"
     for name, value in expect.response_headers.items():
-        if answer.header(name) != value:
+        if squeeze(answer.header(name)) != squeeze(value):
             return f"response header {name}: {answer.header(name)!r}, expected {value!r}"
     for name in expect.absent_response_headers:
         if answer.header(name) is not None:
