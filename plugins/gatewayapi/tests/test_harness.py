@@ -77,6 +77,10 @@ def test_compare_checks_what_upstream_checks() -> None:
     assert "pod" in (compare(expect, _echo(pod="v2-a-b", headers={"X-A": ["1", "2"]}), scheme="http") or "")
     assert "status" in (compare(expect, Answer(500, {}, None), scheme="http") or "")
     assert compare(Expect(status=(504,)), Answer(408, {}, None), scheme="http") is None
+    # An answer the Gateway gives itself (a CORS preflight): empty fields but the method sent.
+    preflight = Expect(method="OPTIONS", path="/p", expected_path="", status=(204,))
+    assert compare(preflight, Answer(204, {}, None), scheme="http") is None
+    assert "path" in (compare(preflight, _echo(path="/p", method="OPTIONS"), scheme="http") or "")
 
 
 def test_compare_redirects_default_port_and_path() -> None:
