@@ -351,6 +351,8 @@ class Expect:
     redirect: Redirect | None = None
     unfollow_redirect: bool = True
     h2c: bool = False  # HTTP/2 with prior knowledge (roundtripper.H2CPriorKnowledgeProtocol)
+    h2: bool = False  # HTTP/2 over TLS (roundtripper.H2Protocol)
+    sni: str = ""  # the TLS server name when it differs from the Host (MakeTLSRequest's serverName)
 
     def name(self) -> str:
         return f"{self.method} {self.host}{self.path} -> {self.backend or self.status}"
@@ -974,11 +976,16 @@ class Conformance:
         host = expect.host or (address if port == default_port else f"{address}:{port}")
         if expect.h2c:
             return h2c_request(f"http://{address}:{envoy_port(port)}{expect.path}", host, expect, timeout)
+        sni = expect.sni or (expect.host.rpartition(":")[0] if ":" in expect.host else expect.host)
+        if expect.h2:
+            ctx = client_tls_context(self.ca_pem, check_hostname=False)
+            ctx.set_alpn_protocols(["h2"])
+            url = f"https://{address}:{envoy_port(port)}{expect.path}"
+            return http2_request(url, host, expect, timeout, tls=ctx, sni=sni)
         conn: http.client.HTTPConnection
         if scheme == "https":
             ctx = client_tls_context(self.ca_pem, check_hostname=False)
             conn = http.client.HTTPSConnection(address, envoy_port(port), timeout=timeout, context=ctx)
-            sni = expect.host.rpartition(":")[0] if ":" in expect.host else expect.host
             conn.connect = _connect_with_sni(conn, ctx, sni or None)  # type: ignore[method-assign]
         else:
             conn = http.client.HTTPConnection(address, envoy_port(port), timeout=timeout)
@@ -1086,9 +1093,19 @@ class Conformance:
 
 def h2c_request(url: str, host: str, expect: Expect, timeout: float) -> Answer:
     """One HTTP/2 request with prior knowledge (no upgrade), as upstream's H2C round tripper."""
-    with httpx.Client(http1=False, http2=True, timeout=timeout) as client:
+    return http2_request(url, host, expect, timeout)
+
+
+def http2_request(
+    url: str, host: str, expect: Expect, timeout: float, *, tls: ssl.SSLContext | None = None, sni: str = ""
+) -> Answer:
+    """One HTTP/2 request: h2c with prior knowledge for http URLs, over TLS (SNI ``sni``) for https."""
+    extensions = {"sni_hostname": sni} if sni else {}
+    with httpx.Client(http1=False, http2=True, timeout=timeout, verify=tls or True) as client:
         try:
-            response = client.request(expect.method, url, headers={"Host": host, **expect.headers})
+            response = client.request(
+                expect.method, url, headers={"Host": host, **expect.headers}, extensions=extensions
+            )
         except httpx.TimeoutException:
             return Answer(408, {}, None)
     headers: dict[str, list[str]] = {}
