@@ -1,12 +1,37 @@
-"""HTTPRoutes: attachment to Gateway listeners, translation to virtual hosts and routes, status."""
+"""HTTPRoutes: attachment to Gateway listeners, translation to virtual hosts and routes, status.
+
+Per parentRef (gateway.networking.k8s.io route status steps): the listeners it selects (sectionName
+and/or port, else NoMatchingParent), those admitting the kind and the route's namespace (else
+NotAllowedByListeners), those whose hostnames intersect the route's (else
+NoMatchingListenerHostname).  Each listener left counts the route (``attachedRoutes``, programmed
+or not) and, when programmed, serves its rules on a virtual host per effective hostname.  A broad
+listener (wildcard or no hostname) leaves the hostnames a more specific listener on the same port
+owns to that listener's routes (listener isolation, Contour's computeHosts).
+"""
 
 from __future__ import annotations
 
-from cpx import SourceView
-from cpx.dag import DAG
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
-from cpx_gatewayapi.model import Attachments, Resolution
+import attrs
+from cpx import ObjectKey, SourceView, blame
+from cpx.dag import DAG, Route, VirtualHost
+
+from cpx_gatewayapi import hostnames, routebuild, routestatus
+from cpx_gatewayapi.kinds import GROUP, HTTPROUTE
+from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution, ResolvedGateway
 from cpx_gatewayapi.settings import Settings
+
+
+@attrs.frozen(kw_only=True)
+class Attached:
+    """What one parentRef came to: the listeners and each one's effective hostnames, or why not."""
+
+    ref: Mapping[str, Any]
+    gateway: ResolvedGateway
+    listeners: tuple[tuple[GatewayListener, tuple[str, ...]], ...] = ()
+    reason: str = routestatus.ACCEPTED
 
 
 def apply(
@@ -14,3 +39,162 @@ def apply(
 ) -> None:
     """Attach every HTTPRoute to the listeners it selects and admits it, add its routes to their
     DAG listeners, count it in ``attachments``, and set its status (``status.parents``)."""
+    if not resolution.gateways:
+        return
+    owners = _port_hostnames(resolution)
+    for rank, obj in enumerate(_by_age(source.list(HTTPROUTE))):
+        key = ObjectKey.of(obj)
+        with blame(key):
+            _apply_route(dag, source, resolution, attachments, owners, obj, key, rank)
+
+
+def _apply_route(
+    dag: DAG,
+    source: SourceView,
+    resolution: Resolution,
+    attachments: Attachments,
+    owners: Mapping[str, Sequence[str | None]],
+    obj: Mapping[str, Any],
+    key: ObjectKey,
+    rank: int,
+) -> None:
+    spec = obj.get("spec") or {}
+    parents = [p for p in _parents(spec, key.namespace, resolution)]
+    if not parents:
+        return  # none of ours: another controller's route, no entry from us
+    route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
+    labels = _namespace_labels(source, key.namespace)
+    attached = [_attach(ref, gateway, key.namespace, labels, route_hostnames) for ref, gateway in parents]
+    built = routebuild.translate(source, obj, key, rank)
+    conflicts = 0
+    served: set[tuple[str, str, bool, str]] = set()
+    if not built.all_dropped:
+        for parent in attached:
+            for listener, hosts in parent.listeners:
+                attachments.add(listener)
+                conflicts += _serve(dag, listener, hosts, owners, built, key, served)
+    dag.set_status(key, routestatus.route_status(obj, attached, built, conflicts, served))
+
+
+def _serve(
+    dag: DAG,
+    listener: GatewayListener,
+    hosts: Sequence[str],
+    owners: Mapping[str, Sequence[str | None]],
+    built: routebuild.Translated,
+    key: ObjectKey,
+    served: set[tuple[str, str, bool, str]],
+) -> int:
+    """Add the route's rules to ``listener``'s virtual hosts; the number of matches left out
+    because another object's route already has them."""
+    if listener.dag_listener is None:
+        return 0
+    mine = listener.hostname or hostnames.ANY
+    secure = listener.protocol == "HTTPS"
+    conflicts = 0
+    for host in hosts:
+        if hostnames.owner(owners[listener.dag_listener], host) != mine:
+            continue  # a more specific listener on this port owns the name
+        vhost: VirtualHost
+        if secure:
+            vhost = dag.ensure_secure_virtual_host(listener.dag_listener, host)
+            vhost.secret = listener.secret
+        else:
+            vhost = dag.ensure_virtual_host(listener.dag_listener, host)
+        if host.startswith("*."):
+            vhost.single_label_wildcard = False
+        for route in _routes(built, listener):
+            match = route.match_key()
+            seen = (listener.dag_listener, host, secure, match)
+            existing = vhost.routes.get(match)
+            if seen in served:
+                continue  # this route, through another parentRef or listener
+            if existing is not None and existing.origin != key:
+                conflicts += 1
+                continue
+            served.add(seen)
+            vhost.routes[match] = route
+    return conflicts
+
+
+def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator[Route]:
+    for rule in built.rules:
+        if not rule.redirect_keeps_listener_port:
+            yield from rule.routes
+            continue
+        for route in rule.routes:
+            assert route.redirect is not None
+            yield attrs.evolve(route, redirect=attrs.evolve(route.redirect, port=listener.port))
+
+
+def _attach(
+    ref: Mapping[str, Any],
+    gateway: ResolvedGateway,
+    namespace: str,
+    labels: Mapping[str, str],
+    route_hostnames: Sequence[str],
+) -> Attached:
+    section, port = ref.get("sectionName"), ref.get("port")
+    selected = [
+        listener
+        for listener in gateway.listeners
+        if (section is None or listener.name == section) and (port is None or listener.port == port)
+    ]
+    if not selected:
+        return Attached(ref=ref, gateway=gateway, reason=routestatus.NO_MATCHING_PARENT)
+    admitted = [
+        listener
+        for listener in selected
+        if HTTPROUTE_KIND in listener.kinds and listener.admits_namespace(namespace, labels)
+    ]
+    if not admitted:
+        return Attached(ref=ref, gateway=gateway, reason=routestatus.NOT_ALLOWED_BY_LISTENERS)
+    found = []
+    for listener in admitted:
+        hosts = hostnames.intersect(listener.hostname, route_hostnames)
+        if hosts:
+            found.append((listener, tuple(hosts)))
+    if not found:
+        return Attached(ref=ref, gateway=gateway, reason=routestatus.NO_MATCHING_LISTENER_HOSTNAME)
+    return Attached(ref=ref, gateway=gateway, listeners=tuple(found))
+
+
+def _parents(
+    spec: Mapping[str, Any], namespace: str, resolution: Resolution
+) -> Iterator[tuple[Mapping[str, Any], ResolvedGateway]]:
+    """The parentRefs naming one of our Gateways, each with it."""
+    for ref in spec.get("parentRefs") or ():
+        if not isinstance(ref, Mapping):
+            continue
+        if (ref.get("group") or GROUP) != GROUP or (ref.get("kind") or "Gateway") != "Gateway":
+            continue
+        gateway = resolution.gateway(str(ref.get("namespace") or namespace), str(ref.get("name") or ""))
+        if gateway is not None:
+            yield ref, gateway
+
+
+def _port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:
+    """Per DAG listener, the hostnames of the programmed Gateway listeners it serves."""
+    found: dict[str, list[str | None]] = {}
+    for gateway in resolution:
+        for listener in gateway.listeners:
+            if listener.dag_listener is not None:
+                found.setdefault(listener.dag_listener, []).append(listener.hostname)
+    return found
+
+
+def _namespace_labels(source: SourceView, namespace: str) -> Mapping[str, str]:
+    found = source.lookup_namespace(namespace)
+    labels = dict(((found or {}).get("metadata") or {}).get("labels") or {})
+    labels.setdefault("kubernetes.io/metadata.name", namespace)  # the API server always sets it
+    return labels
+
+
+def _by_age(routes: Iterator[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Oldest first, then by namespace/name: the spec's order of precedence among routes."""
+
+    def age(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+        meta = obj.get("metadata") or {}
+        return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace")), str(meta.get("name")))
+
+    return sorted(routes, key=age)
