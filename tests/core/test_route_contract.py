@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import attrs
 from envoy.config.core.v3 import base_pb2 as core_base
-from tests.core.test_routes import HTTP, SINGLE, backend, new_dag, one_route, prefix, translate
+from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors_v3
+from tests.core.test_routes import CORS, HTTP, SINGLE, backend, new_dag, one_route, prefix, translate, unpack
 
 from cpx.builtin.filters import with_builtin_filters
 from cpx.dag.nodes import (
+    CORSPolicy,
     HeaderMatch,
     HeaderMatchKind,
     HeadersPolicy,
@@ -108,3 +110,12 @@ def test_switching_the_wildcard_rule_retranslates_unchanged_routes() -> None:
         vhost.add_route(route)
         (envoy_vhost,) = translate(dag, cache)["ingress_http"].virtual_hosts
         assert len(envoy_vhost.routes[0].match.headers) == expected
+
+
+def test_route_cors_policy() -> None:
+    policy = CORSPolicy(allow_origin=("https://a.example",), allow_methods=("GET",), max_age="5")
+    envoy_route = one_route(prefix(cors=policy))
+    cors = unpack(envoy_route.typed_per_filter_config[CORS], cors_v3.CorsPolicy)
+    assert [o.exact for o in cors.allow_origin_string_match] == ["https://a.example"]
+    assert (cors.allow_methods, cors.max_age) == ("GET", "5")
+    assert CORS not in one_route(prefix()).typed_per_filter_config

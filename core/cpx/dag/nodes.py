@@ -368,6 +368,7 @@ class Route:
     cookie_rewrites: tuple[CookieRewrite, ...] = ()
     local_rate_limit: LocalRateLimit | None = None
     ip_filter: IPFilter | None = None  # overrides the virtual host's
+    cors: CORSPolicy | None = None  # overrides the virtual host's
     # Order among routes whose matches are equally specific (same path, same method/header/query
     # counts): lower first, before the conditions' values decide.  Lets a plugin whose API ranks
     # such routes by age or rule position (Gateway API) say so; 0 for every route otherwise.
