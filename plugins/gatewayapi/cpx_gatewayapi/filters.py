@@ -13,13 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
-from cpx.dag import HeadersPolicy, HeaderValue, PathKind, PathMatch, RegexRewrite
+from cpx.dag import CORSPolicy, HeadersPolicy, HeaderValue, PathKind, PathMatch, RegexRewrite
 
 REQUEST_HEADER_MODIFIER = "RequestHeaderModifier"
 RESPONSE_HEADER_MODIFIER = "ResponseHeaderModifier"
 REQUEST_REDIRECT = "RequestRedirect"
 URL_REWRITE = "URLRewrite"
 REQUEST_MIRROR = "RequestMirror"
+CORS = "CORS"
+_DEFAULT_MAX_AGE = 5  # seconds, the spec's default
 
 FULL_PATH = "ReplaceFullPath"
 PREFIX_MATCH = "ReplacePrefixMatch"
@@ -69,6 +71,7 @@ class Effects:
     host_rewrite: str | None = None
     path_rewrite: PathModifier | None = None
     mirrors: tuple[Mapping[str, Any], ...] = ()  # RequestMirror entries, resolved by the caller
+    cors: CORSPolicy | None = None
 
 
 def effects(filters: object) -> Effects:
@@ -96,6 +99,8 @@ def effects(filters: object) -> Effects:
             )
         elif kind == REQUEST_MIRROR:
             found = attrs.evolve(found, mirrors=(*found.mirrors, _mapping(entry.get("requestMirror"))))
+        elif kind == CORS:
+            found = attrs.evolve(found, cors=cors_policy(_mapping(entry.get("cors"))))
         else:
             raise FilterProblem(f"filter type {kind!r} is not supported")
     if found.redirect is not None and found.path_rewrite is not None:
@@ -120,6 +125,26 @@ def _header_values(entries: object) -> tuple[HeaderValue, ...]:
             name = entry["name"].lower()
             seen.setdefault(name, HeaderValue(name=name, value=str(entry.get("value") or "")))
     return tuple(seen.values())
+
+
+def cors_policy(spec: Mapping[str, Any]) -> CORSPolicy:
+    """A wildcard in an origin's host spans any number of labels (``https://*.bar.com``)."""
+    max_age = spec.get("maxAge")
+    return CORSPolicy(
+        allow_origin=tuple(_origin(str(o)) for o in spec.get("allowOrigins") or ()),
+        allow_methods=tuple(str(m) for m in spec.get("allowMethods") or ()),
+        allow_headers=tuple(str(h) for h in spec.get("allowHeaders") or ()),
+        expose_headers=tuple(str(h) for h in spec.get("exposeHeaders") or ()),
+        allow_credentials=spec.get("allowCredentials") is True,
+        max_age=str(max_age if isinstance(max_age, int) else _DEFAULT_MAX_AGE),
+    )
+
+
+def _origin(origin: str) -> str:
+    if origin == "*" or "*" not in origin:
+        return origin
+    pattern = "".join("[^/]+" if part == "*" else re.escape(part) for part in re.split(r"(\*)", origin))
+    return f"regex:(?i)^{pattern}$"
 
 
 def _redirect(spec: Mapping[str, Any]) -> RedirectSpec:

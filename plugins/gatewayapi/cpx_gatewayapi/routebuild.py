@@ -95,6 +95,7 @@ def _rule(
             headers=match.headers,
             query=match.query,
             precedence=slot * _MATCH_SLOTS + index,
+            cors=effects.cors,
             origin=key,
         )
         if effects.redirect is not None:

@@ -561,3 +561,31 @@ def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) ->
     names = {c["name"] for c in result.envoy_json()["routes"]}
     assert "https-443-127_0_0_10/a.example.com" in names
     assert conditions(parents(result, "r")[0])["Accepted"] == ("True", "Accepted")
+
+
+def test_cors(cpx_translate: Translate) -> None:
+    spec = """
+  parentRefs: [{name: gw}]
+  rules:
+  - filters:
+    - type: CORS
+      cors:
+        allowOrigins: ["https://www.foo.com", "https://*.bar.com"]
+        allowMethods: [GET, OPTIONS]
+        allowHeaders: [x-header-1]
+        exposeHeaders: [x-header-3]
+        allowCredentials: true
+    backendRefs: [{name: v1, port: 8080}]
+"""
+    result = build(cpx_translate, route("r", spec))
+    policy = envoy_routes(result)[0]["typedPerFilterConfig"]["envoy.filters.http.cors"]
+    assert policy["allowOriginStringMatch"] == [
+        {"exact": "https://www.foo.com", "ignoreCase": True},
+        {"safeRegex": {"regex": "(?i)^https://[^/]+\\.bar\\.com$"}},
+    ]
+    assert (policy["allowMethods"], policy["allowHeaders"], policy["exposeHeaders"]) == (
+        "GET,OPTIONS",
+        "x-header-1",
+        "x-header-3",
+    )
+    assert (policy["maxAge"], policy["allowCredentials"]) == ("5", True)
