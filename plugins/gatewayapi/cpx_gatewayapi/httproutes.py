@@ -18,20 +18,10 @@ import attrs
 from cpx import ObjectKey, SourceView, blame
 from cpx.dag import DAG, Route, VirtualHost
 
-from cpx_gatewayapi import hostnames, routebuild, routestatus
-from cpx_gatewayapi.kinds import GROUP, HTTPROUTE
-from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution, ResolvedGateway
+from cpx_gatewayapi import hostnames, routebuild, routeparents, routestatus
+from cpx_gatewayapi.kinds import HTTPROUTE
+from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution
 from cpx_gatewayapi.settings import Settings
-
-
-@attrs.frozen(kw_only=True)
-class Attached:
-    """What one parentRef came to: the listeners and each one's effective hostnames, or why not."""
-
-    ref: Mapping[str, Any]
-    gateway: ResolvedGateway
-    listeners: tuple[tuple[GatewayListener, tuple[str, ...]], ...] = ()
-    reason: str = routestatus.ACCEPTED
 
 
 def apply(
@@ -59,12 +49,15 @@ def _apply_route(
     rank: int,
 ) -> None:
     spec = obj.get("spec") or {}
-    parents = [p for p in _parents(spec, key.namespace, resolution)]
+    parents = [p for p in routeparents.parents(spec, key.namespace, resolution)]
     if not parents:
         return  # none of ours: another controller's route, no entry from us
     route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
     labels = _namespace_labels(source, key.namespace)
-    attached = [_attach(ref, gateway, key.namespace, labels, route_hostnames) for ref, gateway in parents]
+    attached = [
+        routeparents.attach(HTTPROUTE_KIND, ref, gateway, key.namespace, labels, route_hostnames)
+        for ref, gateway in parents
+    ]
     built = routebuild.translate(source, obj, key, rank)
     conflicts = 0
     served: set[tuple[str, str, bool, str]] = set()
@@ -125,52 +118,6 @@ def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator
         for route in rule.routes:
             assert route.redirect is not None
             yield attrs.evolve(route, redirect=attrs.evolve(route.redirect, port=listener.port))
-
-
-def _attach(
-    ref: Mapping[str, Any],
-    gateway: ResolvedGateway,
-    namespace: str,
-    labels: Mapping[str, str],
-    route_hostnames: Sequence[str],
-) -> Attached:
-    section, port = ref.get("sectionName"), ref.get("port")
-    selected = [
-        listener
-        for listener in gateway.listeners
-        if (section is None or listener.name == section) and (port is None or listener.port == port)
-    ]
-    if not selected:
-        return Attached(ref=ref, gateway=gateway, reason=routestatus.NO_MATCHING_PARENT)
-    admitted = [
-        listener
-        for listener in selected
-        if HTTPROUTE_KIND in listener.kinds and listener.admits_namespace(namespace, labels)
-    ]
-    if not admitted:
-        return Attached(ref=ref, gateway=gateway, reason=routestatus.NOT_ALLOWED_BY_LISTENERS)
-    found = []
-    for listener in admitted:
-        hosts = hostnames.intersect(listener.hostname, route_hostnames)
-        if hosts:
-            found.append((listener, tuple(hosts)))
-    if not found:
-        return Attached(ref=ref, gateway=gateway, reason=routestatus.NO_MATCHING_LISTENER_HOSTNAME)
-    return Attached(ref=ref, gateway=gateway, listeners=tuple(found))
-
-
-def _parents(
-    spec: Mapping[str, Any], namespace: str, resolution: Resolution
-) -> Iterator[tuple[Mapping[str, Any], ResolvedGateway]]:
-    """The parentRefs naming one of our Gateways, each with it."""
-    for ref in spec.get("parentRefs") or ():
-        if not isinstance(ref, Mapping):
-            continue
-        if (ref.get("group") or GROUP) != GROUP or (ref.get("kind") or "Gateway") != "Gateway":
-            continue
-        gateway = resolution.gateway(str(ref.get("namespace") or namespace), str(ref.get("name") or ""))
-        if gateway is not None:
-            yield ref, gateway
 
 
 def _port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:

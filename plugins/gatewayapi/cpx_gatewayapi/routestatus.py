@@ -8,21 +8,21 @@ Conditions keep their lastTransitionTime from the object's current entry for the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cpx_gatewayapi.conditions import condition, current_status, generation_of
 from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.routebuild import Translated
+from cpx_gatewayapi.routeparents import (
+    ACCEPTED,
+    NO_MATCHING_LISTENER_HOSTNAME,
+    NO_MATCHING_PARENT,
+    NOT_ALLOWED_BY_LISTENERS,
+    Attached,
+)
 
-if TYPE_CHECKING:
-    from cpx_gatewayapi.httproutes import Attached
-    from cpx_gatewayapi.routebuild import Translated
-
-ACCEPTED = "Accepted"
 RESOLVED_REFS = "ResolvedRefs"
 PARTIALLY_INVALID = "PartiallyInvalid"
-NO_MATCHING_PARENT = "NoMatchingParent"
-NOT_ALLOWED_BY_LISTENERS = "NotAllowedByListeners"
-NO_MATCHING_LISTENER_HOSTNAME = "NoMatchingListenerHostname"
 UNSUPPORTED_VALUE = "UnsupportedValue"
 RULE_MATCH_CONFLICT = "RuleMatchConflict"
 RULE_MATCH_PARTIALLY_CONFLICT = "RuleMatchPartiallyConflict"
