@@ -10,11 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import attrs
 import pytest
+from cpx import SourceView
+from cpx.dag import DAG
 from cpx.testing import Translation, make_tls_secret
 
 from cpx_gatewayapi import gateways, routetesting
 from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.model import Attachments, Resolution
+from cpx_gatewayapi.settings import Settings
 
 Translate = Callable[..., Translation]
 ADDRESS = "127.0.0.10"
@@ -589,3 +594,38 @@ def test_cors(cpx_translate: Translate) -> None:
         "x-header-3",
     )
     assert (policy["maxAge"], policy["allowCredentials"]) == ("5", True)
+
+
+def test_attached_routes_count_programmed_or_not(
+    cpx_translate: Translate, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counted: dict[str, int] = {}
+    stand_in = gateways.resolve
+
+    def unprogrammed(dag: DAG, source: SourceView, settings: Settings) -> Resolution:
+        resolution = stand_in(dag, source, settings)
+        return Resolution(
+            {
+                key: attrs.evolve(
+                    gw, listeners=tuple(attrs.evolve(li, dag_listener=None) for li in gw.listeners)
+                )
+                for key, gw in resolution.gateways.items()
+            }
+        )
+
+    def report(
+        dag: DAG, source: SourceView, resolution: Resolution, attachments: Attachments, _: Any
+    ) -> None:
+        counted.update({li.name: attachments.count(li) for gw in resolution for li in gw.listeners})
+
+    monkeypatch.setattr(gateways, "resolve", unprogrammed)
+    monkeypatch.setattr(gateways, "report", report)
+    listeners = "  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}\n"
+    named = "  - {name: named, port: 81, protocol: HTTP, hostname: foo.example.com}\n"
+    elsewhere = SIMPLE + "  hostnames: [bar.example.com]\n"
+    text = BASE.replace(listeners, listeners + named) + route("a", SIMPLE) + route("b", elsewhere)
+    result = cpx_translate(text, ["gatewayapi"])
+    # a: both listeners; b: only the one without hostname (no intersection with foo.example.com)
+    assert counted == {"http": 2, "named": 1}
+    assert conditions(parents(result, "a")[0])["Accepted"] == ("True", "Accepted")
+    assert HTTP_LISTENER not in {li["name"] for li in result.envoy_json()["listeners"]}
