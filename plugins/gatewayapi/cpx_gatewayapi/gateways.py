@@ -1,21 +1,432 @@
-"""GatewayClasses and Gateways: which are ours, their listeners in Envoy, and their status."""
+"""GatewayClasses and Gateways: which are ours, their listeners in Envoy, and their status.
+
+A GatewayClass is ours when its ``controllerName`` is ours; a Gateway is ours when its class is.
+Each listener of an accepted Gateway is served on a DAG listener, one per (bind address, Envoy
+port): the bind address is the Gateway's IPAddress in ``spec.addresses`` (else the default
+address), the Envoy port Contour's mapping of the listener port (80 -> 8080).  Gateway listeners
+on one port share that DAG listener (virtual hosts by hostname), and so does a DAG listener that
+already exists there with the same protocol (the core's ``ingress_http`` / ``ingress_https``).
+
+Listeners are checked in spec order, Gateways oldest first; each against those before it (the
+first one wins, as in Contour): another port mapping to the same Envoy port, or a listener of
+another protocol there, makes it PortUnavailable; within a Gateway, a listener on the same port
+with a protocol that cannot share it is a ProtocolConflict, one with the same hostname a
+HostnameConflict.  See docs/design/0022-gateway-api.md.
+"""
 
 from __future__ import annotations
 
-from cpx import SourceView
-from cpx.dag import DAG
+import ipaddress
+from collections.abc import Mapping
+from typing import Any
 
-from cpx_gatewayapi.model import Attachments, Resolution
+import attrs
+from cpx import ObjectKey, SourceView, blame, parse_status_addresses
+from cpx.dag import DAG, Secret
+
+from cpx_gatewayapi import conditions as cond
+from cpx_gatewayapi import listeners as ls
+from cpx_gatewayapi.features import supported_features
+from cpx_gatewayapi.gateway_tls import CertificateProblem, resolve_certificate
+from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS, GROUP
+from cpx_gatewayapi.model import (
+    Attachments,
+    GatewayListener,
+    ListenerStatus,
+    Resolution,
+    ResolvedGateway,
+    Verdict,
+)
 from cpx_gatewayapi.settings import Settings
+
+CLASS_ACCEPTED = Verdict(True, "Accepted", "GatewayClass has been accepted by the controller")
+_NO_CONFLICT = Verdict(False, "NoConflicts", "No conflicts")
+_REFS_RESOLVED = Verdict(True, "ResolvedRefs", "Listener references resolved")
+_LISTENER_ACCEPTED = Verdict(True, "Accepted", "Listener accepted")
+_LISTENER_PROGRAMMED = Verdict(True, "Programmed", "Listener programmed")
 
 
 def resolve(dag: DAG, source: SourceView, settings: Settings) -> Resolution:
     """The Gateways of our accepted GatewayClasses, with a DAG listener for each programmable
     listener (``GatewayListener.dag_listener``)."""
-    return Resolution({})
+    classes = _our_classes(source, settings)
+    if not classes:
+        return Resolution({})
+    class_verdicts = {name: verdict for name, (_key, verdict) in classes.items()}
+    ports = _PortTable.of(dag)
+    gateways: dict[ObjectKey, ResolvedGateway] = {}
+    for obj in ls.ordered_by_age(source.list(GATEWAY)):
+        spec = obj.get("spec") or {}
+        class_verdict = class_verdicts.get(str(spec.get("gatewayClassName")))
+        if class_verdict is None:
+            continue  # another controller's Gateway
+        key = ObjectKey.of(obj)
+        with blame(key):
+            gateways[key] = _GatewayResolver(dag, source, settings, ports, key, obj).resolve(class_verdict)
+    return Resolution(gateways, classes={key: verdict for key, verdict in classes.values()})
+
+
+def _our_classes(source: SourceView, settings: Settings) -> dict[str, tuple[ObjectKey, Verdict]]:
+    """Our GatewayClasses by name, each with its Accepted verdict."""
+    out: dict[str, tuple[ObjectKey, Verdict]] = {}
+    for obj in source.list(GATEWAY_CLASS):
+        spec = obj.get("spec") or {}
+        if spec.get("controllerName") != settings.controller_name:
+            continue
+        verdict = CLASS_ACCEPTED
+        if spec.get("parametersRef"):
+            verdict = Verdict(
+                False, "InvalidParameters", "spec.parametersRef is not supported: cpx has no parameters kind"
+            )
+        key = ObjectKey.of(obj)
+        out[key.name] = (key, verdict)
+    return out
+
+
+@attrs.frozen
+class _Claim:
+    """Who holds an (address, Envoy port): the Gateway port and protocol family of its first listener."""
+
+    port: int
+    family: str
+
+
+@attrs.define
+class _PortTable:
+    """The (address, Envoy port) pairs taken so far in this build: by DAG listeners other
+    processors made, then by Gateway listeners (whose claim the first one makes)."""
+
+    existing: dict[tuple[str, int], tuple[str, str]]  # -> (DAG listener name, family)
+    claims: dict[tuple[str, int], _Claim] = attrs.field(factory=dict)
+
+    @classmethod
+    def of(cls, dag: DAG) -> _PortTable:
+        existing = {
+            (listener.address, listener.port): (listener.name, listener.protocol.value.lower())
+            for listener in dag.listeners.values()
+        }
+        return cls(existing)
+
+    def other_port(self, address: str, envoy_port: int, port: int) -> Verdict | None:
+        """PortUnavailable when another Gateway port already maps to this Envoy port."""
+        claim = self.claims.get((address, envoy_port))
+        if claim is None or claim.port == port:
+            return None
+        message = f"Envoy port {envoy_port} on {address} already serves Gateway port {claim.port}"
+        return Verdict(False, "PortUnavailable", message)
+
+    def other_protocol(self, address: str, envoy_port: int, family: str) -> Verdict | None:
+        """PortUnavailable when another Gateway's listener, or another processor's DAG listener,
+        of a protocol that cannot share it holds this Envoy port."""
+        claim = self.claims.get((address, envoy_port))
+        existing = self.existing.get((address, envoy_port))
+        taken = claim.family if claim is not None else existing[1] if existing is not None else None
+        if taken is None or taken == family:
+            return None
+        message = f"Envoy port {envoy_port} on {address} already serves another protocol ({taken.upper()})"
+        return Verdict(False, "PortUnavailable", message)
+
+    def claim(self, address: str, envoy_port: int, port: int, family: str) -> None:
+        self.claims.setdefault((address, envoy_port), _Claim(port, family))
+
+    def existing_listener(self, address: str, envoy_port: int) -> str | None:
+        existing = self.existing.get((address, envoy_port))
+        return existing[0] if existing is not None else None
+
+
+@attrs.define
+class _GatewayResolver:
+    dag: DAG
+    source: SourceView
+    settings: Settings
+    ports: _PortTable
+    key: ObjectKey
+    obj: Mapping[str, Any]
+    # Listeners accepted so far, by Gateway port: (family, hostname).
+    taken: dict[int, list[tuple[str, str | None]]] = attrs.field(factory=dict)
+
+    def resolve(self, class_verdict: Verdict) -> ResolvedGateway:
+        spec = self.obj.get("spec") or {}
+        problem = (
+            None
+            if class_verdict.ok
+            else Verdict(False, "Invalid", f"GatewayClass is not accepted: {class_verdict.message}")
+        )
+        requested, address_problem = _requested_address(spec.get("addresses"))
+        problem = problem or address_problem
+        address = requested or self.settings.default_address
+        specs = spec.get("listeners")
+        listeners = tuple(
+            self._listener(entry if isinstance(entry, Mapping) else {}, address, serve=problem is None)
+            for entry in (specs if isinstance(specs, list) else [])
+        )
+        return ResolvedGateway(
+            key=self.key,
+            generation=cond.generation_of(self.obj),
+            controller_name=self.settings.controller_name,
+            listeners=listeners,
+            problem=problem,
+            addresses=self._status_addresses(requested),
+        )
+
+    def _status_addresses(self, requested: str | None) -> tuple[tuple[str, str], ...]:
+        if requested is not None:
+            return (("IPAddress", requested),)
+        try:
+            entries = parse_status_addresses(self.settings.status_address)
+        except ValueError:
+            return ()  # Settings refused it at start-up already
+        return tuple(("IPAddress", e["ip"]) if "ip" in e else ("Hostname", e["hostname"]) for e in entries)
+
+    def _listener(self, spec: Mapping[str, Any], address: str, *, serve: bool) -> GatewayListener:
+        name, protocol = str(spec.get("name") or ""), str(spec.get("protocol") or "")
+        port = spec["port"] if isinstance(spec.get("port"), int) else 0
+        tls = _mapping(spec, "tls")
+        allowed = _mapping(spec, "allowedRoutes")
+        kinds, refused_kinds = ls.route_kinds(protocol, allowed.get("kinds"))
+        resolved_refs = _REFS_RESOLVED
+        if refused_kinds:
+            resolved_refs = Verdict(
+                False,
+                "InvalidRouteKinds",
+                f"Route kinds not supported on {protocol} listeners: {', '.join(refused_kinds)}",
+            )
+        listener = GatewayListener(
+            gateway=self.key,
+            name=name,
+            port=port,
+            protocol=protocol,
+            hostname=ls.hostname_of(spec),
+            tls_mode=str(tls.get("mode") or ls.TERMINATE) if protocol in (ls.HTTPS, ls.TLS) else None,
+            kinds=frozenset(kinds),
+            admits_namespace=ls.namespace_admission(self.key.namespace, allowed),
+            dag_listener=None,
+            address=address,
+            envoy_port=ls.envoy_port(port),
+        )
+        if protocol not in ls.PROTOCOLS:
+            unsupported = Verdict(False, "UnsupportedProtocol", f"Protocol {protocol!r} is not supported")
+            status = ListenerStatus(
+                accepted=unsupported,
+                programmed=Verdict(False, "Invalid", unsupported.message),
+                resolved_refs=resolved_refs,
+                conflicted=_NO_CONFLICT,
+                supported_kinds=(),
+            )
+            return attrs.evolve(listener, kinds=frozenset(), status=status)
+        family = ls.PORT_FAMILY[protocol]
+        accepted, conflicted = self._place(listener, family)
+        secret, programmed, resolved_refs = self._tls(listener, tls, "tls" in spec, resolved_refs)
+        if not accepted.ok:
+            programmed = Verdict(False, accepted.reason if conflicted.ok else "Invalid", accepted.message)
+        elif not serve:
+            programmed = Verdict(False, "Invalid", "The Gateway is not accepted")
+        status = ListenerStatus(
+            accepted=accepted,
+            programmed=programmed,
+            resolved_refs=resolved_refs,
+            conflicted=conflicted,
+            supported_kinds=kinds,
+        )
+        dag_listener = self._dag_listener(listener, family) if programmed.ok else None
+        return attrs.evolve(listener, dag_listener=dag_listener, secret=secret, status=status)
+
+    def _place(self, listener: GatewayListener, family: str) -> tuple[Verdict, Verdict]:
+        """Accepted and Conflicted for a listener, against the listeners before it."""
+        address, envoy, port, hostname = (
+            listener.address,
+            listener.envoy_port,
+            listener.port,
+            listener.hostname,
+        )
+        unavailable = self.ports.other_port(address, envoy, port)
+        if unavailable is not None:
+            return unavailable, _NO_CONFLICT
+        on_port = self.taken.setdefault(port, [])
+        for other_family, other_hostname in on_port:
+            if other_family != family:
+                message = f"Listener on port {port} conflicts with a {other_family.upper()} listener there"
+                conflict = Verdict(True, "ProtocolConflict", message)
+                return Verdict(False, "ProtocolConflict", message), conflict
+            if other_hostname == hostname:
+                message = f"Listener hostname {hostname or '(none)'} is already used on port {port}"
+                conflict = Verdict(True, "HostnameConflict", message)
+                return Verdict(False, "HostnameConflict", message), conflict
+        unavailable = self.ports.other_protocol(address, envoy, family)
+        if unavailable is not None:
+            return unavailable, _NO_CONFLICT
+        on_port.append((family, hostname))
+        self.ports.claim(address, envoy, port, family)
+        return _LISTENER_ACCEPTED, _NO_CONFLICT
+
+    def _tls(
+        self, listener: GatewayListener, tls: Mapping[str, Any], has_tls: bool, resolved_refs: Verdict
+    ) -> tuple[Secret | None, Verdict, Verdict]:
+        """The certificate, Programmed and ResolvedRefs of a listener."""
+        protocol, mode = listener.protocol, listener.tls_mode
+        if protocol == ls.HTTPS and not has_tls:
+            return (
+                None,
+                Verdict(False, "Invalid", 'Listener.TLS is required when protocol is "HTTPS"'),
+                resolved_refs,
+            )
+        secret: Secret | None = None
+        if protocol in (ls.HTTPS, ls.TLS) and mode == ls.TERMINATE:
+            found = resolve_certificate(self.source, self.key, tls)
+            if isinstance(found, CertificateProblem):
+                refs = resolved_refs if not resolved_refs.ok else Verdict(False, found.reason, found.message)
+                return None, Verdict(False, "Invalid", found.message), refs
+            secret = found
+        if protocol in (ls.TLS, ls.TCP):
+            route_kind = "TLSRoute" if protocol == ls.TLS else "TCPRoute"
+            return (
+                secret,
+                Verdict(
+                    False,
+                    "Invalid",
+                    f"{protocol} listeners are not served yet ({route_kind} is not supported)",
+                ),
+                resolved_refs,
+            )
+        return secret, _LISTENER_PROGRAMMED, resolved_refs
+
+    def _dag_listener(self, listener: GatewayListener, family: str) -> str:
+        address, envoy = listener.address, listener.envoy_port
+        name = self.ports.existing_listener(address, envoy)
+        if name is None:
+            name = ls.listener_name(family, listener.port, address, self.settings.default_address)
+            self.dag.ensure_listener(name, ls.DAG_PROTOCOL[family], address, envoy)
+            self.ports.existing[(address, envoy)] = (name, family)
+        return name
+
+
+def _requested_address(addresses: Any) -> tuple[str | None, Verdict | None]:
+    """The IPAddress to bind (the first with a value), or why the addresses cannot be served."""
+    requested = None
+    for item in addresses if isinstance(addresses, list) else []:
+        entry = item if isinstance(item, Mapping) else {}
+        kind = entry.get("type") or "IPAddress"
+        value = entry.get("value")
+        if kind != "IPAddress":
+            return None, Verdict(False, "UnsupportedAddress", f"Address type {kind!r} is not supported")
+        if not value:
+            continue  # an address to assign: the default one
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            return None, Verdict(False, "UnsupportedAddress", f"Address {value!r} is not an IP address")
+        requested = requested or str(value)
+    return requested, None
+
+
+# -- status ----------------------------------------------------------------------------------------
 
 
 def report(
     dag: DAG, source: SourceView, resolution: Resolution, attachments: Attachments, settings: Settings
 ) -> None:
     """GatewayClass and Gateway statuses (``dag.set_status``), attachedRoutes from ``attachments``."""
+    for key, verdict in resolution.classes.items():
+        obj = source.get(key)
+        if obj is not None:
+            dag.set_status(key, _class_status(obj, verdict))
+    for gateway in resolution:
+        obj = source.get(gateway.key)
+        if obj is not None:
+            dag.set_status(gateway.key, _gateway_status(obj, gateway, attachments))
+
+
+def _class_status(obj: Mapping[str, Any], verdict: Verdict) -> dict[str, Any]:
+    generation = cond.generation_of(obj)
+    previous = cond.current_status(obj).get("conditions") or []
+    return {
+        "conditions": [
+            _condition("Accepted", verdict, generation, previous),
+            cond.condition(
+                "SupportedVersion",
+                True,
+                "SupportedVersion",
+                "Gateway API v1 (standard channel) is supported",
+                generation,
+                previous,
+            ),
+        ],
+        "supportedFeatures": supported_features(),
+    }
+
+
+def _gateway_status(
+    obj: Mapping[str, Any], gateway: ResolvedGateway, attachments: Attachments
+) -> dict[str, Any]:
+    generation = gateway.generation
+    current = cond.current_status(obj)
+    previous = current.get("conditions") or []
+    return {
+        "conditions": [
+            _condition("Accepted", _gateway_accepted(gateway), generation, previous),
+            _condition("Programmed", _gateway_programmed(gateway), generation, previous),
+        ],
+        "addresses": [{"type": kind, "value": value} for kind, value in gateway.addresses],
+        "listeners": [
+            _listener_status(listener, generation, current, attachments) for listener in gateway.listeners
+        ],
+    }
+
+
+def _gateway_accepted(gateway: ResolvedGateway) -> Verdict:
+    if gateway.problem is not None:
+        return gateway.problem
+    invalid = [listener.name for listener in gateway.listeners if not listener.accepted]
+    if not invalid:
+        return Verdict(True, "Accepted", "Gateway is accepted")
+    valid = len(gateway.listeners) > len(invalid)
+    return Verdict(valid, "ListenersNotValid", f"Listeners not valid: {', '.join(invalid)}")
+
+
+def _gateway_programmed(gateway: ResolvedGateway) -> Verdict:
+    if gateway.problem is not None:
+        return Verdict(False, "Invalid", gateway.problem.message)
+    if not gateway.addresses:
+        return Verdict(
+            False,
+            "AddressNotAssigned",
+            "None of the addresses in Spec.Addresses have been assigned to the Gateway",
+        )
+    failing = [listener.name for listener in gateway.listeners if not listener.programmed]
+    if failing:
+        return Verdict(False, "ListenersNotValid", f"Listeners not programmed: {', '.join(failing)}")
+    return Verdict(True, "Programmed", "Gateway is programmed")
+
+
+def _listener_status(
+    listener: GatewayListener, generation: int, current: Mapping[str, Any], attachments: Attachments
+) -> dict[str, Any]:
+    status = listener.status
+    assert status is not None  # every listener resolve() makes has one
+    listed = current.get("listeners")
+    before = [
+        entry
+        for entry in (listed if isinstance(listed, list) else ())
+        if isinstance(entry, Mapping) and entry.get("name") == listener.name
+    ]
+    previous = (before[0].get("conditions") or []) if before else []
+    return {
+        "name": listener.name,
+        "supportedKinds": [{"group": GROUP, "kind": kind} for kind in status.supported_kinds],
+        "attachedRoutes": attachments.count(listener),
+        "conditions": [
+            _condition("Accepted", status.accepted, generation, previous),
+            _condition("Programmed", status.programmed, generation, previous),
+            _condition("ResolvedRefs", status.resolved_refs, generation, previous),
+            _condition("Conflicted", status.conflicted, generation, previous),
+        ],
+    }
+
+
+def _condition(type_: str, verdict: Verdict, generation: int, previous: Any) -> dict[str, Any]:
+    return cond.condition(type_, verdict.ok, verdict.reason, verdict.message, generation, previous or [])
+
+
+def _mapping(spec: Mapping[str, Any], field: str) -> Mapping[str, Any]:
+    value = spec.get(field)
+    return value if isinstance(value, Mapping) else {}

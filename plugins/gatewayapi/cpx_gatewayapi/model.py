@@ -24,6 +24,26 @@ TLSROUTE_KIND = "TLSRoute"
 TCPROUTE_KIND = "TCPRoute"
 
 
+@attrs.frozen
+class Verdict:
+    """One status condition's outcome: True/False, its reason and message."""
+
+    ok: bool
+    reason: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class ListenerStatus:
+    """What ``status.listeners[]`` says of one listener, apart from attachedRoutes."""
+
+    accepted: Verdict
+    programmed: Verdict
+    resolved_refs: Verdict
+    conflicted: Verdict  # ok=True: conflicted (reason HostnameConflict / ProtocolConflict)
+    supported_kinds: tuple[str, ...]
+
+
 @attrs.frozen(kw_only=True)
 class GatewayListener:
     """One ``spec.listeners[]`` entry of a Gateway, as the route side needs it."""
@@ -45,10 +65,17 @@ class GatewayListener:
     address: str
     envoy_port: int
     secret: Secret | None = None  # HTTPS / TLS Terminate: the certificate to serve
+    # Its status conditions (None only in records built by hand, e.g. in tests).
+    status: ListenerStatus | None = None
 
     @property
     def programmed(self) -> bool:
         return self.dag_listener is not None
+
+    @property
+    def accepted(self) -> bool:
+        """Whether routes may attach (conflicted and unsupported listeners take none)."""
+        return self.status is None or self.status.accepted.ok
 
 
 @attrs.frozen(kw_only=True)
@@ -59,6 +86,14 @@ class ResolvedGateway:
     generation: int
     controller_name: str
     listeners: tuple[GatewayListener, ...]  # in spec order, every one of them
+    # Why the Gateway as a whole is not accepted (e.g. UnsupportedAddress); None: accepted.
+    problem: Verdict | None = None
+    # status.addresses: (type, value) pairs.
+    addresses: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def accepted(self) -> bool:
+        return self.problem is None
 
     def listener(self, name: str) -> GatewayListener | None:
         return next((listener for listener in self.listeners if listener.name == name), None)
@@ -69,6 +104,8 @@ class Resolution:
     """Every Gateway this build serves, by key."""
 
     gateways: Mapping[ObjectKey, ResolvedGateway]
+    # Our GatewayClasses and whether each is accepted (the reason why not).
+    classes: Mapping[ObjectKey, Verdict] = attrs.field(factory=dict)
 
     def gateway(self, namespace: str, name: str) -> ResolvedGateway | None:
         return self.gateways.get(ObjectKey(GROUP, "Gateway", namespace, name))

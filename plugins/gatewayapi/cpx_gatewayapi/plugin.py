@@ -4,10 +4,28 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from cpx import Config, OptionSpec, Phase, ProcessorSpec, StatusWriterSpec, WatchSpec, hookimpl
+from cpx import (
+    Config,
+    ObjectKey,
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    SourceView,
+    StatusWriterSpec,
+    WatchSpec,
+    hookimpl,
+)
 
-from cpx_gatewayapi import routeschema, schema, status
-from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS, HTTPROUTE, REFERENCE_GRANT
+from cpx_gatewayapi import grants, routeschema, schema, status
+from cpx_gatewayapi.gateway_tls import secret_reference
+from cpx_gatewayapi.kinds import (
+    DEFAULT_CONTROLLER_NAME,
+    GATEWAY,
+    GATEWAY_CLASS,
+    GROUP,
+    HTTPROUTE,
+    REFERENCE_GRANT,
+)
 from cpx_gatewayapi.processor import GatewayAPIProcessor
 from cpx_gatewayapi.settings import CONTROLLER_NAME_OPTION, Settings
 
@@ -19,7 +37,12 @@ def cpx_options() -> Iterator[OptionSpec]:
 
 @hookimpl
 def cpx_configure(config: Config) -> None:
-    Settings.from_config(config)
+    _configured["controller_name"] = Settings.from_config(config).controller_name
+
+
+# What cpx_status_writers (which gets no Config) needs from the configuration: the route merges
+# tell our status.parents entries from other controllers' by our controller name.
+_configured = {"controller_name": DEFAULT_CONTROLLER_NAME}
 
 
 @hookimpl
@@ -48,4 +71,16 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="gatewayclass", gvk=GATEWAY_CLASS, merge=status.merge_gateway_class)
     yield StatusWriterSpec(name="gateway", gvk=GATEWAY, merge=status.merge_gateway)
-    yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=status.merge_route)
+    route_merge = status.route_merge(_configured["controller_name"])
+    yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
+
+
+@hookimpl
+def cpx_secret_access_permitted(
+    secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
+) -> bool | None:
+    """A Gateway's certificateRefs reach another namespace's Secret only through a ReferenceGrant
+    (Gateway → Secret) in that namespace; other referrers are not this plugin's to judge."""
+    if referrer.group != GROUP or referrer.kind != "Gateway":
+        return None
+    return grants.permitted(source, secret_reference(referrer, secret_namespace, secret_name))

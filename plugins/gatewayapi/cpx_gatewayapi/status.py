@@ -1,18 +1,125 @@
-"""The status writers' merges: what cpx computed, put into what the object's status holds."""
+"""The status writers' merges: what cpx computed, put into what the object's status holds.
+
+A Gateway API status is shared with other controllers: a route's ``status.parents[]`` holds one
+entry per (parentRef, controllerName), a GatewayClass or Gateway of another controller is not ours
+to touch.  So every merge here changes only what is ours and returns None when nothing would
+change (the status updater then writes nothing):
+
+- an empty computed status means "not ours": no write at all (GatewayClasses and Gateways of
+  other controllers, routes that never named one of our Gateways);
+- GatewayClass / Gateway: conditions merged by type (others' types kept, in place), the fields we
+  compute (``supportedFeatures``, ``addresses``, ``listeners``) replaced;
+- routes: our ``status.parents[]`` entries (those whose ``controllerName`` is ours) replaced by the
+  computed ones, matched by parentRef and kept in place; our entries the build no longer computes
+  dropped; other controllers' entries left exactly as they are.
+
+How a route merge knows our controller name: the plugin binds it when it registers the writers
+(:func:`route_merge`), since a route that left our scope is computed as ``{"parents": []}`` (see
+:func:`route_status`) and then carries no entry to read it from.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from cpx_gatewayapi.conditions import merge_conditions
+from cpx_gatewayapi.kinds import GROUP
 
-def merge_gateway_class(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return computed
-
-
-def merge_gateway(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return computed
+Status = Mapping[str, Any]
+Merge = Callable[[Status, Status], Status | None]
 
 
-def merge_route(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    return computed
+def route_status(parents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The status a route processor computes for a route (``dag.set_status``): our parent entries
+    (``{parentRef fields..., "controllerName": ..., "conditions": [...]}``), one per parentRef that
+    names one of our Gateways.
+
+    Compute it for every route that names one of our Gateways, and also, with no entries, for a
+    route whose current status still holds entries of ours (``has_parents_of``): the merge then
+    drops them.  Routes that are neither get no status at all.
+    """
+    return {"parents": [dict(parent) for parent in parents]}
+
+
+def has_parents_of(obj: Mapping[str, Any], controller_name: str) -> bool:
+    """Whether the object's current status (in the source cache) has ``status.parents`` entries
+    written by ``controller_name``."""
+    status = obj.get("status")
+    parents = status.get("parents") if isinstance(status, Mapping) else None
+    return isinstance(parents, list) and any(
+        isinstance(p, Mapping) and p.get("controllerName") == controller_name for p in parents
+    )
+
+
+def parent_ref_key(entry: Mapping[str, Any]) -> tuple[str, str, str, str, str, int]:
+    """A ``status.parents[]`` entry's parentRef, defaults filled in, for matching entries."""
+    ref = entry.get("parentRef")
+    ref = ref if isinstance(ref, Mapping) else {}
+    port = ref.get("port")
+    return (
+        str(ref.get("group") or GROUP),
+        str(ref.get("kind") or "Gateway"),
+        str(ref.get("namespace") or ""),
+        str(ref.get("name") or ""),
+        str(ref.get("sectionName") or ""),
+        port if isinstance(port, int) else 0,
+    )
+
+
+def merge_gateway_class(current: Status, computed: Status) -> Status | None:
+    return _merge_owned(current, computed, replaced=("supportedFeatures",))
+
+
+def merge_gateway(current: Status, computed: Status) -> Status | None:
+    return _merge_owned(current, computed, replaced=("addresses", "listeners"))
+
+
+def _merge_owned(current: Status, computed: Status, *, replaced: tuple[str, ...]) -> Status | None:
+    if not computed:
+        return None  # another controller's object (or not ours any more): leave it alone
+    merged = dict(current)
+    merged["conditions"] = merge_conditions(
+        _list(current.get("conditions")), _list(computed.get("conditions"))
+    )
+    for field in replaced:
+        if field in computed:
+            merged[field] = computed[field]
+    return _changed(current, merged)
+
+
+def merge_route(current: Status, computed: Status, *, controller_name: str) -> Status | None:
+    """``status.parents[]``: ours replaced (in place), our stale ones dropped, others' untouched."""
+    if "parents" not in computed:
+        return None
+    fresh = {parent_ref_key(p): dict(p) for p in _list(computed.get("parents"))}
+    parents: list[Any] = []
+    for entry in _list(current.get("parents"), keep_all=True):
+        if not isinstance(entry, Mapping) or entry.get("controllerName") != controller_name:
+            parents.append(entry)  # another controller's (or not an entry at all): not ours
+            continue
+        replacement = fresh.pop(parent_ref_key(entry), None)
+        if replacement is not None:
+            parents.append(replacement)
+    parents.extend(fresh.values())
+    if not parents and "parents" not in current:
+        return None
+    merged = dict(current)
+    merged["parents"] = parents
+    return _changed(current, merged)
+
+
+def route_merge(controller_name: str) -> Merge:
+    """:func:`merge_route` for one controller name: a ``StatusWriterSpec.merge`` for a route kind."""
+    return functools.partial(merge_route, controller_name=controller_name)
+
+
+def _list(value: Any, *, keep_all: bool = False) -> list[Any]:
+    if not isinstance(value, list | tuple):
+        return []
+    return list(value) if keep_all else [v for v in value if isinstance(v, Mapping)]
+
+
+def _changed(current: Status, merged: dict[str, Any]) -> Status | None:
+    return None if merged == dict(current) else merged

@@ -26,7 +26,9 @@ def test_watches_its_kinds_and_owns_their_status() -> None:
     writers = {w.gvk: w.merge for w in host.status_writers()}
     assert writers[GATEWAY_CLASS] is status.merge_gateway_class
     assert writers[GATEWAY] is status.merge_gateway
-    assert writers[HTTPROUTE] is status.merge_route
+    # Bound to the configured controller name (status.route_merge).
+    route_merge = writers[HTTPROUTE]
+    assert route_merge is not None and getattr(route_merge, "func", None) is status.merge_route
 
 
 def test_runs_after_ingress_and_httpproxy() -> None:

@@ -1,0 +1,38 @@
+"""The conformance features this plugin supports: GatewayClass ``status.supportedFeatures``.
+
+The suite runs a test only when every feature it needs is listed here (GEP-2162), so the list
+names what works today, nothing planned.  Names are ``pkg/features`` of kubernetes-sigs/gateway-api.
+"""
+
+from __future__ import annotations
+
+SUPPORTED_FEATURES: tuple[str, ...] = tuple(
+    sorted(
+        (
+            # Core.
+            "Gateway",
+            "HTTPRoute",
+            "ReferenceGrant",
+            # Gateway extended: any listener port (80 -> Envoy 8080, 8080 -> 16080).
+            "GatewayPort8080",
+            # HTTPRoute extended.
+            "HTTPRouteQueryParamMatching",
+            "HTTPRouteMethodMatching",
+            "HTTPRouteResponseHeaderModification",
+            "HTTPRoutePortRedirect",
+            "HTTPRouteSchemeRedirect",
+            "HTTPRoutePathRedirect",
+            "HTTPRouteHostRewrite",
+            "HTTPRoutePathRewrite",
+            "HTTPRouteRequestMirror",
+            "HTTPRouteRequestMultipleMirrors",
+            "HTTPRouteRequestTimeout",
+            "HTTPRouteBackendTimeout",
+        )
+    )
+)
+
+
+def supported_features() -> list[dict[str, str]]:
+    """``status.supportedFeatures`` (a sorted list of ``{name}`` since v1.2)."""
+    return [{"name": name} for name in SUPPORTED_FEATURES]
