@@ -1,13 +1,12 @@
 """HTTPRoutes through a whole build (``cpx_translate``): attachment, status, Envoy routes.
 
-Until the Gateway side resolves Gateways itself, ``gateways`` stands in with a minimal resolver
-(the issue's layout: ``http-<port>-<address>`` on port + 8000); once the real one returns the
-Gateways, the tests run on it unchanged.
+The Gateway side lays the listeners out as the issue says: ``http-<port>-<address>`` on the
+Gateway's address, port + 8000.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -16,7 +15,7 @@ from cpx import SourceView
 from cpx.dag import DAG
 from cpx.testing import Translation, make_tls_secret
 
-from cpx_gatewayapi import gateways, routetesting
+from cpx_gatewayapi import gateways
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.model import Attachments, Resolution
 from cpx_gatewayapi.settings import Settings
@@ -50,12 +49,6 @@ kind: Service
 metadata: {{name: v2, namespace: default}}
 spec: {{ports: [{{port: 8080, targetPort: 3000}}]}}
 """
-
-
-@pytest.fixture(autouse=True)
-def gateways_resolved(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(gateways, "resolve", routetesting.resolve)
-    yield
 
 
 def route(name: str, spec: str, namespace: str = "default", created: str = "2026-01-01T00:00:00Z") -> str:

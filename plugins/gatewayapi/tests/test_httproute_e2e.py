@@ -3,9 +3,7 @@ real Envoy: the harness contract (Gateway address 127.0.0.N, Envoy on listener p
 
 from __future__ import annotations
 
-import types
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,17 +44,8 @@ spec:
 """
 
 
-def _standin() -> types.ModuleType:
-    # Not imported here (its import installs the stand-in): the subprocess loads it by file.
-    module = types.ModuleType("routestandin")
-    module.__file__ = str(Path(__file__).with_name("routestandin.py"))
-    return module
-
-
 def test_httproute_served_on_the_gateway_address(cpx_envoy: Callable[..., Any]) -> None:
-    served = cpx_envoy(
-        OBJECTS, plugins=["gatewayapi", "routestandin"], modules=[("routestandin", _standin())]
-    )
+    served = cpx_envoy(OBJECTS, plugins=["gatewayapi"])
     url = f"http://{ADDRESS}:8080"
 
     def answered(path: str, status: int) -> Any:
