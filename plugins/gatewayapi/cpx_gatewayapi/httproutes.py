@@ -18,10 +18,22 @@ import attrs
 from cpx import ObjectKey, SourceView, blame
 from cpx.dag import DAG, Route, VirtualHost
 
-from cpx_gatewayapi import hostnames, routebuild, routeparents, routestatus
+from cpx_gatewayapi import hostnames, routebuild, routeparents, routestatus, status
 from cpx_gatewayapi.kinds import HTTPROUTE
 from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution
 from cpx_gatewayapi.settings import Settings
+
+
+@attrs.frozen
+class _Build:
+    """What every route of one build is attached with."""
+
+    dag: DAG
+    source: SourceView
+    resolution: Resolution
+    attachments: Attachments
+    settings: Settings
+    owners: Mapping[str, Sequence[str | None]]  # per DAG listener, its Gateway listeners' hostnames
 
 
 def apply(
@@ -29,44 +41,36 @@ def apply(
 ) -> None:
     """Attach every HTTPRoute to the listeners it selects and admits it, add its routes to their
     DAG listeners, count it in ``attachments``, and set its status (``status.parents``)."""
-    if not resolution.gateways:
-        return
-    owners = _port_hostnames(resolution)
+    build = _Build(dag, source, resolution, attachments, settings, _port_hostnames(resolution))
     for rank, obj in enumerate(_by_age(source.list(HTTPROUTE))):
         key = ObjectKey.of(obj)
         with blame(key):
-            _apply_route(dag, source, resolution, attachments, owners, obj, key, rank)
+            _apply_route(build, obj, key, rank)
 
 
-def _apply_route(
-    dag: DAG,
-    source: SourceView,
-    resolution: Resolution,
-    attachments: Attachments,
-    owners: Mapping[str, Sequence[str | None]],
-    obj: Mapping[str, Any],
-    key: ObjectKey,
-    rank: int,
-) -> None:
+def _apply_route(build: _Build, obj: Mapping[str, Any], key: ObjectKey, rank: int) -> None:
     spec = obj.get("spec") or {}
-    parents = [p for p in routeparents.parents(spec, key.namespace, resolution)]
+    parents = list(routeparents.parents(spec, key.namespace, build.resolution))
     if not parents:
-        return  # none of ours: another controller's route, no entry from us
+        # None of ours: no entry from us; entries we wrote before go (the merge drops them).
+        if status.has_parents_of(obj, build.settings.controller_name):
+            build.dag.set_status(key, status.route_status(()))
+        return
     route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
-    labels = _namespace_labels(source, key.namespace)
+    labels = _namespace_labels(build.source, key.namespace)
     attached = [
         routeparents.attach(HTTPROUTE_KIND, ref, gateway, key.namespace, labels, route_hostnames)
         for ref, gateway in parents
     ]
-    built = routebuild.translate(source, obj, key, rank)
+    built = routebuild.translate(build.source, obj, key, rank)
     conflicts = 0
     served: set[tuple[str, str, bool, str]] = set()
     if not built.all_dropped:
         for parent in attached:
             for listener, hosts in parent.listeners:
-                attachments.add(listener)
-                conflicts += _serve(dag, listener, hosts, owners, built, key, served)
-    dag.set_status(key, routestatus.route_status(obj, attached, built, conflicts, served))
+                build.attachments.add(listener)
+                conflicts += _serve(build.dag, listener, hosts, build.owners, built, key, served)
+    build.dag.set_status(key, routestatus.route_status(obj, attached, built, conflicts, served))
 
 
 def _serve(

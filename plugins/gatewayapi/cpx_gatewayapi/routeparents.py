@@ -17,6 +17,8 @@ ACCEPTED = "Accepted"
 NO_MATCHING_PARENT = "NoMatchingParent"
 NOT_ALLOWED_BY_LISTENERS = "NotAllowedByListeners"
 NO_MATCHING_LISTENER_HOSTNAME = "NoMatchingListenerHostname"
+# Contour's reason for a parent Gateway that is not accepted (the spec names none).
+INVALID_GATEWAY = "InvalidGateway"
 
 
 @attrs.frozen(kw_only=True)
@@ -37,6 +39,8 @@ def attach(
     labels: Mapping[str, str],
     route_hostnames: Sequence[str],
 ) -> Attached:
+    if not gateway.accepted:
+        return Attached(ref=ref, gateway=gateway, reason=INVALID_GATEWAY)
     section, port = ref.get("sectionName"), ref.get("port")
     selected = [
         listener
@@ -48,7 +52,8 @@ def attach(
     admitted = [
         listener
         for listener in selected
-        if kind in listener.kinds and listener.admits_namespace(namespace, labels)
+        # Conflicted or unsupported listeners take no routes; others do, programmed or not.
+        if listener.accepted and kind in listener.kinds and listener.admits_namespace(namespace, labels)
     ]
     if not admitted:
         return Attached(ref=ref, gateway=gateway, reason=NOT_ALLOWED_BY_LISTENERS)

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from cpx_gatewayapi import status
 from cpx_gatewayapi.conditions import condition, current_status, generation_of
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.routebuild import Translated
 from cpx_gatewayapi.routeparents import (
     ACCEPTED,
+    INVALID_GATEWAY,
     NO_MATCHING_LISTENER_HOSTNAME,
     NO_MATCHING_PARENT,
     NOT_ALLOWED_BY_LISTENERS,
@@ -31,6 +33,7 @@ _MESSAGES = {
     NO_MATCHING_PARENT: "No listeners match this parent ref",
     NOT_ALLOWED_BY_LISTENERS: "No listeners included by this parent ref allowed this attachment.",
     NO_MATCHING_LISTENER_HOSTNAME: "No intersecting hostnames were found between the listener and the route.",
+    INVALID_GATEWAY: "Invalid Gateway",
 }
 
 
@@ -66,7 +69,7 @@ def route_status(
         )
         conditions = _conditions(parent, built, conflicts, bool(served), generation, previous)
         parents.append({"parentRef": ref, "controllerName": controller, "conditions": conditions})
-    return {"parents": parents}
+    return status.route_status(parents)
 
 
 def _conditions(

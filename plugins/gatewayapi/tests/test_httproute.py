@@ -6,16 +6,19 @@ Gateway's address, port + 8000.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 import pytest
+import yaml
 from cpx import SourceView
 from cpx.dag import DAG
 from cpx.testing import Translation, make_tls_secret
 
 from cpx_gatewayapi import gateways
+from cpx_gatewayapi import status as status_module
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.model import Attachments, Resolution
 from cpx_gatewayapi.settings import Settings
@@ -622,3 +625,26 @@ def test_attached_routes_count_programmed_or_not(
     assert counted == {"http": 2, "named": 1}
     assert conditions(parents(result, "a")[0])["Accepted"] == ("True", "Accepted")
     assert HTTP_LISTENER not in {li["name"] for li in result.envoy_json()["listeners"]}
+
+
+def test_entries_of_ours_go_when_the_route_leaves_our_gateways(cpx_translate: Translate) -> None:
+    spec = SIMPLE.replace("{name: gw}", "{name: elsewhere}")
+    theirs = {"parentRef": {"name": "other"}, "controllerName": "example.com/other", "conditions": []}
+    ours: dict[str, Any] = {"parentRef": {"group": GROUP, "kind": "Gateway", "name": "gw"}}
+    ours |= {"controllerName": "projectcontour.io/gateway-controller", "conditions": []}
+    status = f"status: {{parents: [{json.dumps(theirs)}, {json.dumps(ours)}]}}\n"
+    result = build(cpx_translate, route("r", spec) + status)
+    computed = result.status("HTTPRoute", "r")
+    assert computed == {"parents": []}
+    merge = status_module.route_merge("projectcontour.io/gateway-controller")
+    assert merge({"parents": [theirs, ours]}, computed) == {"parents": [theirs]}
+
+
+def test_conflicted_listeners_take_no_routes(cpx_translate: Translate) -> None:
+    listeners = "  - {name: http, port: 80, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}\n"
+    twin = "  - {name: twin, port: 80, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n"
+    secret, _ = make_tls_secret("default", "cert", ["*.example.com"])
+    spec = SIMPLE.replace("{name: gw}", "{name: gw, sectionName: twin}")
+    text = BASE.replace(listeners, listeners + twin) + "---\n" + yaml.safe_dump(secret) + route("r", spec)
+    result = cpx_translate(text, ["gatewayapi"])
+    assert conditions(parents(result, "r")[0])["Accepted"] == ("False", "NotAllowedByListeners")
