@@ -57,7 +57,7 @@ def _apply_route(build: _Build, obj: Mapping[str, Any], key: ObjectKey, rank: in
             build.dag.set_status(key, status.route_status(()))
         return
     route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
-    labels = _namespace_labels(build.source, key.namespace)
+    labels = routeparents.namespace_labels(build.source, key.namespace)
     attached = [
         routeparents.attach(HTTPROUTE_KIND, ref, gateway, key.namespace, labels, route_hostnames)
         for ref, gateway in parents
@@ -132,13 +132,6 @@ def _port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:
             if listener.dag_listener is not None:
                 found.setdefault(listener.dag_listener, []).append(listener.hostname)
     return found
-
-
-def _namespace_labels(source: SourceView, namespace: str) -> Mapping[str, str]:
-    found = source.lookup_namespace(namespace)
-    labels = dict(((found or {}).get("metadata") or {}).get("labels") or {})
-    labels.setdefault("kubernetes.io/metadata.name", namespace)  # the API server always sets it
-    return labels
 
 
 def _by_age(routes: Iterator[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -60,7 +60,9 @@ def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: 
     """The rules of HTTPRoute ``obj``, the ``rank``-th in precedence order."""
     out = Translated()
     spec = obj.get("spec") or {}
-    for index, rule in enumerate(spec.get("rules") or ()):
+    # The CRD's default: one rule matching every path, without backends (500).
+    rules = spec.get("rules") if "rules" in spec else [{}]
+    for index, rule in enumerate(rules or ()):
         if not isinstance(rule, Mapping):
             continue
         try:

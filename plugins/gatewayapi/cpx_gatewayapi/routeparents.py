@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
+from cpx import SourceView
 
 from cpx_gatewayapi import hostnames
 from cpx_gatewayapi.kinds import GROUP
@@ -79,3 +80,10 @@ def parents(
         gateway = resolution.gateway(str(ref.get("namespace") or namespace), str(ref.get("name") or ""))
         if gateway is not None:
             yield ref, gateway
+
+
+def namespace_labels(source: SourceView, namespace: str) -> Mapping[str, str]:
+    found = source.lookup_namespace(namespace)
+    labels = dict(((found or {}).get("metadata") or {}).get("labels") or {})
+    labels.setdefault("kubernetes.io/metadata.name", namespace)  # the API server always sets it
+    return labels

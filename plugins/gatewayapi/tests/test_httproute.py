@@ -648,3 +648,10 @@ def test_conflicted_listeners_take_no_routes(cpx_translate: Translate) -> None:
     text = BASE.replace(listeners, listeners + twin) + "---\n" + yaml.safe_dump(secret) + route("r", spec)
     result = cpx_translate(text, ["gatewayapi"])
     assert conditions(parents(result, "r")[0])["Accepted"] == ("False", "NotAllowedByListeners")
+
+
+def test_a_route_without_rules_answers_500_everywhere(cpx_translate: Translate) -> None:
+    result = build(cpx_translate, route("r", "  parentRefs: [{name: gw}]\n"))
+    assert [(r["match"], r["directResponse"]) for r in envoy_routes(result)] == [
+        ({"prefix": "/"}, {"status": 500})
+    ]
