@@ -147,13 +147,8 @@ class _GatewayResolver:
 
     def resolve(self, class_verdict: Verdict) -> ResolvedGateway:
         spec = self.obj.get("spec") or {}
-        problem = (
-            None
-            if class_verdict.ok
-            else Verdict(False, "Invalid", f"GatewayClass is not accepted: {class_verdict.message}")
-        )
         requested, address_problem = _requested_address(spec.get("addresses"))
-        problem = problem or address_problem
+        problem = _gateway_problem(class_verdict, spec) or address_problem
         address = requested or self.settings.default_address
         specs = spec.get("listeners")
         listeners = tuple(
@@ -300,6 +295,21 @@ class _GatewayResolver:
         return name
 
 
+def _gateway_problem(class_verdict: Verdict, spec: Mapping[str, Any]) -> Verdict | None:
+    """Why the Gateway cannot be accepted whatever its listeners and addresses, if it cannot."""
+    if not class_verdict.ok:
+        return Verdict(False, "Invalid", f"GatewayClass is not accepted: {class_verdict.message}")
+    infrastructure = spec.get("infrastructure")
+    if isinstance(infrastructure, Mapping) and infrastructure.get("parametersRef"):
+        message = "spec.infrastructure.parametersRef is not supported: cpx has no parameters kind"
+        return Verdict(False, "InvalidParameters", message)
+    return None
+
+
+# A problem with the Gateway's addresses that leaves it Accepted, but served nowhere.
+ADDRESS_NOT_USABLE = "AddressNotUsable"
+
+
 def _requested_address(addresses: Any) -> tuple[str | None, Verdict | None]:
     """The IPAddress to bind (the first with a value), or why the addresses cannot be served."""
     requested = None
@@ -314,7 +324,7 @@ def _requested_address(addresses: Any) -> tuple[str | None, Verdict | None]:
         try:
             ipaddress.ip_address(value)
         except ValueError:
-            return None, Verdict(False, "UnsupportedAddress", f"Address {value!r} is not an IP address")
+            return None, Verdict(False, ADDRESS_NOT_USABLE, f"Address {value!r} is not an IP address")
         requested = requested or str(value)
     return requested, None
 
@@ -374,7 +384,7 @@ def _gateway_status(
 
 
 def _gateway_accepted(gateway: ResolvedGateway) -> Verdict:
-    if gateway.problem is not None:
+    if gateway.problem is not None and gateway.problem.reason != ADDRESS_NOT_USABLE:
         return gateway.problem
     invalid = [listener.name for listener in gateway.listeners if not listener.accepted]
     if not invalid:
@@ -385,7 +395,8 @@ def _gateway_accepted(gateway: ResolvedGateway) -> Verdict:
 
 def _gateway_programmed(gateway: ResolvedGateway) -> Verdict:
     if gateway.problem is not None:
-        return Verdict(False, "Invalid", gateway.problem.message)
+        reason = ADDRESS_NOT_USABLE if gateway.problem.reason == ADDRESS_NOT_USABLE else "Invalid"
+        return Verdict(False, reason, gateway.problem.message)
     if not gateway.addresses:
         return Verdict(
             False,

@@ -602,6 +602,23 @@ def test_unsupported_address_types(build: Build, address: dict[str, str]) -> Non
     assert not built.resolution.gateway("infra", "gw").accepted  # type: ignore[union-attr]
 
 
+def test_an_address_that_is_no_ip_address_is_not_usable(build: Build) -> None:
+    built = build(gateway_class(), gateway([http()], address="my-ip-address"))
+    assert built.gateway_conditions() == {
+        "Accepted": ("True", "Accepted"),
+        "Programmed": ("False", "AddressNotUsable"),
+    }
+    assert built.status("Gateway", "gw")["addresses"] == []
+    assert built.resolved("http").dag_listener is None
+
+
+def test_infrastructure_parameters_are_invalid(build: Build) -> None:
+    ref = {"group": "example.com", "kind": "Params", "name": "p"}
+    built = build(gateway_class(), gateway([http()], infrastructure={"parametersRef": ref}))
+    assert built.gateway_conditions()["Accepted"] == ("False", "InvalidParameters")
+    assert built.resolved("http").dag_listener is None
+
+
 def test_a_listener_not_programmed_makes_the_gateway_not_programmed(build: Build) -> None:
     built = build(gateway_class(), gateway([http(), https(secret="missing")]))
     assert built.gateway_conditions() == {
