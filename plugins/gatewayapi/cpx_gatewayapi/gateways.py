@@ -161,7 +161,7 @@ class _GatewayResolver:
             controller_name=self.settings.controller_name,
             listeners=listeners,
             problem=problem,
-            addresses=self._status_addresses(requested),
+            addresses=() if address_problem else self._status_addresses(requested),
         )
 
     def _status_addresses(self, requested: str | None) -> tuple[tuple[str, str], ...]:
@@ -210,7 +210,8 @@ class _GatewayResolver:
             )
             return attrs.evolve(listener, kinds=frozenset(), status=status)
         family = ls.PORT_FAMILY[protocol]
-        accepted, conflicted = self._place(listener, family)
+        # A Gateway served nowhere takes no port from the others.
+        accepted, conflicted = self._place(listener, family) if serve else (_LISTENER_ACCEPTED, _NO_CONFLICT)
         secret, programmed, resolved_refs = self._tls(listener, tls, "tls" in spec, resolved_refs)
         if not accepted.ok:
             programmed = Verdict(False, accepted.reason if conflicted.ok else "Invalid", accepted.message)

@@ -612,6 +612,16 @@ def test_an_address_that_is_no_ip_address_is_not_usable(build: Build) -> None:
     assert built.resolved("http").dag_listener is None
 
 
+def test_a_gateway_served_nowhere_takes_no_port(build: Build) -> None:
+    built = build(
+        gateway_class(),
+        gateway([http(port=57536)], name="a", addresses=[{"type": "Hostname", "value": "gw.example.com"}]),
+        gateway([http(port=58559)], name="b", address=None),
+    )
+    assert built.listener_conditions("http", "b")["Accepted"] == ("True", "Accepted")
+    assert built.resolved("http", "b").dag_listener == "http-58559"
+
+
 def test_infrastructure_parameters_are_invalid(build: Build) -> None:
     ref = {"group": "example.com", "kind": "Params", "name": "p"}
     built = build(gateway_class(), gateway([http()], infrastructure={"parametersRef": ref}))
