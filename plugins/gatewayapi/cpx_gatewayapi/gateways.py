@@ -151,9 +151,11 @@ class _GatewayResolver:
         problem = _gateway_problem(class_verdict, spec) or address_problem
         address = requested or self.settings.default_address
         specs = spec.get("listeners")
-        listeners = tuple(
-            self._listener(entry if isinstance(entry, Mapping) else {}, address, serve=problem is None)
-            for entry in (specs if isinstance(specs, list) else [])
+        listeners = _mark_overlapping_tls(
+            [
+                self._listener(entry if isinstance(entry, Mapping) else {}, address, serve=problem is None)
+                for entry in (specs if isinstance(specs, list) else [])
+            ]
         )
         return ResolvedGateway(
             key=self.key,
@@ -296,6 +298,33 @@ class _GatewayResolver:
         return name
 
 
+def _mark_overlapping_tls(listeners: list[GatewayListener]) -> tuple[GatewayListener, ...]:
+    """OverlappingTLSConfig on every accepted TLS listener (HTTPS, TLS) whose hostnames overlap
+    another's on the same port (``*.example.com`` and ``foo.example.com``; no hostname overlaps all):
+    the spec's MUST, as clients coalescing connections may then reach the wrong listener."""
+    tls = [i for i, lst in enumerate(listeners) if lst.protocol in (ls.HTTPS, ls.TLS) and lst.accepted]
+    overlapping = {
+        i
+        for i in tls
+        for j in tls
+        if i != j
+        and listeners[i].port == listeners[j].port
+        and _hostnames_overlap(listeners[i].hostname, listeners[j].hostname)
+    }
+    for i in overlapping:
+        status = listeners[i].status
+        assert status is not None
+        verdict = Verdict(True, "OverlappingHostnames", "Listener hostname overlaps another TLS listener's")
+        listeners[i] = attrs.evolve(listeners[i], status=attrs.evolve(status, overlapping_tls=verdict))
+    return tuple(listeners)
+
+
+def _hostnames_overlap(a: str | None, b: str | None) -> bool:
+    if a is None or b is None or a == b:
+        return True
+    return (a.startswith("*.") and b.endswith(a[1:])) or (b.startswith("*.") and a.endswith(b[1:]))
+
+
 def _gateway_problem(class_verdict: Verdict, spec: Mapping[str, Any]) -> Verdict | None:
     """Why the Gateway cannot be accepted whatever its listeners and addresses, if it cannot."""
     if not class_verdict.ok:
@@ -431,6 +460,11 @@ def _listener_status(
             _condition("Programmed", status.programmed, generation, previous),
             _condition("ResolvedRefs", status.resolved_refs, generation, previous),
             _condition("Conflicted", status.conflicted, generation, previous),
+            *(
+                [_condition("OverlappingTLSConfig", status.overlapping_tls, generation, previous)]
+                if status.overlapping_tls is not None
+                else []
+            ),
         ],
     }
 

@@ -369,6 +369,40 @@ def test_tcp_listeners_share_no_port(build: Build) -> None:
     assert built.listener_conditions("tls")["Conflicted"] == ("True", "ProtocolConflict")
 
 
+def test_overlapping_tls_hostnames_are_flagged(build: Build) -> None:
+    passthrough = {"name": "pass", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
+    built = build(
+        gateway_class(),
+        gateway(
+            [
+                https("a", hostname="foo.example.com"),
+                https("b", hostname="foo.example.org"),
+                https("c", hostname="*.example.com"),
+                https("d", port=8443, hostname="bar.example.com"),  # another port
+                http("web", port=8080, hostname="foo.example.org"),  # not TLS
+                {**passthrough, "hostname": "x.y.example.com"},
+            ]
+        ),
+        tls_secret(),
+    )
+    flagged = {
+        entry["name"]
+        for entry in built.status("Gateway", "gw")["listeners"]
+        for c in entry["conditions"]
+        if c["type"] == "OverlappingTLSConfig"
+    }
+    assert flagged == {"a", "c", "pass"}
+    assert built.listener_conditions("a")["OverlappingTLSConfig"] == ("True", "OverlappingHostnames")
+    # Flagged listeners are served all the same.
+    assert built.listener_conditions("a")["Programmed"] == ("True", "Programmed")
+
+    everything = build(
+        gateway_class(), gateway([https("any"), https("one", hostname="a.example.org")]), tls_secret()
+    )
+    assert "OverlappingTLSConfig" in everything.listener_conditions("any")
+    assert "OverlappingTLSConfig" in everything.listener_conditions("one")
+
+
 def test_unsupported_protocol(build: Build) -> None:
     built = build(gateway_class(), gateway([http(), {"name": "bad", "port": 81, "protocol": "INVALID"}]))
     bad = built.listener_status("bad")
