@@ -185,8 +185,9 @@ def test_plugin_listener_names() -> None:
     svh = dag.ensure_secure_virtual_host("plugin-https", "example.com")
     svh.secret = SECRET
     svh.add_route(prefix())
-    # The static ingress_http is always served (Envoy's static listener waits for it).
-    assert sorted(translate(dag)) == ["https/example.com", "ingress_http", "plugin-http"]
+    # The static ingress_http is always served (Envoy's static listener waits for it); a plugin
+    # listener's secure RouteConfigurations carry its name, so that two listeners never share one.
+    assert sorted(translate(dag)) == ["ingress_http", "plugin-http", "plugin-https/example.com"]
 
 
 # -- matches ---------------------------------------------------------------------------------------

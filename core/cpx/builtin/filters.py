@@ -39,6 +39,10 @@ def _vhost_cors(vhost: VirtualHost) -> Message | None:
     return None if vhost.cors is None else envoy.cors_policy_cached(vhost.cors)
 
 
+def _route_cors(route: Route) -> Message | None:
+    return None if route.cors is None else envoy.cors_policy_cached(route.cors)
+
+
 def _vhost_rate_limit(vhost: VirtualHost) -> Message | None:
     limit = vhost.local_rate_limit
     return None if limit is None else envoy.local_rate_limit_cached(limit, _stat_prefix(vhost.name))
@@ -84,7 +88,8 @@ def http_filters() -> Iterator[HttpFilterSpec]:
         config=lambda site: envoy.cors_filter(),
         after=(envoy.LUA_FILTER,),
         per_virtual_host=_vhost_cors,
-        description="CORS, per virtual host",
+        per_route=_route_cors,
+        description="CORS, per virtual host or route",
     )
     yield HttpFilterSpec(
         name=envoy.LOCAL_RATELIMIT_FILTER,

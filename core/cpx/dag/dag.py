@@ -73,6 +73,10 @@ class VirtualHost:
     ip_filter: IPFilter | None = None
     # Plugins' typed data, read by their HTTP filters' per-virtual-host configs.
     attachments: Attachments = NO_ATTACHMENTS
+    # A wildcard name (``*.foo.com``) matches one DNS label, as Kubernetes Ingress and HTTPProxy
+    # hosts do (Contour adds an ``:authority`` regex to each route); False: one or more labels,
+    # Envoy's own wildcard domains (Gateway API hostnames).
+    single_label_wildcard: bool = True
     # Set by freeze(): whether it can be served and the clusters it uses, computed once.
     _frozen: bool = attrs.field(default=False, init=False, repr=False)
     _valid: bool = attrs.field(default=False, init=False, repr=False)

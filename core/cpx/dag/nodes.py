@@ -166,6 +166,8 @@ class HeaderValue:
 class HeadersPolicy:
     set: tuple[HeaderValue, ...] = ()
     remove: tuple[str, ...] = ()
+    # Appended to the header's current values (added when absent), after ``set``.
+    add: tuple[HeaderValue, ...] = ()
     host_rewrite: str | None = None  # literal Host value
     host_rewrite_header: str | None = None  # copy Host from this request header
 
@@ -238,12 +240,22 @@ class TimeoutPolicy:
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
+class RegexRewrite:
+    """Rewrite the part of the path (never the query) that the RE2 ``pattern`` matches with
+    ``substitution`` (``\\1`` for groups): a whole-path replacement is ``^/.*$``."""
+
+    pattern: str
+    substitution: str
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
 class Redirect:
     scheme: str | None = None
     hostname: str | None = None
     port: int | None = None
     path: str | None = None
     prefix: str | None = None
+    regex_rewrite: RegexRewrite | None = None  # instead of path / prefix
     status_code: int = 302
 
 
@@ -347,6 +359,7 @@ class Route:
     timeout_policy: TimeoutPolicy = TimeoutPolicy()
     retry_policy: RetryPolicy | None = None
     prefix_rewrite: str | None = None
+    regex_rewrite: RegexRewrite | None = None  # instead of prefix_rewrite
     request_headers: HeadersPolicy = HeadersPolicy()
     response_headers: HeadersPolicy = HeadersPolicy()
     mirrors: tuple[MirrorPolicy, ...] = ()
@@ -355,6 +368,11 @@ class Route:
     cookie_rewrites: tuple[CookieRewrite, ...] = ()
     local_rate_limit: LocalRateLimit | None = None
     ip_filter: IPFilter | None = None  # overrides the virtual host's
+    cors: CORSPolicy | None = None  # overrides the virtual host's
+    # Order among routes whose matches are equally specific (same path, same method/header/query
+    # counts): lower first, before the conditions' values decide.  Lets a plugin whose API ranks
+    # such routes by age or rule position (Gateway API) say so; 0 for every route otherwise.
+    precedence: int = 0
     # The object this route came from: a fault in its translation is that object's (and its
     # status says so); also shown by /debug/dag.
     origin: ObjectKey | None = None

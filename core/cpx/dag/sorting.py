@@ -12,7 +12,8 @@ item-wise header comparison is not:
 2. exact vs exact: reverse-lexicographic; regex vs regex and prefix vs prefix: longer first, then
    reverse-lexicographic; for an identical prefix a segment prefix comes before a string prefix;
 3. identical paths: a ``:method`` match first, then more header matches, then more query matches,
-   then the header and the query conditions item by item.
+   then ``Route.precedence`` (0 unless a plugin ranks such routes), then the header and the query
+   conditions item by item.
 
 Header and query conditions inside a route sort by the same comparators (name, match kind, value,
 non-inverted / case-sensitive first).
@@ -91,7 +92,7 @@ def _conditions_key(route: Route) -> tuple[object, ...]:
             others.append(header_key(header))
     others.sort()
     queries = sorted(query_key(q) for q in route.query)
-    return (not has_method, -len(others), -len(queries), tuple(others), tuple(queries))
+    return (not has_method, -len(others), -len(queries), route.precedence, tuple(others), tuple(queries))
 
 
 def route_key(route: Route) -> tuple[object, ...]:

@@ -147,18 +147,15 @@ class _GatewayResolver:
 
     def resolve(self, class_verdict: Verdict) -> ResolvedGateway:
         spec = self.obj.get("spec") or {}
-        problem = (
-            None
-            if class_verdict.ok
-            else Verdict(False, "Invalid", f"GatewayClass is not accepted: {class_verdict.message}")
-        )
         requested, address_problem = _requested_address(spec.get("addresses"))
-        problem = problem or address_problem
+        problem = _gateway_problem(class_verdict, spec) or address_problem
         address = requested or self.settings.default_address
         specs = spec.get("listeners")
-        listeners = tuple(
-            self._listener(entry if isinstance(entry, Mapping) else {}, address, serve=problem is None)
-            for entry in (specs if isinstance(specs, list) else [])
+        listeners = _mark_overlapping_tls(
+            [
+                self._listener(entry if isinstance(entry, Mapping) else {}, address, serve=problem is None)
+                for entry in (specs if isinstance(specs, list) else [])
+            ]
         )
         return ResolvedGateway(
             key=self.key,
@@ -166,7 +163,7 @@ class _GatewayResolver:
             controller_name=self.settings.controller_name,
             listeners=listeners,
             problem=problem,
-            addresses=self._status_addresses(requested),
+            addresses=() if address_problem else self._status_addresses(requested),
         )
 
     def _status_addresses(self, requested: str | None) -> tuple[tuple[str, str], ...]:
@@ -215,7 +212,8 @@ class _GatewayResolver:
             )
             return attrs.evolve(listener, kinds=frozenset(), status=status)
         family = ls.PORT_FAMILY[protocol]
-        accepted, conflicted = self._place(listener, family)
+        # A Gateway served nowhere takes no port from the others.
+        accepted, conflicted = self._place(listener, family) if serve else (_LISTENER_ACCEPTED, _NO_CONFLICT)
         secret, programmed, resolved_refs = self._tls(listener, tls, "tls" in spec, resolved_refs)
         if not accepted.ok:
             programmed = Verdict(False, accepted.reason if conflicted.ok else "Invalid", accepted.message)
@@ -300,6 +298,48 @@ class _GatewayResolver:
         return name
 
 
+def _mark_overlapping_tls(listeners: list[GatewayListener]) -> tuple[GatewayListener, ...]:
+    """OverlappingTLSConfig on every accepted TLS listener (HTTPS, TLS) whose hostnames overlap
+    another's on the same port (``*.example.com`` and ``foo.example.com``; no hostname overlaps all):
+    the spec's MUST, as clients coalescing connections may then reach the wrong listener."""
+    tls = [i for i, lst in enumerate(listeners) if lst.protocol in (ls.HTTPS, ls.TLS) and lst.accepted]
+    overlapping = {
+        i
+        for i in tls
+        for j in tls
+        if i != j
+        and listeners[i].port == listeners[j].port
+        and _hostnames_overlap(listeners[i].hostname, listeners[j].hostname)
+    }
+    for i in overlapping:
+        status = listeners[i].status
+        assert status is not None
+        verdict = Verdict(True, "OverlappingHostnames", "Listener hostname overlaps another TLS listener's")
+        listeners[i] = attrs.evolve(listeners[i], status=attrs.evolve(status, overlapping_tls=verdict))
+    return tuple(listeners)
+
+
+def _hostnames_overlap(a: str | None, b: str | None) -> bool:
+    if a is None or b is None or a == b:
+        return True
+    return (a.startswith("*.") and b.endswith(a[1:])) or (b.startswith("*.") and a.endswith(b[1:]))
+
+
+def _gateway_problem(class_verdict: Verdict, spec: Mapping[str, Any]) -> Verdict | None:
+    """Why the Gateway cannot be accepted whatever its listeners and addresses, if it cannot."""
+    if not class_verdict.ok:
+        return Verdict(False, "Invalid", f"GatewayClass is not accepted: {class_verdict.message}")
+    infrastructure = spec.get("infrastructure")
+    if isinstance(infrastructure, Mapping) and infrastructure.get("parametersRef"):
+        message = "spec.infrastructure.parametersRef is not supported: cpx has no parameters kind"
+        return Verdict(False, "InvalidParameters", message)
+    return None
+
+
+# A problem with the Gateway's addresses that leaves it Accepted, but served nowhere.
+ADDRESS_NOT_USABLE = "AddressNotUsable"
+
+
 def _requested_address(addresses: Any) -> tuple[str | None, Verdict | None]:
     """The IPAddress to bind (the first with a value), or why the addresses cannot be served."""
     requested = None
@@ -314,7 +354,7 @@ def _requested_address(addresses: Any) -> tuple[str | None, Verdict | None]:
         try:
             ipaddress.ip_address(value)
         except ValueError:
-            return None, Verdict(False, "UnsupportedAddress", f"Address {value!r} is not an IP address")
+            return None, Verdict(False, ADDRESS_NOT_USABLE, f"Address {value!r} is not an IP address")
         requested = requested or str(value)
     return requested, None
 
@@ -374,7 +414,7 @@ def _gateway_status(
 
 
 def _gateway_accepted(gateway: ResolvedGateway) -> Verdict:
-    if gateway.problem is not None:
+    if gateway.problem is not None and gateway.problem.reason != ADDRESS_NOT_USABLE:
         return gateway.problem
     invalid = [listener.name for listener in gateway.listeners if not listener.accepted]
     if not invalid:
@@ -385,7 +425,8 @@ def _gateway_accepted(gateway: ResolvedGateway) -> Verdict:
 
 def _gateway_programmed(gateway: ResolvedGateway) -> Verdict:
     if gateway.problem is not None:
-        return Verdict(False, "Invalid", gateway.problem.message)
+        reason = ADDRESS_NOT_USABLE if gateway.problem.reason == ADDRESS_NOT_USABLE else "Invalid"
+        return Verdict(False, reason, gateway.problem.message)
     if not gateway.addresses:
         return Verdict(
             False,
@@ -419,6 +460,11 @@ def _listener_status(
             _condition("Programmed", status.programmed, generation, previous),
             _condition("ResolvedRefs", status.resolved_refs, generation, previous),
             _condition("Conflicted", status.conflicted, generation, previous),
+            *(
+                [_condition("OverlappingTLSConfig", status.overlapping_tls, generation, previous)]
+                if status.overlapping_tls is not None
+                else []
+            ),
         ],
     }
 

@@ -42,6 +42,9 @@ class ListenerStatus:
     resolved_refs: Verdict
     conflicted: Verdict  # ok=True: conflicted (reason HostnameConflict / ProtocolConflict)
     supported_kinds: tuple[str, ...]
+    # OverlappingTLSConfig, a condition set only when True (another TLS listener on the port
+    # matches some of the same hostnames).
+    overlapping_tls: Verdict | None = None
 
 
 @attrs.frozen(kw_only=True)

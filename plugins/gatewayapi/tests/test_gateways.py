@@ -369,6 +369,40 @@ def test_tcp_listeners_share_no_port(build: Build) -> None:
     assert built.listener_conditions("tls")["Conflicted"] == ("True", "ProtocolConflict")
 
 
+def test_overlapping_tls_hostnames_are_flagged(build: Build) -> None:
+    passthrough = {"name": "pass", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
+    built = build(
+        gateway_class(),
+        gateway(
+            [
+                https("a", hostname="foo.example.com"),
+                https("b", hostname="foo.example.org"),
+                https("c", hostname="*.example.com"),
+                https("d", port=8443, hostname="bar.example.com"),  # another port
+                http("web", port=8080, hostname="foo.example.org"),  # not TLS
+                {**passthrough, "hostname": "x.y.example.com"},
+            ]
+        ),
+        tls_secret(),
+    )
+    flagged = {
+        entry["name"]
+        for entry in built.status("Gateway", "gw")["listeners"]
+        for c in entry["conditions"]
+        if c["type"] == "OverlappingTLSConfig"
+    }
+    assert flagged == {"a", "c", "pass"}
+    assert built.listener_conditions("a")["OverlappingTLSConfig"] == ("True", "OverlappingHostnames")
+    # Flagged listeners are served all the same.
+    assert built.listener_conditions("a")["Programmed"] == ("True", "Programmed")
+
+    everything = build(
+        gateway_class(), gateway([https("any"), https("one", hostname="a.example.org")]), tls_secret()
+    )
+    assert "OverlappingTLSConfig" in everything.listener_conditions("any")
+    assert "OverlappingTLSConfig" in everything.listener_conditions("one")
+
+
 def test_unsupported_protocol(build: Build) -> None:
     built = build(gateway_class(), gateway([http(), {"name": "bad", "port": 81, "protocol": "INVALID"}]))
     bad = built.listener_status("bad")
@@ -600,6 +634,33 @@ def test_unsupported_address_types(build: Build, address: dict[str, str]) -> Non
     }
     assert built.resolved("http").dag_listener is None
     assert not built.resolution.gateway("infra", "gw").accepted  # type: ignore[union-attr]
+
+
+def test_an_address_that_is_no_ip_address_is_not_usable(build: Build) -> None:
+    built = build(gateway_class(), gateway([http()], address="my-ip-address"))
+    assert built.gateway_conditions() == {
+        "Accepted": ("True", "Accepted"),
+        "Programmed": ("False", "AddressNotUsable"),
+    }
+    assert built.status("Gateway", "gw")["addresses"] == []
+    assert built.resolved("http").dag_listener is None
+
+
+def test_a_gateway_served_nowhere_takes_no_port(build: Build) -> None:
+    built = build(
+        gateway_class(),
+        gateway([http(port=57536)], name="a", addresses=[{"type": "Hostname", "value": "gw.example.com"}]),
+        gateway([http(port=58559)], name="b", address=None),
+    )
+    assert built.listener_conditions("http", "b")["Accepted"] == ("True", "Accepted")
+    assert built.resolved("http", "b").dag_listener == "http-58559"
+
+
+def test_infrastructure_parameters_are_invalid(build: Build) -> None:
+    ref = {"group": "example.com", "kind": "Params", "name": "p"}
+    built = build(gateway_class(), gateway([http()], infrastructure={"parametersRef": ref}))
+    assert built.gateway_conditions()["Accepted"] == ("False", "InvalidParameters")
+    assert built.resolved("http").dag_listener is None
 
 
 def test_a_listener_not_programmed_makes_the_gateway_not_programmed(build: Build) -> None:

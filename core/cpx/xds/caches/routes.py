@@ -405,8 +405,13 @@ class _Build:
     def _refresh(self, done: _Translated | None, vhost: VirtualHost, secure: bool) -> _Translated:
         """The entry of a host that is not the object last translated: the same if it is equal."""
         policies = vhost.policies()
-        if done is None or done.routes != vhost.routes or done.policies != policies:
-            return self._translate(vhost, secure, policies, done.pieces if done else {})
+        if done is None:
+            return self._translate(vhost, secure, policies, {})
+        # Route pieces carry the wildcard's :authority match (or not): reused only alike.
+        if done.vhost.single_label_wildcard != vhost.single_label_wildcard:
+            return self._translate(vhost, secure, policies, {})
+        if done.routes != vhost.routes or done.policies != policies:
+            return self._translate(vhost, secure, policies, done.pieces)
         return attrs.evolve(done, vhost=vhost)
 
     def _translate(
@@ -421,7 +426,7 @@ class _Build:
         """
         fqdn, filters = vhost.name, self.filters
         routes = vhost.routes if vhost.frozen else dict(vhost.routes)
-        authority = wildcard_authority_match(fqdn)
+        authority = wildcard_authority_match(fqdn) if vhost.single_label_wildcard else None
         pieces: dict[Route, _Piece] = {}
         faults = self.faults
 

@@ -5,7 +5,7 @@ only as contributions.  Contour's listeners always hold the same policy filters,
 virtual host, route or weighted cluster says otherwise through ``typed_per_filter_config``
 (``internal/envoy/v3/listener.go``, ``route.go``, ``ratelimit.go``):
 
-- ``envoy.filters.http.cors``: CORS, per virtual host (:func:`cors_policy`).
+- ``envoy.filters.http.cors``: CORS, per virtual host or route (:func:`cors_policy`).
 - ``envoy.filters.http.local_ratelimit``: no token bucket at the filter level, so nothing is
   limited until a virtual host or route brings its own bucket (:func:`local_rate_limit`).
 - a Lua filter rewriting Set-Cookie attributes (:func:`cookie_rewrite_per_route`).

@@ -26,6 +26,7 @@ from cpx.dag.nodes import (
     QueryMatch,
     QueryMatchKind,
     Redirect,
+    RegexRewrite,
     RetryPolicy,
     Route,
 )
@@ -54,6 +55,7 @@ _REDIRECT_CODES = {
     308: route_components.RedirectAction.PERMANENT_REDIRECT,
 }
 _OVERWRITE = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
+_APPEND = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
 
 
 # -- virtual hosts ---------------------------------------------------------------------------------
@@ -167,13 +169,26 @@ def _fill_match(match: route_components.RouteMatch, route: Route, extra_header: 
 
 
 def header_value_options(policy: HeadersPolicy) -> list[core_base.HeaderValueOption]:
-    """``set`` overwrites, sorted by name like Contour's headerValueList."""
-    return [
+    """``set`` overwrites, sorted by name like Contour's headerValueList; ``add`` appends, after."""
+    options = [
         core_base.HeaderValueOption(
             header=core_base.HeaderValue(key=h.name, value=h.value), append_action=_OVERWRITE
         )
         for h in sorted(policy.set, key=lambda h: h.name)
     ]
+    options += [
+        core_base.HeaderValueOption(
+            header=core_base.HeaderValue(key=h.name, value=h.value), append_action=_APPEND
+        )
+        for h in policy.add
+    ]
+    return options
+
+
+def regex_rewrite(rewrite: RegexRewrite) -> regex_matcher.RegexMatchAndSubstitute:
+    return regex_matcher.RegexMatchAndSubstitute(
+        pattern=regex(rewrite.pattern), substitution=rewrite.substitution
+    )
 
 
 def redirect_action(redirect: Redirect) -> route_components.RedirectAction:
@@ -188,6 +203,8 @@ def redirect_action(redirect: Redirect) -> route_components.RedirectAction:
         action.path_redirect = redirect.path
     elif redirect.prefix:
         action.prefix_rewrite = redirect.prefix
+    elif redirect.regex_rewrite is not None:
+        action.regex_rewrite.CopyFrom(regex_rewrite(redirect.regex_rewrite))
     return action
 
 
@@ -261,6 +278,18 @@ def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_componen
     return route_components.WeightedCluster(clusters=entries)
 
 
+def _fill_rewrites(action: route_components.RouteAction, route: Route) -> None:
+    """Path and Host rewrites."""
+    if route.prefix_rewrite is not None:
+        action.prefix_rewrite = route.prefix_rewrite
+    if route.regex_rewrite is not None:
+        action.regex_rewrite.CopyFrom(regex_rewrite(route.regex_rewrite))
+    if route.request_headers.host_rewrite:
+        action.host_rewrite_literal = route.request_headers.host_rewrite
+    elif route.request_headers.host_rewrite_header:
+        action.host_rewrite_header = route.request_headers.host_rewrite_header
+
+
 def _fill_action(action: route_components.RouteAction, route: Route, filters: HttpFilters) -> None:
     """Set ``action`` (a Route's own, so nothing is copied) from ``route``."""
     action.SetInParent()
@@ -275,12 +304,7 @@ def _fill_action(action: route_components.RouteAction, route: Route, filters: Ht
         action.idle_timeout.CopyFrom(timeout(policy.idle))
     if route.retry_policy is not None and route.retry_policy.retry_on:
         action.retry_policy.CopyFrom(retry_policy(route.retry_policy))
-    if route.prefix_rewrite is not None:
-        action.prefix_rewrite = route.prefix_rewrite
-    if route.request_headers.host_rewrite:
-        action.host_rewrite_literal = route.request_headers.host_rewrite
-    elif route.request_headers.host_rewrite_header:
-        action.host_rewrite_header = route.request_headers.host_rewrite_header
+    _fill_rewrites(action, route)
     action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
     if route.websocket:
         action.upgrade_configs.append(route_components.RouteAction.UpgradeConfig(upgrade_type="websocket"))

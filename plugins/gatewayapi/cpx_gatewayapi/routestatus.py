@@ -1,0 +1,105 @@
+"""A route's computed ``status.parents[]``: one entry per parentRef naming one of our Gateways.
+
+Accepted follows the first failing attachment step, then whether any rule could be served;
+ResolvedRefs the first bad backend reference; PartiallyInvalid says which rules were dropped.
+Conditions keep their lastTransitionTime from the object's current entry for the same parentRef.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cpx_gatewayapi import status
+from cpx_gatewayapi.conditions import condition, current_status, generation_of
+from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.routebuild import Translated
+from cpx_gatewayapi.routeparents import (
+    ACCEPTED,
+    INVALID_GATEWAY,
+    NO_MATCHING_LISTENER_HOSTNAME,
+    NO_MATCHING_PARENT,
+    NOT_ALLOWED_BY_LISTENERS,
+    Attached,
+)
+
+RESOLVED_REFS = "ResolvedRefs"
+PARTIALLY_INVALID = "PartiallyInvalid"
+UNSUPPORTED_VALUE = "UnsupportedValue"
+RULE_MATCH_CONFLICT = "RuleMatchConflict"
+RULE_MATCH_PARTIALLY_CONFLICT = "RuleMatchPartiallyConflict"
+
+_MESSAGES = {
+    NO_MATCHING_PARENT: "No listeners match this parent ref",
+    NOT_ALLOWED_BY_LISTENERS: "No listeners included by this parent ref allowed this attachment.",
+    NO_MATCHING_LISTENER_HOSTNAME: "No intersecting hostnames were found between the listener and the route.",
+    INVALID_GATEWAY: "Invalid Gateway",
+}
+
+
+def parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """The spec parentRef as status repeats it: group and kind filled in."""
+    echoed: dict[str, Any] = {"group": ref.get("group") or GROUP, "kind": ref.get("kind") or "Gateway"}
+    for field in ("namespace", "name", "sectionName", "port"):
+        if ref.get(field) is not None:
+            echoed[field] = ref[field]
+    return echoed
+
+
+def route_status(
+    obj: Mapping[str, Any],
+    attached: Sequence[Attached],
+    built: Translated,
+    conflicts: int,
+    served: set[tuple[str, str, bool, str]],
+) -> dict[str, Any]:
+    generation = generation_of(obj)
+    current = [p for p in current_status(obj).get("parents") or () if isinstance(p, Mapping)]
+    parents = []
+    for parent in attached:
+        ref = parent_ref(parent.ref)
+        controller = parent.gateway.controller_name
+        previous = next(
+            (
+                p.get("conditions") or ()
+                for p in current
+                if p.get("parentRef") == ref and p.get("controllerName") == controller
+            ),
+            (),
+        )
+        conditions = _conditions(parent, built, conflicts, bool(served), generation, previous)
+        parents.append({"parentRef": ref, "controllerName": controller, "conditions": conditions})
+    return status.route_status(parents)
+
+
+def _conditions(
+    parent: Attached,
+    built: Translated,
+    conflicts: int,
+    any_served: bool,
+    generation: int,
+    previous: Sequence[Mapping[str, Any]],
+) -> list[dict[str, Any]]:
+    accepted: tuple[bool, str, str] = (True, ACCEPTED, "Accepted HTTPRoute")
+    partial: tuple[str, str] | None = None
+    if parent.reason != ACCEPTED:
+        accepted = (False, parent.reason, _MESSAGES[parent.reason])
+    elif built.all_dropped:
+        accepted = (False, UNSUPPORTED_VALUE, "; ".join(built.dropped))
+    elif conflicts and not any_served:
+        accepted = (False, RULE_MATCH_CONFLICT, "All rules conflict with rules of other routes")
+    elif built.dropped:
+        partial = (UNSUPPORTED_VALUE, "Dropped Rule: " + "; ".join(built.dropped))
+    elif conflicts:
+        partial = (RULE_MATCH_PARTIALLY_CONFLICT, "Dropped Rule: some matches conflict with other routes")
+    found = [condition(ACCEPTED, accepted[0], accepted[1], accepted[2], generation, previous)]
+    if built.backend_problems:
+        problem = built.backend_problems[0]
+        found.append(condition(RESOLVED_REFS, False, problem.reason, problem.message, generation, previous))
+    else:
+        found.append(
+            condition(RESOLVED_REFS, True, RESOLVED_REFS, "References resolved", generation, previous)
+        )
+    if partial is not None:
+        found.append(condition(PARTIALLY_INVALID, True, partial[0], partial[1], generation, previous))
+    return found

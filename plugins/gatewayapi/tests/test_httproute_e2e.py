@@ -1,0 +1,60 @@
+"""An HTTPRoute on a Gateway at its own loopback address, through the real ``cpx serve`` and a
+real Envoy: the harness contract (Gateway address 127.0.0.N, Envoy on listener port + 8000)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from cpx.testing import eventually, http_get
+
+pytestmark = pytest.mark.e2e
+
+ADDRESS = "127.0.0.77"
+
+OBJECTS = f"""
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {{name: contour}}
+spec: {{controllerName: projectcontour.io/gateway-controller}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {{name: gw, namespace: default}}
+spec:
+  gatewayClassName: contour
+  addresses: [{{type: IPAddress, value: "{ADDRESS}"}}]
+  listeners: [{{name: http, port: 80, protocol: HTTP}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: r, namespace: default}}
+spec:
+  parentRefs: [{{name: gw}}]
+  hostnames: [example.com]
+  rules:
+  - matches: [{{path: {{type: PathPrefix, value: /v2}}}}]
+    filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {{add: [{{name: x-added, value: yes}}]}}
+    backendRefs: [{{name: echo, port: 80}}]
+  - matches: [{{path: {{type: Exact, value: /missing}}}}]
+    backendRefs: [{{name: nowhere, port: 80}}]
+"""
+
+
+def test_httproute_served_on_the_gateway_address(cpx_envoy: Callable[..., Any]) -> None:
+    served = cpx_envoy(OBJECTS, plugins=["gatewayapi"])
+    url = f"http://{ADDRESS}:8080"
+
+    def answered(path: str, status: int) -> Any:
+        response = http_get(url + path, host_header="example.com", timeout=2.0)
+        assert response.status == status, f"{path}: {response.status}"
+        return response
+
+    response = eventually(lambda: answered("/v2/x", 200), 20.0)
+    assert b"x-added" in response.body.lower()
+    answered("/v2example", 404)  # PathPrefix compares whole segments
+    answered("/missing", 500)  # a rule whose only backend is missing answers 500
+    assert served.rejected_updates() == 0
