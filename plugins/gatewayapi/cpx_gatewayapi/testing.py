@@ -34,6 +34,7 @@ import re
 import socket
 import socketserver
 import ssl
+import struct
 import threading
 import time
 import uuid
@@ -41,7 +42,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import attrs
 import h2.config
@@ -64,8 +65,6 @@ GROUP = "gateway.networking.k8s.io"
 INFRA_NS = "gateway-conformance-infra"
 APP_NS = "gateway-conformance-app-backend"
 WEB_NS = "gateway-conformance-web-backend"
-# Upstream skips these Gateways in its readiness wait: they are broken on purpose.
-SKIP_READINESS = "gateway-api/skip-this-for-readiness"
 # The echo backends of the base set: (namespace, Service).  Each gets one echo server.
 ECHO_SERVICES = (
     (INFRA_NS, "infra-backend-v1"),
@@ -75,6 +74,24 @@ ECHO_SERVICES = (
     (APP_NS, "app-backend-v2"),
     (WEB_NS, "web-backend"),
 )
+# The base set's backends, under upstream's constant names (conformance/utils/suite).
+INFRA_V1, INFRA_V2, INFRA_V3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
+APP_V1, APP_V2 = "app-backend-v1", "app-backend-v2"
+WEB_BACKEND = "web-backend"
+SAME_NAMESPACE = (INFRA_NS, "same-namespace")
+ALL_NAMESPACES = (INFRA_NS, "all-namespaces")
+BACKEND_NAMESPACES = (INFRA_NS, "backend-namespaces")
+HTTPS_GATEWAY = (INFRA_NS, "same-namespace-with-https-listener")
+
+# The header edits several upstream manifests pair with another filter (mirror, rewrite), as
+# upstream's tests send and expect them.
+EDITS_SENT = {"X-Header-Remove": "remove-val", "X-Header-Add-Append": "append-val-1"}
+EDITS_SEEN = {
+    "X-Header-Add": "header-val-1",
+    "X-Header-Add-Append": "append-val-1,header-val-2",
+    "X-Header-Set": "set-overwrites-values",
+}
+EDITS_REMOVED = ("X-Header-Remove",)
 ECHO_TARGET_PORT = 3000  # the echo container's HTTP port in the base manifests
 ECHO_H2C_TARGET_PORT = 3001  # and its h2c port
 WEBSOCKET = "kubernetes.io/ws"
@@ -167,6 +184,8 @@ class _EchoHandler(BaseHTTPRequestHandler):
             "httpPort": str(ECHO_TARGET_PORT),
         }
         echo.record(info)
+        if url.path.startswith("/retry/") and echo.fails(self, query):
+            return
         if "delay" in query:
             echo.stopping.wait(_duration(query["delay"][-1]))
         status = 200
@@ -218,6 +237,7 @@ class EchoBackend:
         self.pod = pod
         self.stopping = threading.Event()
         self.requests: list[dict[str, Any]] = []
+        self._attempts: dict[str, int] = {}  # /retry: requests seen per uuid
         self._lock = threading.Lock()
         self._server = _EchoHTTPServer(self)
         self._h2c = _H2CServer(self)
@@ -241,6 +261,28 @@ class EchoBackend:
     def record(self, info: dict[str, Any]) -> None:
         with self._lock:
             self.requests.append(info)
+
+    def fails(self, handler: BaseHTTPRequestHandler, query: Mapping[str, list[str]]) -> bool:
+        """echo-basic's ``/retry/...?uuid=U&succeedAfter=N[&responseCode=C][&delayRetry=D]``: the
+        first N requests of U fail (after D) with status C, or with a TCP reset without C.  Returns
+        whether this one failed (its answer is then already given)."""
+        uuid_ = query.get("uuid", [""])[-1]
+        with self._lock:
+            self._attempts[uuid_] = self._attempts.get(uuid_, 0) + 1
+            attempt = self._attempts[uuid_]
+        if attempt > int(query.get("succeedAfter", ["0"])[-1]):
+            return False
+        if "delayRetry" in query:
+            self.stopping.wait(_duration(query["delayRetry"][-1]))
+        if "responseCode" in query:
+            handler.send_response(int(query["responseCode"][-1]))
+            handler.send_header("Content-Length", "0")
+            handler.end_headers()
+        else:
+            handler.close_connection = True
+            # SO_LINGER 0: close() sends a reset, the connection error retries are about.
+            handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        return True
 
     def seen_paths(self) -> list[str]:
         with self._lock:
@@ -1058,6 +1100,19 @@ class Conformance:
 
             wait_until(seen)
 
+    def expect_retries(
+        self, gateway: tuple[str, str], path: str, simulation: Mapping[str, str], status: tuple[int, ...]
+    ) -> None:
+        """``assertConsistentRetryBehaviour``: 3 probes in a row, each with a fresh ``uuid`` (the
+        echo counts failures per uuid), answer one of ``status`` (200: from infra-backend-v3)."""
+
+        def probe() -> str | None:
+            query = urlencode({**simulation, "uuid": str(uuid.uuid4())})
+            expect = Expect(path=f"{path}?{query}", status=status, backend=INFRA_V3, namespace=INFRA_NS)
+            return self._one(gateway, expect, 80, "http")
+
+        await_convergence(probe, f"retries of {path} {dict(simulation)} -> {status}", None)
+
     def expect_all(self, gateway: tuple[str, str], cases: Iterable[Expect], **kwargs: Any) -> None:
         """Every case in turn (upstream runs them as subtests); all failures reported together."""
         failures = []
@@ -1240,23 +1295,3 @@ def _namespace(entry: Mapping[str, Any]) -> str:
 def _ns_name(doc: Mapping[str, Any]) -> tuple[str, str]:
     meta = doc.get("metadata") or {}
     return str(meta.get("namespace") or ""), str(meta.get("name"))
-
-
-# The base set's backends, under upstream's constant names (conformance/utils/suite).
-INFRA_V1, INFRA_V2, INFRA_V3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
-APP_V1, APP_V2 = "app-backend-v1", "app-backend-v2"
-WEB_BACKEND = "web-backend"
-SAME_NAMESPACE = (INFRA_NS, "same-namespace")
-ALL_NAMESPACES = (INFRA_NS, "all-namespaces")
-BACKEND_NAMESPACES = (INFRA_NS, "backend-namespaces")
-HTTPS_GATEWAY = (INFRA_NS, "same-namespace-with-https-listener")
-
-# The header edits several upstream manifests pair with another filter (mirror, rewrite), as
-# upstream's tests send and expect them.
-EDITS_SENT = {"X-Header-Remove": "remove-val", "X-Header-Add-Append": "append-val-1"}
-EDITS_SEEN = {
-    "X-Header-Add": "header-val-1",
-    "X-Header-Add-Append": "append-val-1,header-val-2",
-    "X-Header-Set": "set-overwrites-values",
-}
-EDITS_REMOVED = ("X-Header-Remove",)

@@ -131,3 +131,27 @@ def test_echo_answers_h2c_with_prior_knowledge() -> None:
     assert answer.status == 200 and answer.echo is not None
     assert answer.echo["proto"] == "HTTP/2.0" and answer.echo["path"] == "/x?y=1"
     assert answer.echo["host"] == "h.example" and answer.echo["pod"] == "infra-backend-v1-abc-def"
+
+
+def test_echo_simulates_failures_to_retry() -> None:
+    echo = EchoBackend("ns-a", "infra-backend-v3-abc-def")
+    try:
+        codes = [_status(echo, "/retry/x?uuid=u1&succeedAfter=2&responseCode=503") for _ in range(3)]
+        with pytest.raises(ConnectionError):
+            _status(echo, "/retry/x?uuid=u2&succeedAfter=1")
+        after_reset = _status(echo, "/retry/x?uuid=u2&succeedAfter=1")
+    finally:
+        echo.stop()
+    assert codes == [503, 503, 200]
+    assert after_reset == 200
+
+
+def _status(echo: EchoBackend, path: str) -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", echo.port, timeout=5)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        response.read()
+        return response.status
+    finally:
+        conn.close()
