@@ -1135,23 +1135,39 @@ class Conformance:
 
         await_convergence(one, f"failure of {expect.name()}", None)
 
+    def send_many(
+        self, gateway: tuple[str, str], expect: Expect, *, requests: int = 500, concurrency: int = 10
+    ) -> list[Answer]:
+        """``requests`` copies of one request, ``concurrency`` in flight (the suite's senders)."""
+        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
+            return list(pool.map(lambda _: self.request(gateway, expect), range(requests)))
+
     def weights(
         self, gateway: tuple[str, str], expect: Expect, *, requests: int = 500, concurrency: int = 10
     ) -> dict[str, int]:
         """How many of ``requests`` each backend answered (pod name minus its last two parts)."""
-
-        def one(_: int) -> str:
-            answer = self.request(gateway, expect)
-            if answer.status != 200 or answer.echo is None:
-                return f"status {answer.status}"
-            return str(answer.echo.get("pod", "")).rsplit("-", 2)[0]
-
-        with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
-            seen = list(pool.map(one, range(requests)))
         counts: dict[str, int] = {}
-        for backend in seen:
+        for answer in self.send_many(gateway, expect, requests=requests, concurrency=concurrency):
+            if answer.status != 200 or answer.echo is None:
+                backend = f"status {answer.status}"
+            else:
+                backend = str(answer.echo.get("pod", "")).rsplit("-", 2)[0]
             counts[backend] = counts.get(backend, 0) + 1
         return counts
+
+    def mirrored(self, namespace: str, service: str, path: str, settle: float = 0.3) -> int:
+        """How many requests for ``path`` the mirror backend saw, once no more arrive for ``settle``
+        seconds (mirrored copies are sent on the side and may trail the answers)."""
+        backend = self.backend(namespace, service)
+        deadline = time.monotonic() + timeout_default()
+        count, since = -1, time.monotonic()
+        while True:
+            now_count = backend.seen_paths().count(path)
+            if now_count != count:
+                count, since = now_count, time.monotonic()
+            elif time.monotonic() - since >= settle or time.monotonic() > deadline:
+                return count
+            time.sleep(0.05)
 
 
 def h2c_request(url: str, host: str, expect: Expect, timeout: float) -> Answer:
