@@ -573,6 +573,7 @@ class Conformance:
     status_file: Path = attrs.field(init=False)
     cpx: CpxProcess | None = None
     websocket: EchoServer = attrs.field(init=False)
+    default_address: str = ""
     envoy: EnvoyProcess | None = None
     backends: dict[tuple[str, str], EchoBackend] = attrs.field(factory=dict)
     addresses: dict[tuple[str, str], str] = attrs.field(factory=dict)  # Gateway -> loopback address
@@ -595,12 +596,22 @@ class Conformance:
             # A pod-like name: upstream checks the prefix, the weight test strips the last two parts.
             self.backends[(namespace, service)] = EchoBackend(namespace, f"{service}-6c8d9f7b5-x4k2p")
         self.apply_docs("00-base.yaml", self._base_docs())
+        # Where Gateways without an address of their own are served (the core's HTTP address), and
+        # what they report (as a deployment reports its Envoy Service's address): a loopback
+        # address of this session's too, so that concurrent runs never meet there either.
+        self.default_address = _free_loopback({envoy_port(80), envoy_port(8080), envoy_port(443)})
         self.cpx = CpxProcess(
             self.manifests,
             workdir=self.workdir,
             status_file=self.status_file,
             plugins=["gatewayapi"],
             start_timeout=60.0,
+            extra_args=[
+                "--envoy-service-http-address",
+                self.default_address,
+                "--ingress-status-address",
+                self.default_address,
+            ],
         )
         self.envoy = EnvoyProcess.with_xds(self.cpx.xds_port, workdir=self.workdir / "envoy")
         self.cpx.start()
@@ -785,6 +796,8 @@ class Conformance:
             self.addresses[gateway] = _free_loopback(ports | {8080, 8443})
         mine = {"type": "IPAddress", "value": self.addresses[gateway]}
         given = spec.get("addresses") or []
+        if given and all(a.get("type", "IPAddress") == "IPAddress" and not a.get("value") for a in given):
+            return  # GatewayOptionalAddressValue: addresses for the implementation to assign
         if any(str(a.get("value", "")).startswith("PLACEHOLDER_") for a in given):
             # GatewayStaticAddresses: the suite substitutes addresses the implementation can and
             # cannot use; the rest of the list is the test's.
