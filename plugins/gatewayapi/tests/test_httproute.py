@@ -560,7 +560,7 @@ def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) ->
     text = BASE.replace(listeners, listeners + https) + "---\n" + yaml.safe_dump(secret) + route("r", spec)
     result = cpx_translate(text, ["gatewayapi"])
     names = {c["name"] for c in result.envoy_json()["routes"]}
-    assert "https-443-127_0_0_10/a.example.com" in names
+    assert "https-443-127_0_0_10/https/a.example.com" in names
     assert conditions(parents(result, "r")[0])["Accepted"] == ("True", "Accepted")
 
 
