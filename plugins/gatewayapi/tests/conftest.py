@@ -19,6 +19,13 @@ from cpx_gatewayapi.testing import Conformance
 MANIFESTS = Path(__file__).parent / "manifests"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every conformance test starts the real cpx and a real Envoy: marked ``e2e`` like the others."""
+    for item in items:
+        if item.path.name.startswith("test_conformance_"):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture(scope="session")
 def conformance(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Conformance]:
     """cpx serving the upstream base set (conformance/base/manifests.yaml) through a real Envoy."""
