@@ -76,7 +76,7 @@ ECHO_SERVICES = (
 )
 # The base set's backends, under upstream's constant names (conformance/utils/suite).
 INFRA_V1, INFRA_V2, INFRA_V3 = "infra-backend-v1", "infra-backend-v2", "infra-backend-v3"
-APP_V1, APP_V2 = "app-backend-v1", "app-backend-v2"
+APP_V1 = "app-backend-v1"
 WEB_BACKEND = "web-backend"
 SAME_NAMESPACE = (INFRA_NS, "same-namespace")
 ALL_NAMESPACES = (INFRA_NS, "all-namespaces")
@@ -399,7 +399,6 @@ class Expect:
     absent_response_headers: Sequence[str] = ()
     backend_set_response_headers: Mapping[str, str] = attrs.field(factory=dict)
     redirect: Redirect | None = None
-    unfollow_redirect: bool = True
     h2c: bool = False  # HTTP/2 with prior knowledge (roundtripper.H2CPriorKnowledgeProtocol)
     h2: bool = False  # HTTP/2 over TLS (roundtripper.H2Protocol)
     sni: str = ""  # the TLS server name when it differs from the Host (MakeTLSRequest's serverName)
@@ -1153,18 +1152,6 @@ class Conformance:
             except AssertionError as err:
                 failures.append(str(err))
         assert not failures, "\n".join(failures)
-
-    def expect_failure(self, gateway: tuple[str, str], expect: Expect, *, port: int = 80) -> None:
-        """``MakeRequestAndExpectFailure``: 3 answers in a row that are neither 200 nor a timeout."""
-
-        def one() -> str | None:
-            try:
-                answer = self.request(gateway, expect, port=port)
-            except (OSError, http.client.HTTPException, httpx.HTTPError):
-                return None
-            return f"answered {answer.status}" if answer.status in (200, 408, 504) else None
-
-        await_convergence(one, f"failure of {expect.name()}", None)
 
     def send_many(
         self, gateway: tuple[str, str], expect: Expect, *, requests: int = 500, concurrency: int = 10
