@@ -12,13 +12,16 @@ from typing import Any
 
 import attrs
 from cpx import ServicePortError, SourceView, lookup_service_port
-from cpx.dag import Cluster, HeadersPolicy
+from cpx.dag import Cluster, HeadersPolicy, UpstreamProtocol
 
 from cpx_gatewayapi import grants
 from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 WEBSOCKET_APP_PROTOCOL = "kubernetes.io/ws"
 NO_HEADERS = HeadersPolicy()
+# gRPC is HTTP/2: a GRPCRoute backend speaks h2c, or h2 where the Service port says TLS.
+_GRPC_PROTOCOLS = {UpstreamProtocol.HTTP1: UpstreamProtocol.H2C, UpstreamProtocol.TLS: UpstreamProtocol.H2}
 
 # ResolvedRefs reasons.
 INVALID_KIND = "InvalidKind"
@@ -74,6 +77,8 @@ def resolve(
         upstream = lookup_service_port(source, namespace, name, port)
     except ServicePortError as err:
         raise BackendProblem(BACKEND_NOT_FOUND, f"Service {namespace}/{name}: {err}") from None
+    if route_kind == GRPCROUTE_KIND:
+        upstream = attrs.evolve(upstream, protocol=_GRPC_PROTOCOLS.get(upstream.protocol, upstream.protocol))
     weight = ref.get("weight")
     cluster = Cluster(
         upstream=upstream,

@@ -9,6 +9,7 @@ GROUP = "gateway.networking.k8s.io"
 GATEWAY_CLASS = GroupVersionKind(group=GROUP, version="v1", kind="GatewayClass", plural="gatewayclasses")
 GATEWAY = GroupVersionKind(group=GROUP, version="v1", kind="Gateway", plural="gateways")
 HTTPROUTE = GroupVersionKind(group=GROUP, version="v1", kind="HTTPRoute", plural="httproutes")
+GRPCROUTE = GroupVersionKind(group=GROUP, version="v1", kind="GRPCRoute", plural="grpcroutes")
 REFERENCE_GRANT = GroupVersionKind(
     group=GROUP, version="v1beta1", kind="ReferenceGrant", plural="referencegrants"
 )

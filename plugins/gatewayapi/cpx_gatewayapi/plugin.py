@@ -16,13 +16,14 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import grants, routeschema, schema, status
+from cpx_gatewayapi import grants, grpcschema, routeschema, schema, status
 from cpx_gatewayapi.gateway_tls import secret_reference
 from cpx_gatewayapi.kinds import (
     DEFAULT_CONTROLLER_NAME,
     GATEWAY,
     GATEWAY_CLASS,
     GROUP,
+    GRPCROUTE,
     HTTPROUTE,
     REFERENCE_GRANT,
 )
@@ -50,6 +51,7 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=GATEWAY_CLASS, validate=schema.validate_gateway_class)
     yield WatchSpec(gvk=GATEWAY, validate=schema.validate_gateway)
     yield WatchSpec(gvk=HTTPROUTE, validate=routeschema.validate_httproute)
+    yield WatchSpec(gvk=GRPCROUTE, validate=grpcschema.validate_grpcroute)
     yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
 
 
@@ -62,7 +64,9 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # Contour's order: Ingress, HTTPProxy, then Gateway API.  A constraint on a processor
         # that is not loaded is ignored.
         after=("listeners", "ingress", "httpproxy"),
-        description="gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants",
+        description=(
+            "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants"
+        ),
         accessors_only=True,
     )
 
@@ -73,6 +77,7 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="gateway", gvk=GATEWAY, merge=status.merge_gateway)
     route_merge = status.route_merge(_configured["controller_name"])
     yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="grpcroute", gvk=GRPCROUTE, merge=route_merge)
 
 
 @hookimpl

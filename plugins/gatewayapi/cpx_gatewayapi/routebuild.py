@@ -26,14 +26,17 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_gatewayapi import backends, filters, routematch
+from cpx_gatewayapi import backends, filters, grpcmatch, routematch
 from cpx_gatewayapi.filters import Effects, FilterProblem
+from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 # Rules and matches per route are capped by the schema (16 and 64): room to spare.
 _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
 _DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
+# How each route kind's matches read (HTTPRoute's by default).
+_MATCHERS = {GRPCROUTE_KIND: grpcmatch.matches}
 
 
 @attrs.frozen(kw_only=True)
@@ -57,7 +60,7 @@ class Translated:
 
 
 def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: int) -> Translated:
-    """The rules of HTTPRoute ``obj``, the ``rank``-th in precedence order."""
+    """The rules of route ``obj`` (HTTPRoute or GRPCRoute), the ``rank``-th in precedence order."""
     out = Translated()
     spec = obj.get("spec") or {}
     # The CRD's default: one rule matching every path, without backends (500).
@@ -80,7 +83,7 @@ def _rule(
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
     effects = _with_backend_filters(filters.effects(rule.get("filters")), rule)
-    matches = routematch.matches(rule)
+    matches = _MATCHERS.get(key.kind, routematch.matches)(rule)
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
         filters.check_prefix_modifier(effects.redirect.path, [m.path for m in matches])
