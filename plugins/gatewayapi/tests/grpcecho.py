@@ -1,6 +1,7 @@
 """A loopback gRPC echo service for the GRPCRoute end-to-end tests, without protobuf.
 
-Any method of any service answers with a small JSON document of bytes: the server's name, the
+Each method of the services served (``Echo``, ``EchoTwo``, ``EchoThree``, the conformance echo's)
+answers with a small JSON document of bytes: the server's name, the
 method's full path and the call's metadata, so a test sees which backend served it and with what
 headers.  Requests are raw bytes (identity serializers): gRPC does not care what the payload is.
 """
@@ -15,6 +16,9 @@ from typing import Any
 
 import grpc
 
+SERVICES = ("echo.Echo", "gateway_api_conformance.echo_basic.grpcecho.GrpcEcho")
+METHODS = ("Echo", "EchoTwo", "EchoThree")
+
 
 def _answer(name: str, method: str) -> Any:
     def unary(request: bytes, context: grpc.ServicerContext) -> bytes:
@@ -24,19 +28,18 @@ def _answer(name: str, method: str) -> Any:
     return grpc.unary_unary_rpc_method_handler(unary)
 
 
-class _AnyMethod(grpc.GenericRpcHandler):
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
-        return _answer(self.name, str(handler_call_details.method))
-
-
 @contextmanager
-def grpc_echo(name: str) -> Iterator[int]:
-    """Serve the echo service as backend ``name`` on 127.0.0.1; yields its port."""
+def grpc_echo(name: str, services: Sequence[str] = SERVICES) -> Iterator[int]:
+    """Serve the echo ``services`` as backend ``name`` on 127.0.0.1; yields its port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    server.add_generic_rpc_handlers((_AnyMethod(name),))
+    server.add_generic_rpc_handlers(
+        tuple(
+            grpc.method_handlers_generic_handler(
+                service, {method: _answer(name, f"/{service}/{method}") for method in METHODS}
+            )
+            for service in services
+        )
+    )
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
