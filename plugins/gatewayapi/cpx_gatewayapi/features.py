@@ -28,6 +28,10 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "HTTPRouteRequestMultipleMirrors",
             "HTTPRouteRequestTimeout",
             "HTTPRouteBackendTimeout",
+            # GRPCRoute core and extended (RequestHeaderModifier is a feature on upstream main).
+            "GRPCRoute",
+            "GRPCRouteNamedRouteRule",
+            "GRPCRouteRequestHeaderModifier",
         )
     )
 )
