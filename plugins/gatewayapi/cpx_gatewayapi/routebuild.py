@@ -10,7 +10,7 @@ reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -35,8 +35,19 @@ _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
 _DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
-# How each route kind's matches read (HTTPRoute's by default).
-_MATCHERS = {GRPCROUTE_KIND: grpcmatch.matches}
+
+
+@attrs.frozen
+class _KindRules:
+    """What differs between the route kinds that share this translation."""
+
+    matches: Callable[[Mapping[str, Any]], list[routematch.Match]]
+    no_backends: DirectResponse  # the answer of a rule without a usable backend
+
+
+_HTTPROUTE_RULES = _KindRules(routematch.matches, NO_BACKENDS)
+# gRPC: 503 is what clients read as UNAVAILABLE, which the spec asks for.
+_KIND_RULES = {GRPCROUTE_KIND: _KindRules(grpcmatch.matches, DirectResponse(status_code=503))}
 
 
 @attrs.frozen(kw_only=True)
@@ -83,7 +94,8 @@ def _rule(
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
     effects = _with_backend_filters(filters.effects(rule.get("filters")), rule)
-    matches = _MATCHERS.get(key.kind, routematch.matches)(rule)
+    kind_rules = _KIND_RULES.get(key.kind, _HTTPROUTE_RULES)
+    matches = kind_rules.matches(rule)
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
         filters.check_prefix_modifier(effects.redirect.path, [m.path for m in matches])
@@ -106,7 +118,7 @@ def _rule(
         if effects.redirect is not None:
             route = attrs.evolve(route, redirect=_redirect(effects, match.path))
         elif not clusters:
-            route = attrs.evolve(route, direct_response=NO_BACKENDS)
+            route = attrs.evolve(route, direct_response=kind_rules.no_backends)
         else:
             prefix_rewrite, regex_rewrite = (
                 effects.path_rewrite.rewrite(match.path) if effects.path_rewrite else (None, None)

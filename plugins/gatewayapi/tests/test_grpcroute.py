@@ -173,7 +173,9 @@ def test_weights_filters_and_mirrors(cpx_translate: Translate) -> None:
         ("{group: example.com, kind: Thing, name: v1}", "InvalidKind"),
     ],
 )
-def test_bad_backend_answers_500_and_stays_accepted(cpx_translate: Translate, ref: str, reason: str) -> None:
+def test_bad_backend_answers_unavailable_and_stays_accepted(
+    cpx_translate: Translate, ref: str, reason: str
+) -> None:
     spec = f"""
   parentRefs: [{{name: gw}}]
   rules:
@@ -181,7 +183,7 @@ def test_bad_backend_answers_500_and_stays_accepted(cpx_translate: Translate, re
 """
     result = build(cpx_translate, grpc_route("g", spec))
     [entry] = envoy_routes(result)
-    assert entry["directResponse"] == {"status": 500}
+    assert entry["directResponse"] == {"status": 503}  # gRPC clients read UNAVAILABLE
     found = conditions(grpc_parents(result, "g")[0])
     assert found == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", reason)}
 

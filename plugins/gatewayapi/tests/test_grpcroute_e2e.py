@@ -1,5 +1,6 @@
 """GRPCRoutes through the real ``cpx serve`` and a real Envoy to real gRPC servers on loopback:
-method matches pick the backend, an unmatched method is UNIMPLEMENTED, metadata is modified."""
+method matches pick the backend, metadata is modified, an unmatched method is UNIMPLEMENTED and
+one whose backend is missing UNAVAILABLE."""
 
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ spec:
     - method: {{service: echo.Echo, method: EchoTwo}}
     - headers: [{{name: version, value: two}}]
     backendRefs: [{{name: grpc-v2, port: 80}}]
+  - matches: [{{method: {{service: echo.Echo, method: Broken}}}}]
+    backendRefs: [{{name: nowhere, port: 80}}]
 """
 
 
@@ -76,4 +79,6 @@ def test_grpcroute_routes_calls_by_method(cpx_envoy: Callable[..., Any]) -> None
         assert (answer["backend"], answer["method"]) == ("grpc-v2", "/echo.Echo/EchoThree")
         # No route: Envoy's 404, which gRPC clients read as UNIMPLEMENTED (the backend has the method).
         assert code_of("/echo.Echo/EchoThree") == grpc.StatusCode.UNIMPLEMENTED
+        # A rule without a usable backend: 503, UNAVAILABLE as the spec asks.
+        assert code_of("/echo.Echo/Broken") == grpc.StatusCode.UNAVAILABLE
         assert served.rejected_updates() == 0
