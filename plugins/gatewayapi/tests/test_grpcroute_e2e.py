@@ -71,12 +71,12 @@ def test_grpcroute_routes_calls_by_method(cpx_envoy: Callable[..., Any]) -> None
         served = cpx_envoy(OBJECTS + "---\n" + yaml.safe_dump_all(services), plugins=["gatewayapi"])
 
         first = eventually(lambda: call(TARGET, "/echo.Echo/Echo", AUTHORITY), 20.0)
-        assert first["backend"] == "grpc-v1"
-        assert first["metadata"]["x-added"] == "yes"
-        assert call(TARGET, "/echo.Echo/EchoTwo", AUTHORITY)["backend"] == "grpc-v2"
+        assert first["pod"] == "grpc-v1"
+        assert first["metadata"]["x-added"] == ["yes"]
+        assert call(TARGET, "/echo.Echo/EchoTwo", AUTHORITY)["pod"] == "grpc-v2"
         # A header match: any method with the header set.
         answer = call(TARGET, "/echo.Echo/EchoThree", AUTHORITY, (("version", "two"),))
-        assert (answer["backend"], answer["method"]) == ("grpc-v2", "/echo.Echo/EchoThree")
+        assert (answer["pod"], answer["method"]) == ("grpc-v2", "/echo.Echo/EchoThree")
         # No route: Envoy's 404, which gRPC clients read as UNIMPLEMENTED (the backend has the method).
         assert code_of("/echo.Echo/EchoThree") == grpc.StatusCode.UNIMPLEMENTED
         # A rule without a usable backend: 503, UNAVAILABLE as the spec asks.
