@@ -12,8 +12,6 @@ routes Accepted, then the expected answer 3 times in a row within 30 s, a miss r
 from __future__ import annotations
 
 import contextlib
-import random
-import socket
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -26,7 +24,7 @@ import grpc
 import yaml
 from cpx.testing import CpxProcess, EnvoyProcess, endpoint_slice, envoy_binary, write_manifest
 
-from .grpcecho import call, grpc_echo, unary
+from .grpcecho import call, free_loopback, grpc_echo, unary
 
 INFRA_NS = "gateway-conformance-infra"
 SAME_NAMESPACE = "same-namespace"
@@ -84,7 +82,7 @@ class GRPCConformance:
         docs = [*_base_docs(ports), *(d for d in yaml.safe_load_all(text) if d)]
         for doc in docs:
             if doc["kind"] == "Gateway":
-                address = _free_loopback()
+                address = free_loopback(ENVOY_HTTP_PORT)
                 self.addresses[doc["metadata"]["name"]] = address
                 doc["spec"]["addresses"] = [{"type": "IPAddress", "value": address}]
         write_manifest(manifests, "objects.yaml", docs)
@@ -234,16 +232,3 @@ def _base_docs(ports: Mapping[str, int]) -> list[dict[str, Any]]:
         del slice_["ports"][0]["name"]  # the Service port has none
         docs.append(slice_)
     return docs
-
-
-def _free_loopback() -> str:
-    """A random 127.x.y.z whose Envoy port nobody holds: concurrent runs never meet."""
-    rng = random.SystemRandom()
-    while True:
-        address = f"127.{rng.randint(1, 254)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            try:
-                sock.bind((address, ENVOY_HTTP_PORT))
-            except OSError:
-                continue
-        return address

@@ -10,6 +10,8 @@ care what the payload is.
 from __future__ import annotations
 
 import json
+import random
+import socket
 from collections.abc import Iterator, Sequence
 from concurrent import futures
 from contextlib import contextmanager
@@ -72,3 +74,16 @@ def unary(
 ) -> dict[str, Any]:
     answer = channel.unary_unary(method)(b"ping", timeout=timeout, metadata=tuple(metadata))
     return dict(json.loads(answer))
+
+
+def free_loopback(port: int) -> str:
+    """A random 127.x.y.z where nobody holds ``port``: concurrent test runs never meet there."""
+    rng = random.SystemRandom()
+    while True:
+        address = f"127.{rng.randint(1, 254)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((address, port))
+            except OSError:
+                continue
+        return address
