@@ -32,6 +32,9 @@ class _Build:
     attachments: Attachments
     settings: Settings
     owners: Mapping[str, Sequence[str | None]]  # per DAG listener, its Gateway listeners' hostnames
+    # Per (DAG listener, host, secure), whether HTTPRoutes serve it: they are all placed before
+    # the first GRPCRoute, so the answer never changes in a build (looked at once per host).
+    http_hosts: dict[tuple[str, str, bool], bool] = attrs.field(factory=dict)
 
 
 def apply(
@@ -70,21 +73,21 @@ def _apply_route(build: _Build, obj: Mapping[str, Any], key: ObjectKey, rank: in
         for parent in attached:
             for listener, hosts in parent.listeners:
                 build.attachments.add(listener)
-                conflicts += _serve(dag, listener, hosts, build.owners, built, key, served)
+                conflicts += _serve(build, listener, hosts, built, key, served)
     dag.set_status(key, routestatus.route_status(obj, attached, built, conflicts, served))
 
 
 def _serve(
-    dag: DAG,
+    build: _Build,
     listener: GatewayListener,
     hosts: Sequence[str],
-    owners: Mapping[str, Sequence[str | None]],
     built: routebuild.Translated,
     key: ObjectKey,
     served: set[tuple[str, str, bool, str]],
 ) -> int:
     """Add the route's rules to ``listener``'s virtual hosts; the number of matches left out
     because another route (or an HTTPRoute on the same host) already has them."""
+    dag, owners = build.dag, build.owners
     if listener.dag_listener is None:
         return 0
     mine = listener.hostname or hostnames.ANY
@@ -94,12 +97,7 @@ def _serve(
     for host in hosts:
         if hostnames.owner(owners[listener.dag_listener], host) != mine:
             continue  # a more specific listener on this port owns the name
-        existing = (
-            dag.get_secure_virtual_host(listener.dag_listener, host)
-            if secure
-            else dag.get_virtual_host(listener.dag_listener, host)
-        )
-        if existing is not None and _has_httproute(existing):
+        if _served_by_httproutes(build, listener.dag_listener, host, secure):
             conflicts += len(routes)
             continue
         vhost = _ensure(dag, listener, host, secure)
@@ -131,5 +129,18 @@ def _ensure(dag: DAG, listener: GatewayListener, host: str, secure: bool) -> Vir
     return vhost
 
 
-def _has_httproute(vhost: VirtualHost) -> bool:
-    return any(r.origin is not None and r.origin.kind == HTTPROUTE_KIND for r in vhost.routes.values())
+def _served_by_httproutes(build: _Build, dag_listener: str, host: str, secure: bool) -> bool:
+    key = (dag_listener, host, secure)
+    found = build.http_hosts.get(key)
+    if found is None:
+        dag = build.dag
+        vhost = (
+            dag.get_secure_virtual_host(dag_listener, host)
+            if secure
+            else dag.get_virtual_host(dag_listener, host)
+        )
+        routes = vhost.routes.values() if vhost is not None else ()
+        found = build.http_hosts[key] = any(
+            r.origin is not None and r.origin.kind == HTTPROUTE_KIND for r in routes
+        )
+    return found
