@@ -206,6 +206,26 @@ spec: {ports: [{port: 443, appProtocol: https}]}
     assert found["transportSocket"]["typedConfig"]["commonTlsContext"]["alpnProtocols"] == ["h2"]
 
 
+def test_websocket_backend_cannot_carry_grpc(cpx_translate: Translate) -> None:
+    service = """
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ws, namespace: default}
+spec: {ports: [{port: 8082, appProtocol: kubernetes.io/ws}]}
+"""
+    spec = """
+  parentRefs: [{name: gw}]
+  rules:
+  - backendRefs: [{name: ws, port: 8082}, {name: v1, port: 8080}]
+"""
+    result = build(cpx_translate, service, grpc_route("g", spec))
+    [entry] = envoy_routes(result)
+    assert entry["route"]["cluster"].startswith("default/v1/")  # the usable backend takes it all
+    found = conditions(grpc_parents(result, "g")[0])
+    assert found == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", "UnsupportedProtocol")}
+
+
 def test_listener_hostnames_and_route_hostnames_intersect(cpx_translate: Translate) -> None:
     spec = """
   parentRefs: [{name: gw}]
