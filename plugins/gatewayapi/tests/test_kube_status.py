@@ -122,7 +122,8 @@ def test_other_controllers_gateways_and_a_service_without_an_address_change_noth
     assert built.status("Gateway", "theirs") == {}  # not ours: nothing computed...
     assert status.envoy_load_balancer(SERVICE_LB, {}) == {}  # ...and nothing added
     computed = gateway_status(built, "lb")
-    for no_address in ({}, {"ingress": []}, {"ingress": [{"ports": [{"port": 80}]}]}):
+    no_addresses: list[dict[str, Any]] = [{}, {"ingress": []}, {"ingress": [{"ports": [{"port": 80}]}]}]
+    for no_address in no_addresses:
         assert status.envoy_load_balancer(no_address, computed) == computed
 
 
