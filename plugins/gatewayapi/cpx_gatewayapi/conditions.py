@@ -51,25 +51,41 @@ def merge_conditions(
     current: Sequence[Mapping[str, Any]], computed: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Computed conditions replace those of their type, others (another controller's) stay, in
-    place; a current condition observed at a newer generation than ours is left as it is."""
+    place; a current condition observed at a newer generation than ours is left as it is, and one
+    whose status does not change keeps its lastTransitionTime (whatever the computed one says: it
+    may have been computed from an older status than the object's)."""
     merged = [dict(c) for c in current if isinstance(c, Mapping)]
     for new in computed:
         index = next((i for i, c in enumerate(merged) if c.get("type") == new.get("type")), None)
         if index is None:
             merged.append(dict(new))
             continue
-        old_generation, new_generation = (
-            merged[index].get("observedGeneration"),
-            new.get("observedGeneration"),
-        )
+        old = merged[index]
+        old_generation, new_generation = old.get("observedGeneration"), new.get("observedGeneration")
         if (
             isinstance(old_generation, int)
             and isinstance(new_generation, int)
             and old_generation > new_generation
         ):
             continue
-        merged[index] = dict(new)
+        merged[index] = _keeping_transition_time(old, new)
     return merged
+
+
+def keep_transition_times(
+    current: Sequence[Mapping[str, Any]], computed: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The computed conditions, each keeping the lastTransitionTime of the current one of its type
+    when its status is the same (a list replaced as a whole: a listener's, a route parent's)."""
+    by_type = {c.get("type"): c for c in current if isinstance(c, Mapping)}
+    return [_keeping_transition_time(by_type.get(new.get("type")), new) for new in computed]
+
+
+def _keeping_transition_time(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    replacement = dict(new)
+    if old is not None and old.get("status") == new.get("status") and old.get("lastTransitionTime"):
+        replacement["lastTransitionTime"] = old["lastTransitionTime"]
+    return replacement
 
 
 def generation_of(obj: Mapping[str, Any]) -> int:
