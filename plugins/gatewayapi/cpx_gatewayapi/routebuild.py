@@ -43,11 +43,14 @@ class _KindRules:
 
     matches: Callable[[Mapping[str, Any]], list[routematch.Match]]
     no_backends: DirectResponse  # the answer of a rule without a usable backend
+    # The CRD's default when ``rules`` is absent (HTTPRoute: one rule matching every path, without
+    # backends; GRPCRoute: none).
+    default_rules: tuple[Mapping[str, Any], ...]
 
 
-_HTTPROUTE_RULES = _KindRules(routematch.matches, NO_BACKENDS)
+_HTTPROUTE_RULES = _KindRules(routematch.matches, NO_BACKENDS, ({},))
 # gRPC: 503 is what clients read as UNAVAILABLE, which the spec asks for.
-_KIND_RULES = {GRPCROUTE_KIND: _KindRules(grpcmatch.matches, DirectResponse(status_code=503))}
+_KIND_RULES = {GRPCROUTE_KIND: _KindRules(grpcmatch.matches, DirectResponse(status_code=503), ())}
 
 
 @attrs.frozen(kw_only=True)
@@ -74,8 +77,9 @@ def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: 
     """The rules of route ``obj`` (HTTPRoute or GRPCRoute), the ``rank``-th in precedence order."""
     out = Translated()
     spec = obj.get("spec") or {}
-    # The CRD's default: one rule matching every path, without backends (500).
-    rules = spec.get("rules") if "rules" in spec else [{}]
+    rules = (
+        spec.get("rules") if "rules" in spec else _KIND_RULES.get(key.kind, _HTTPROUTE_RULES).default_rules
+    )
     for index, rule in enumerate(rules or ()):
         if not isinstance(rule, Mapping):
             continue

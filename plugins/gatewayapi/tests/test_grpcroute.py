@@ -277,6 +277,13 @@ def test_same_match_of_a_newer_grpcroute_is_dropped(cpx_translate: Translate) ->
     assert conditions(grpc_parents(result, "b")[0])["Accepted"] == ("False", "RuleMatchConflict")
 
 
+def test_a_grpcroute_without_rules_serves_nothing(cpx_translate: Translate) -> None:
+    # Unlike HTTPRoute's, the GRPCRoute CRD has no default rule.
+    result = build(cpx_translate, grpc_route("g", "  parentRefs: [{name: gw}]"))
+    assert not result.virtual_hosts(HTTP_LISTENER)
+    assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("True", "Accepted")
+
+
 def test_plugin_watches_and_writes_grpcroutes() -> None:
     assert any(w.gvk.kind == "GRPCRoute" and w.validate is not None for w in cpx_watches())
     assert any(s.gvk.kind == "GRPCRoute" for s in cpx_status_writers())
