@@ -16,7 +16,7 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import grants, routeschema, schema, status
+from cpx_gatewayapi import grants, l4schema, routeschema, schema, status
 from cpx_gatewayapi.gateway_tls import secret_reference
 from cpx_gatewayapi.kinds import (
     DEFAULT_CONTROLLER_NAME,
@@ -25,6 +25,8 @@ from cpx_gatewayapi.kinds import (
     GROUP,
     HTTPROUTE,
     REFERENCE_GRANT,
+    TCPROUTE,
+    TLSROUTE,
 )
 from cpx_gatewayapi.processor import GatewayAPIProcessor
 from cpx_gatewayapi.settings import CONTROLLER_NAME_OPTION, Settings
@@ -51,6 +53,8 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=GATEWAY, validate=schema.validate_gateway)
     yield WatchSpec(gvk=HTTPROUTE, validate=routeschema.validate_httproute)
     yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
+    yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
+    yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
 
 
 @hookimpl
@@ -62,7 +66,10 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # Contour's order: Ingress, HTTPProxy, then Gateway API.  A constraint on a processor
         # that is not loaded is ignored.
         after=("listeners", "ingress", "httpproxy"),
-        description="gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants",
+        description=(
+            "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, TLSRoutes, TCPRoutes, "
+            "ReferenceGrants"
+        ),
         accessors_only=True,
     )
 
@@ -73,6 +80,8 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="gateway", gvk=GATEWAY, merge=status.merge_gateway)
     route_merge = status.route_merge(_configured["controller_name"])
     yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tlsroute", gvk=TLSROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tcproute", gvk=TCPROUTE, merge=route_merge)
 
 
 @hookimpl

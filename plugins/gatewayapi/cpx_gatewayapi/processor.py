@@ -12,7 +12,7 @@ import attrs
 from cpx import Config, SourceView
 from cpx.dag import DAG
 
-from cpx_gatewayapi import gateways, httproutes
+from cpx_gatewayapi import gateways, httproutes, l4routes
 from cpx_gatewayapi.model import Attachments
 from cpx_gatewayapi.settings import Settings
 
@@ -29,4 +29,5 @@ class GatewayAPIProcessor:
         resolution = gateways.resolve(dag, source, self.settings)
         attachments = Attachments()
         httproutes.apply(dag, source, resolution, attachments, self.settings)
+        l4routes.apply(dag, source, resolution, attachments, self.settings)
         gateways.report(dag, source, resolution, attachments, self.settings)
