@@ -293,7 +293,10 @@ def test_schema_refuses_what_the_api_server_would() -> None:
     def obj(version: str, spec: Mapping[str, Any]) -> dict[str, Any]:
         return {"apiVersion": f"{GROUP}/{version}", "metadata": {"name": "r", "namespace": "d"}, "spec": spec}
 
-    good = {"parentRefs": [{"name": "gw"}], "rules": [{"backendRefs": [{"name": "s", "port": 1}]}]}
+    good: dict[str, Any] = {
+        "parentRefs": [{"name": "gw"}],
+        "rules": [{"backendRefs": [{"name": "s", "port": 1}]}],
+    }
     assert l4schema.validate_tcproute(obj("v1alpha2", good)) == []
     assert l4schema.validate_tlsroute(obj("v1alpha2", good)) == []
     assert l4schema.validate_tlsroute(obj("v1", good)) == ["spec.hostnames: Required value"]
