@@ -182,7 +182,7 @@ def test_contributions_show_http_filters_in_order_and_xds_kinds() -> None:
     shown = describe_contributions(PluginHost.from_modules([("core", core), ("extra", _Contributor())]))
     assert shown["core"]["http_filters"] == [
         "1. envoy.filters.http.lua",
-        "2. envoy.filters.http.cors (per virtual host)",
+        "2. envoy.filters.http.cors (per virtual host, route)",
         "4. envoy.filters.http.local_ratelimit (per virtual host, route)",
         "5. envoy.filters.http.lua.cookie_rewrite (per route, weighted cluster)",
         "6. envoy.filters.http.rbac (per virtual host, route)",

@@ -187,7 +187,7 @@ def test_plugin_listener_names() -> None:
     svh.add_route(prefix())
     # The static ingress_http is always served (Envoy's static listener waits for it); a plugin
     # listener's secure RouteConfigurations carry its name, so that two listeners never share one.
-    assert sorted(translate(dag)) == ["ingress_http", "plugin-http", "plugin-https/example.com"]
+    assert sorted(translate(dag)) == ["ingress_http", "plugin-http", "plugin-https/https/example.com"]
 
 
 # -- matches ---------------------------------------------------------------------------------------

@@ -169,13 +169,14 @@ class Listener:
         return bool(self.virtual_hosts or self.secure_virtual_hosts)
 
     # The RouteConfiguration names, Contour's: `ingress_http` (the listener's name) and
-    # `https/<fqdn>` on the static listeners; `<listener>/<fqdn>` on the others (Contour's Gateway
-    # listeners: `https-443/<fqdn>`), so that two listeners serving one host never share a name.
+    # `https/<fqdn>` on the static listeners; `<listener>/https/<fqdn>` on the others, so that two
+    # listeners serving one host never share a name, nor a secure host the scoped shape's plain
+    # `<listener>/<fqdn>` (design 0018).
     def http_route_config_name(self) -> str:
         return self.name
 
     def secure_route_config_name(self, fqdn: str) -> str:
-        return f"https/{fqdn}" if self.name == "ingress_https" else f"{self.name}/{fqdn}"
+        return f"https/{fqdn}" if self.name == "ingress_https" else f"{self.name}/https/{fqdn}"
 
 
 @attrs.frozen(kw_only=True)

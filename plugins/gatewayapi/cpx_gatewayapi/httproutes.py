@@ -95,7 +95,8 @@ def _serve(
         vhost: VirtualHost
         if secure:
             vhost = dag.ensure_secure_virtual_host(listener.dag_listener, host)
-            vhost.secret = listener.secret
+            if vhost.secret is None:  # a host another object serves keeps its certificate
+                vhost.secret = listener.secret
         else:
             vhost = dag.ensure_virtual_host(listener.dag_listener, host)
         if host.startswith("*."):

@@ -79,7 +79,7 @@ def _rule(
     slot: int,
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
-    effects = filters.effects(rule.get("filters"))
+    effects = _with_backend_filters(filters.effects(rule.get("filters")), rule)
     matches = routematch.matches(rule)
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
@@ -124,6 +124,30 @@ def _rule(
     redirect = effects.redirect
     keeps_port = redirect is not None and redirect.port is None and redirect.scheme is None
     return RuleRoutes(routes=tuple(routes), redirect_keeps_listener_port=keeps_port)
+
+
+def _with_backend_filters(effects: Effects, rule: Mapping[str, Any]) -> Effects:
+    """A rule's only backendRef may carry what Envoy does per route (redirect, rewrites, mirrors,
+    CORS): it is the rule's then.  With several backends only header modifiers can be per backend."""
+    refs = [ref for ref in rule.get("backendRefs") or () if isinstance(ref, Mapping)]
+    own = [filters.effects(ref.get("filters")) for ref in refs]
+    lifted = [e for e in own if e.redirect or e.path_rewrite or e.host_rewrite or e.mirrors or e.cors]
+    if not lifted:
+        return effects
+    if len(refs) > 1:
+        raise FilterProblem(
+            "RequestRedirect, URLRewrite, RequestMirror and CORS filters of a backendRef "
+            "are only supported on a rule with one backendRef"
+        )
+    [backend] = lifted
+    return attrs.evolve(
+        effects,
+        redirect=backend.redirect or effects.redirect,
+        path_rewrite=backend.path_rewrite or effects.path_rewrite,
+        host_rewrite=backend.host_rewrite or effects.host_rewrite,
+        mirrors=(*effects.mirrors, *backend.mirrors),
+        cors=backend.cors or effects.cors,
+    )
 
 
 def _redirect(effects: Effects, path: Any) -> Redirect:

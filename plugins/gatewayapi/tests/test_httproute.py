@@ -560,7 +560,7 @@ def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) ->
     text = BASE.replace(listeners, listeners + https) + "---\n" + yaml.safe_dump(secret) + route("r", spec)
     result = cpx_translate(text, ["gatewayapi"])
     names = {c["name"] for c in result.envoy_json()["routes"]}
-    assert "https-443-127_0_0_10/a.example.com" in names
+    assert "https-443-127_0_0_10/https/a.example.com" in names
     assert conditions(parents(result, "r")[0])["Accepted"] == ("True", "Accepted")
 
 
@@ -655,3 +655,36 @@ def test_a_route_without_rules_answers_500_everywhere(cpx_translate: Translate) 
     assert [(r["match"], r["directResponse"]) for r in envoy_routes(result)] == [
         ({"prefix": "/"}, {"status": 500})
     ]
+
+
+def test_filters_of_a_rule_s_only_backend_apply_to_the_rule(cpx_translate: Translate) -> None:
+    spec = """
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {value: /full}}]
+    backendRefs:
+    - name: v1
+      port: 8080
+      filters:
+      - type: URLRewrite
+        urlRewrite: {path: {type: ReplaceFullPath, replaceFullPath: /rewritten-full}}
+  - matches: [{path: {value: /redirect}}]
+    backendRefs:
+    - name: v1
+      port: 8080
+      filters:
+      - type: RequestRedirect
+        requestRedirect: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /other}}
+  - matches: [{path: {value: /two}}]
+    backendRefs:
+    - {name: v2, port: 8080}
+    - name: v1
+      port: 8080
+      filters: [{type: URLRewrite, urlRewrite: {hostname: x.example.com}}]
+"""
+    result = build(cpx_translate, route("r", spec))
+    by_path = {r["match"]["pathSeparatedPrefix"]: r for r in envoy_routes(result)}
+    assert by_path["/full"]["route"]["regexRewrite"]["substitution"] == "/rewritten-full"
+    assert by_path["/redirect"]["redirect"]["prefixRewrite"] == "/other"
+    assert "/two" not in by_path  # several backends: dropped, the route says why
+    assert conditions(parents(result, "r")[0])["PartiallyInvalid"] == ("True", "UnsupportedValue")
