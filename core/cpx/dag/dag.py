@@ -347,7 +347,7 @@ class DAG:
             walk = tuple([vhost._cluster_refs for vhost in vhosts])
         else:
             walk = tuple(tuple(vhost._clusters()) for vhost in vhosts)
-        tcp = tuple(listener.tcp_proxy.clusters for listener in self._tcp_listeners())
+        tcp = tuple(proxy.clusters for proxy in self._tcp_proxies())
         if tcp:
             walk += tcp
         if self._sealed:
@@ -382,8 +382,9 @@ class DAG:
             for listener in self.listeners.values()
         )
 
-    def _tcp_listeners(self) -> list[Listener]:
-        return [listener for listener in self.listeners.values() if listener.tcp_proxy is not None]
+    def _tcp_proxies(self) -> list[TCPProxy]:
+        """The TCP listeners' destinations (their clusters are in the walk after the hosts')."""
+        return [listener.tcp_proxy for listener in self.listeners.values() if listener.tcp_proxy is not None]
 
     def service_ports(self) -> set[ServicePort]:
         """Every Service port whose endpoints Envoy needs (EDS)."""
