@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, VirtualHost
+from cpx.dag.dot import to_dot
 from cpx.dag.nodes import (
     Cluster,
     CookieRewrite,
@@ -316,6 +317,7 @@ def test_tcp_listener_proxies_every_connection() -> None:
     dag.prune()
     assert list(dag.listeners) == ["tcp-9000"]
     assert {c.upstream.name for c in dag.clusters()} == {"a", "b"}  # CDS and EDS get them
+    assert "tcpproxy" in to_dot(dag)
     envoy_listener = translate(dag)["tcp-9000"]
     (chain,) = envoy_listener.filter_chains
     assert not chain.HasField("filter_chain_match") and not chain.HasField("transport_socket")
