@@ -2,7 +2,7 @@
 build (``cpx_translate``): the statuses each upstream test waits for, and the Envoy filter chains
 its traffic checks would go through.  The base set and each test's YAML are built as the suite
 applies them (``{GATEWAY_CLASS_NAME}`` = contour, each Gateway its own loopback address, the
-suite's TLS Secrets).  Traffic itself is checked in ``test_l4routes_e2e.py``.
+suite's TLS Secrets).  Traffic itself is checked in ``test_l4routes_upstream_e2e.py``.
 """
 
 from __future__ import annotations
@@ -13,18 +13,14 @@ from typing import Any
 
 import pytest
 import yaml
-from cpx.testing import Translation, make_tls_secret
+from cpx.testing import Translation
+
+from cpx_gatewayapi.l4testing import CONTROLLER_NAME, INFRA_NS, newer_tcproute, upstream_docs
+from cpx_gatewayapi.listeners import envoy_port
 
 Translate = Callable[..., Translation]
 MANIFESTS = Path(__file__).parent / "manifests"
-INFRA = "gateway-conformance-infra"
-CONTROLLER = "projectcontour.io/gateway-controller"
-CLASS: dict[str, Any] = {
-    "apiVersion": "gateway.networking.k8s.io/v1",
-    "kind": "GatewayClass",
-    "metadata": {"name": "contour"},
-    "spec": {"controllerName": CONTROLLER},
-}
+INFRA = INFRA_NS
 
 
 class Built:
@@ -35,7 +31,7 @@ class Built:
         [parent] = [
             p for p in self.result.status(kind, name, INFRA)["parents"] if p["parentRef"]["name"] == gateway
         ]
-        assert parent["controllerName"] == CONTROLLER
+        assert parent["controllerName"] == CONTROLLER_NAME
         return {c["type"]: (c["status"], c["reason"]) for c in parent["conditions"]}
 
     def listener(self, gateway: str, name: str) -> tuple[int, list[str], dict[str, tuple[str, str]]]:
@@ -51,10 +47,10 @@ class Built:
     def chains(self, gateway: str, port: int) -> dict[str, str]:
         """What Envoy proxies on a Gateway port: server name ("" for any connection) -> the backend
         Services (the DAG's TCP proxies, each of which Envoy has as a filter chain)."""
-        address, envoy_port = self.addresses[gateway], _envoy_port(port)
+        address, mapped = self.addresses[gateway], envoy_port(port)
         found: dict[str, str] = {}
         for listener in self.result.dag.listeners.values():
-            if (listener.address, listener.port) != (address, envoy_port):
+            if (listener.address, listener.port) != (address, mapped):
                 continue
             proxies = {"": listener.tcp_proxy} if listener.tcp_proxy is not None else {}
             proxies.update(
@@ -69,31 +65,10 @@ class Built:
         return found
 
 
-def _envoy_port(port: int) -> int:
-    mapped = port + 8000
-    mapped = mapped - 65535 if mapped > 65535 else mapped
-    return mapped + 1023 if mapped <= 1023 else mapped
-
-
-def _load(name: str) -> list[dict[str, Any]]:
-    text = (MANIFESTS / name).read_text().replace("{GATEWAY_CLASS_NAME}", "contour")
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
 @pytest.fixture
-def upstream(cpx_translate: Translate) -> Callable[..., Built]:
+def l4_build(cpx_translate: Translate) -> Callable[..., Built]:
     def build(manifest: str, *extra: dict[str, Any]) -> Built:
-        secrets = [
-            make_tls_secret(INFRA, "tls-passthrough-checks-certificate", ["abc.example.com"])[0],
-            make_tls_secret(INFRA, "tls-terminate-checks-certificate", ["tls.example.com"])[0],
-        ]
-        docs = [CLASS, *_load("base.yaml"), *secrets, *_load(manifest), *extra]
-        addresses: dict[str, str] = {}
-        for doc in docs:
-            if doc["kind"] == "Gateway":
-                address = f"127.0.0.{len(addresses) + 10}"
-                doc["spec"]["addresses"] = [{"type": "IPAddress", "value": address}]
-                addresses[doc["metadata"]["name"]] = address
+        docs, addresses = upstream_docs(MANIFESTS, manifest, *extra)
         return Built(cpx_translate(yaml.safe_dump_all(docs), ["gatewayapi"]), addresses)
 
     return build
@@ -102,14 +77,14 @@ def upstream(cpx_translate: Translate) -> Callable[..., Built]:
 ACCEPTED = {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("True", "ResolvedRefs")}
 
 
-def test_tlsroute_simple_same_namespace(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-simple-same-namespace.yaml")
+def test_tlsroute_simple_same_namespace(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-simple-same-namespace.yaml")
     assert built.conditions("TLSRoute", "gateway-conformance-infra-test", "gateway-tlsroute") == ACCEPTED
     assert built.chains("gateway-tlsroute", 443) == {"abc.example.com": "tcp-backend"}
 
 
-def test_tlsroute_hostname_intersection(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-hostname-intersection.yaml")
+def test_tlsroute_hostname_intersection(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-hostname-intersection.yaml")
     expected = {
         "gw-tlsroute-exact-hostname-x-1": {"abc.example.com": "tls-backend"},
         "gw-tlsroute-more-specific-wc-hostname-x-2": {
@@ -153,9 +128,9 @@ def test_tlsroute_hostname_intersection(upstream: Callable[..., Built]) -> None:
     ],
 )
 def test_tlsroute_invalid_backends(
-    upstream: Callable[..., Built], manifest: str, route: str, gateway: str, reason: str
+    l4_build: Callable[..., Built], manifest: str, route: str, gateway: str, reason: str
 ) -> None:
-    built = upstream(manifest)
+    built = l4_build(manifest)
     assert built.conditions("TLSRoute", route, gateway) == {
         "Accepted": ("True", "Accepted"),
         "ResolvedRefs": ("False", reason),
@@ -163,8 +138,8 @@ def test_tlsroute_invalid_backends(
     assert built.chains(gateway, 443) == {}  # connections rejected
 
 
-def test_tlsroute_invalid_no_matching_listener_hostname(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-invalid-no-matching-listener-hostname.yaml")
+def test_tlsroute_invalid_no_matching_listener_hostname(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-invalid-no-matching-listener-hostname.yaml")
     for route, gateway in (
         ("tlsroute-hostname-mismatch-1", "gateway-tls-exact-hostname"),
         ("tlsroute-hostname-mismatch-2", "gateway-tls-wildcard-hostname"),
@@ -176,8 +151,8 @@ def test_tlsroute_invalid_no_matching_listener_hostname(upstream: Callable[..., 
         assert built.listener(gateway, "tls")[0] == 0
 
 
-def test_tlsroute_invalid_no_matching_listener(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-invalid-no-matching-listener.yaml")
+def test_tlsroute_invalid_no_matching_listener(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-invalid-no-matching-listener.yaml")
     for route, gateway, reason in (
         ("tlsroute-not-allowed-protocol-http", "gateway-tlsroute-http-only", "NotAllowedByListeners"),
         ("tlsroute-not-allowed-protocol-https", "gateway-tlsroute-https-only", "NotAllowedByListeners"),
@@ -188,19 +163,19 @@ def test_tlsroute_invalid_no_matching_listener(upstream: Callable[..., Built]) -
     assert built.listener("gateway-tlsroute-https-only", "https")[0] == 0
 
 
-def test_tlsroute_listener_supported_kinds(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-listener-passthrough-supported-kinds.yaml")
+def test_tlsroute_listener_supported_kinds(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-listener-passthrough-supported-kinds.yaml")
     attached, kinds, conditions = built.listener(
         "gateway-tlsroute-passthrough-supported-kind", "tls-passthrough"
     )
     assert (attached, kinds, conditions["ResolvedRefs"]) == (0, ["TLSRoute"], ("False", "InvalidRouteKinds"))
-    built = upstream("tlsroute-listener-terminate-supported-kinds.yaml")
+    built = l4_build("tlsroute-listener-terminate-supported-kinds.yaml")
     attached, kinds, conditions = built.listener("gateway-tlsroute-terminate-supported", "tls-terminate")
     assert (attached, kinds, conditions["Accepted"]) == (0, ["TLSRoute"], ("True", "Accepted"))
 
 
-def test_tlsroute_terminate_simple_same_namespace(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-terminate-simple-same-namespace.yaml")
+def test_tlsroute_terminate_simple_same_namespace(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-terminate-simple-same-namespace.yaml")
     assert built.conditions("TLSRoute", "tlsroute-terminated-test", "gateway-tlsroute-terminate") == ACCEPTED
     assert built.listener("gateway-tlsroute-terminate", "tlsterminate")[2]["Programmed"] == (
         "True",
@@ -209,8 +184,8 @@ def test_tlsroute_terminate_simple_same_namespace(upstream: Callable[..., Built]
     assert built.chains("gateway-tlsroute-terminate", 8443) == {"tls.example.com": "tcp-backend"}
 
 
-def test_tlsroute_mixed_termination_same_namespace(upstream: Callable[..., Built]) -> None:
-    built = upstream("tlsroute-mixed-termination-same-namespace.yaml")
+def test_tlsroute_mixed_termination_same_namespace(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tlsroute-mixed-termination-same-namespace.yaml")
     gateway = "gateway-tlsroute-mixed-termination"
     for route in ("gateway-conformance-mixed-passthroughroute", "gateway-conformance-mixed-terminateroute"):
         assert built.conditions("TLSRoute", route, gateway) == ACCEPTED
@@ -237,9 +212,9 @@ def test_tlsroute_mixed_termination_same_namespace(upstream: Callable[..., Built
     ],
 )
 def test_tcproute_invalid_backends(
-    upstream: Callable[..., Built], manifest: str, route: str, gateway: str, reason: str
+    l4_build: Callable[..., Built], manifest: str, route: str, gateway: str, reason: str
 ) -> None:
-    built = upstream(manifest)
+    built = l4_build(manifest)
     assert built.conditions("TCPRoute", route, gateway) == {
         "Accepted": ("True", "Accepted"),
         "ResolvedRefs": ("False", reason),
@@ -247,8 +222,8 @@ def test_tcproute_invalid_backends(
     assert not any(li["name"].startswith("tcp-") for li in built.result.envoy_json()["listeners"])
 
 
-def test_tcproute_invalid_non_tcp_listener(upstream: Callable[..., Built]) -> None:
-    built = upstream("tcproute-invalid-non-tcp-listener.yaml")
+def test_tcproute_invalid_non_tcp_listener(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tcproute-invalid-non-tcp-listener.yaml")
     gateway = "tcp-mixed-protocol-gateway"
     assert built.conditions("TCPRoute", "tcp-route", gateway)["Accepted"] == (
         "False",
@@ -257,23 +232,10 @@ def test_tcproute_invalid_non_tcp_listener(upstream: Callable[..., Built]) -> No
     assert built.listener(gateway, "only-allow-http-routes")[0] == 0
 
 
-def test_tcproute_multiple_routes_attachment(upstream: Callable[..., Built]) -> None:
+def test_tcproute_multiple_routes_attachment(l4_build: Callable[..., Built]) -> None:
     gateway = "tcp-multi-route-attach-gateway"
-    # The upstream test adds the newer route once the older one is Accepted.
-    newer = {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "TCPRoute",
-        "metadata": {
-            "name": "tcproute-attach-newer",
-            "namespace": INFRA,
-            "creationTimestamp": "2999-01-01T00:00:00Z",
-        },
-        "spec": {
-            "parentRefs": [{"name": gateway, "sectionName": "tcp"}],
-            "rules": [{"backendRefs": [{"name": "tcp-attach-backend-2", "port": 3000}]}],
-        },
-    }
-    built = upstream("tcproute-multiple-routes-attachment.yaml", newer)
+    newer = newer_tcproute(gateway, "tcp-attach-backend-2")  # added once the older one is Accepted
+    built = l4_build("tcproute-multiple-routes-attachment.yaml", newer)
     for route in ("tcproute-attach-older", "tcproute-attach-newer"):
         assert built.conditions("TCPRoute", route, gateway) == ACCEPTED
     attached, kinds, conditions = built.listener(gateway, "tcp")
@@ -281,8 +243,8 @@ def test_tcproute_multiple_routes_attachment(upstream: Callable[..., Built]) -> 
     assert built.chains(gateway, 9310) == {"": "tcp-attach-backend-1"}  # only the older one's
 
 
-def test_tcproute_parentref_attach_all(upstream: Callable[..., Built]) -> None:
-    built = upstream("tcproute-parentref-attach-all.yaml")
+def test_tcproute_parentref_attach_all(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tcproute-parentref-attach-all.yaml")
     gateway = "tcp-attach-all-gateway"
     assert built.conditions("TCPRoute", "tcp-route-attach-all", gateway) == ACCEPTED
     for name, port in (("one", 9310), ("two", 9311), ("three", 9312), ("four", 9313)):
@@ -290,8 +252,8 @@ def test_tcproute_parentref_attach_all(upstream: Callable[..., Built]) -> None:
         assert built.chains(gateway, port) == {"": "tcp-echo-attach-all"}
 
 
-def test_tcproute_parentref_port_and_section_name(upstream: Callable[..., Built]) -> None:
-    built = upstream("tcproute-parentref-port-and-section-name.yaml")
+def test_tcproute_parentref_port_and_section_name(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tcproute-parentref-port-and-section-name.yaml")
     gateway = "tcp-multi-listener-gateway"
     for route in ("tcp-route-by-port", "tcp-route-by-section", "tcp-route-by-section-and-port"):
         assert built.conditions("TCPRoute", route, gateway) == ACCEPTED
@@ -299,15 +261,15 @@ def test_tcproute_parentref_port_and_section_name(upstream: Callable[..., Built]
         assert built.chains(gateway, port) == {"": backend}
 
 
-def test_tcproute_reference_grant(upstream: Callable[..., Built]) -> None:
-    built = upstream("tcproute-reference-grant.yaml")
+def test_tcproute_reference_grant(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tcproute-reference-grant.yaml")
     gateway = "tcp-reference-grant-gateway"
     assert built.conditions("TCPRoute", "tcp-reference-grant", gateway) == ACCEPTED
     assert built.chains(gateway, 9320) == {"": "tcp-reference-grant-backend"}
 
 
-def test_tcproute_weighted_routing(upstream: Callable[..., Built]) -> None:
-    built = upstream("tcproute-weighted-routing.yaml")
+def test_tcproute_weighted_routing(l4_build: Callable[..., Built]) -> None:
+    built = l4_build("tcproute-weighted-routing.yaml")
     gateway = "tcp-weighted-gateway"
     assert built.conditions("TCPRoute", "tcp-weighted-route", gateway) == ACCEPTED
     assert built.chains(gateway, 9300) == {"": "tcp-backend-v1,tcp-backend-v2"}  # weight 0 left out

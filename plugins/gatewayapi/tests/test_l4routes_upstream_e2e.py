@@ -4,7 +4,7 @@ and a real Envoy, on the vendored upstream manifests (``manifests/``).
 As the suite would in a cluster: the base set and the test's YAML with ``{GATEWAY_CLASS_NAME}`` =
 contour, each Gateway on its own loopback address (Envoy on listener port + 8000), the suite's TLS
 Secrets (from the test CA), and the echo "pods" behind the Services: the echo-basic TCP server
-(:mod:`cpx_gatewayapi.tcpecho`) for ``tcp-*`` Services, an HTTPS echo for ``tls-backend*``.  The
+(:mod:`cpx_gatewayapi.l4testing`) for ``tcp-*`` Services, an HTTPS echo for ``tls-backend*``.  The
 checks are upstream's: ``conformance/utils/tcp`` (welcome, ``IS_TLS``, ``TEST`` names the pod and
 the SNI it saw), ``conformance/utils/tls`` (HTTPS answered by the expected backend, an unknown SNI
 refused), ``conformance/utils/weight`` (shares within 5 points).  The statuses each test waits for
@@ -29,39 +29,28 @@ from cpx.testing import (
     EchoServer,
     client_tls_context,
     default_ca,
+    endpoint_slice,
     eventually,
     issue_cert,
-    make_tls_secret,
     request,
 )
-from cpx.testing.cpxproc import endpoint_slice
 
-from cpx_gatewayapi.tcpecho import WELCOME, TCPEcho
+from cpx_gatewayapi.l4testing import (
+    INFRA_NS,
+    PASSTHROUGH_HOST,
+    TERMINATE_HOST,
+    WELCOME,
+    TCPEcho,
+    newer_tcproute,
+    upstream_docs,
+)
+from cpx_gatewayapi.listeners import envoy_port
 
 pytestmark = pytest.mark.e2e
 
 MANIFESTS = Path(__file__).parent / "manifests"
-INFRA = "gateway-conformance-infra"
-CLASS: dict[str, Any] = {
-    "apiVersion": "gateway.networking.k8s.io/v1",
-    "kind": "GatewayClass",
-    "metadata": {"name": "contour"},
-    "spec": {"controllerName": "projectcontour.io/gateway-controller"},
-}
+INFRA = INFRA_NS
 FIRST_ADDRESS = 150  # 127.0.0.150 and up: away from the other e2e tests' Gateways
-PASSTHROUGH_HOST = "abc.example.com"  # the backends' certificate (tls-passthrough-checks-certificate)
-TERMINATE_HOST = "tls.example.com"  # Envoy's (tls-terminate-checks-certificate)
-
-
-def _envoy_port(port: int) -> int:
-    mapped = port + 8000
-    mapped = mapped - 65535 if mapped > 65535 else mapped
-    return mapped + 1023 if mapped <= 1023 else mapped
-
-
-def _load(name: str) -> list[dict[str, Any]]:
-    text = (MANIFESTS / name).read_text().replace("{GATEWAY_CLASS_NAME}", "contour")
-    return [doc for doc in yaml.safe_load_all(text) if doc]
 
 
 @attrs.define
@@ -74,7 +63,7 @@ class Upstream:
     ca_pem: str
 
     def address(self, gateway: str, port: int) -> tuple[str, int]:
-        return self.addresses[gateway], _envoy_port(port)
+        return self.addresses[gateway], envoy_port(port)
 
     def tcp_test(self, gateway: str, port: int, sni: str | None = None) -> dict[str, Any]:
         """Upstream's TCP exchange (TLS with ``sni``): the echo's ``TEST`` answer."""
@@ -146,26 +135,14 @@ def _three_in_a_row(check: Callable[[], None]) -> None:
 
 
 @pytest.fixture
-def upstream(cpx_envoy: Callable[..., Any]) -> Iterator[Callable[..., Upstream]]:
+def l4_served(cpx_envoy: Callable[..., Any]) -> Iterator[Callable[..., Upstream]]:
     stack = contextlib.ExitStack()
     pair = issue_cert([PASSTHROUGH_HOST])
 
     def serve(manifest: str, *extra: dict[str, Any]) -> Upstream:
-        docs = [CLASS, *_load("base.yaml"), *_load(manifest), *extra]
-        docs += [
-            make_tls_secret(INFRA, "tls-passthrough-checks-certificate", [PASSTHROUGH_HOST])[0],
-            make_tls_secret(INFRA, "tls-terminate-checks-certificate", [TERMINATE_HOST])[0],
-        ]
-        addresses: dict[str, str] = {}
-        slices = []
-        for doc in docs:
-            meta = doc["metadata"]
-            if doc["kind"] == "Gateway":
-                addresses[meta["name"]] = address = f"127.0.0.{FIRST_ADDRESS + len(addresses)}"
-                doc["spec"]["addresses"] = [{"type": "IPAddress", "value": address}]
-            elif doc["kind"] == "Service":
-                slices += _echo_pods(stack, doc, (pair.cert_pem, pair.key_pem))
-        docs += slices
+        docs, addresses = upstream_docs(MANIFESTS, manifest, *extra, first_address=FIRST_ADDRESS)
+        for doc in [d for d in docs if d["kind"] == "Service"]:
+            docs += _echo_pods(stack, doc, (pair.cert_pem, pair.key_pem))
         served = cpx_envoy(yaml.safe_dump_all(docs), plugins=["gatewayapi"])
         return Upstream(served, docs, addresses, default_ca().cert_pem.decode())
 
@@ -203,25 +180,25 @@ def _echo_pods(
 # -- TLSRoute ----------------------------------------------------------------------------------------
 
 
-def test_tlsroute_simple_same_namespace(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tlsroute-simple-same-namespace.yaml")
+def test_tlsroute_simple_same_namespace(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tlsroute-simple-same-namespace.yaml")
     up.expect_tcp("gateway-tlsroute", 443, "tcp-backend", sni=PASSTHROUGH_HOST, backend_tls=True)
 
 
-def test_tlsroute_terminate_simple_same_namespace(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tlsroute-terminate-simple-same-namespace.yaml")
+def test_tlsroute_terminate_simple_same_namespace(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tlsroute-terminate-simple-same-namespace.yaml")
     up.expect_tcp("gateway-tlsroute-terminate", 8443, "tcp-backend", sni=TERMINATE_HOST)
 
 
-def test_tlsroute_mixed_termination_same_namespace(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tlsroute-mixed-termination-same-namespace.yaml")
+def test_tlsroute_mixed_termination_same_namespace(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tlsroute-mixed-termination-same-namespace.yaml")
     gateway = "gateway-tlsroute-mixed-termination"
     up.expect_tcp(gateway, 8883, "tcp-backend", sni=TERMINATE_HOST)  # Envoy terminates, plain to :3000
     up.expect_tcp(gateway, 8883, "tcp-backend", sni=PASSTHROUGH_HOST, backend_tls=True)  # :8443 terminates
 
 
-def test_tlsroute_hostname_intersection(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tlsroute-hostname-intersection.yaml")
+def test_tlsroute_hostname_intersection(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tlsroute-hostname-intersection.yaml")
     expected = {
         "gw-tlsroute-exact-hostname-x-1": {PASSTHROUGH_HOST: "tls-backend"},
         "gw-tlsroute-more-specific-wc-hostname-x-2": {
@@ -283,50 +260,38 @@ def _backend_unverified(up: Upstream, gateway: str, sni: str) -> str:
     ],
 )
 def test_tlsroute_invalid_backends_refuse_connections(
-    upstream: Callable[..., Upstream], manifest: str, gateway: str
+    l4_served: Callable[..., Upstream], manifest: str, gateway: str
 ) -> None:
-    up = upstream(manifest)
+    up = l4_served(manifest)
     up.expect_refused(gateway, 443, PASSTHROUGH_HOST)
 
 
 # -- TCPRoute ----------------------------------------------------------------------------------------
 
 
-def test_tcproute_multiple_routes_attachment(upstream: Callable[..., Upstream]) -> None:
+def test_tcproute_multiple_routes_attachment(l4_served: Callable[..., Upstream]) -> None:
     gateway = "tcp-multi-route-attach-gateway"
-    newer = {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "TCPRoute",
-        "metadata": {
-            "name": "tcproute-attach-newer",
-            "namespace": INFRA,
-            "creationTimestamp": "2999-01-01T00:00:00Z",
-        },
-        "spec": {
-            "parentRefs": [{"name": gateway, "sectionName": "tcp"}],
-            "rules": [{"backendRefs": [{"name": "tcp-attach-backend-2", "port": 3000}]}],
-        },
-    }
-    up = upstream("tcproute-multiple-routes-attachment.yaml", newer)
+    newer = newer_tcproute(gateway, "tcp-attach-backend-2")  # added once the older one is Accepted
+    up = l4_served("tcproute-multiple-routes-attachment.yaml", newer)
     up.expect_tcp(gateway, 9310, "tcp-attach-backend-1")
     pods = Counter(up.tcp_test(gateway, 9310)["pod"].rsplit("-", 2)[0] for _ in range(20))
     assert pods == {"tcp-attach-backend-1": 20}  # never the newer route's backend
 
 
-def test_tcproute_parentref_attach_all(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tcproute-parentref-attach-all.yaml")
+def test_tcproute_parentref_attach_all(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tcproute-parentref-attach-all.yaml")
     for port in (9310, 9311, 9312, 9313):
         up.expect_tcp("tcp-attach-all-gateway", port, "tcp-echo-attach-all")
 
 
-def test_tcproute_parentref_port_and_section_name(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tcproute-parentref-port-and-section-name.yaml")
+def test_tcproute_parentref_port_and_section_name(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tcproute-parentref-port-and-section-name.yaml")
     for port, backend in ((9300, "tcp-echo-one"), (9301, "tcp-echo-two"), (9302, "tcp-echo-three")):
         up.expect_tcp("tcp-multi-listener-gateway", port, backend)
 
 
-def test_tcproute_reference_grant(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tcproute-reference-grant.yaml")
+def test_tcproute_reference_grant(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tcproute-reference-grant.yaml")
     gateway = "tcp-reference-grant-gateway"
     # The backend lives in another namespace, which a ReferenceGrant there lets the route use.
     up.expect_tcp(gateway, 9320, "tcp-reference-grant-backend", namespace="gateway-conformance-web-backend")
@@ -335,8 +300,8 @@ def test_tcproute_reference_grant(upstream: Callable[..., Upstream]) -> None:
     up.expect_refused(gateway, 9320)
 
 
-def test_tcproute_weighted_routing(upstream: Callable[..., Upstream]) -> None:
-    up = upstream("tcproute-weighted-routing.yaml")
+def test_tcproute_weighted_routing(l4_served: Callable[..., Upstream]) -> None:
+    up = l4_served("tcproute-weighted-routing.yaml")
     gateway = "tcp-weighted-gateway"
     eventually(lambda: up.tcp_test(gateway, 9300), 20.0)
     expected = {"tcp-backend-v1": 0.7, "tcp-backend-v2": 0.3}

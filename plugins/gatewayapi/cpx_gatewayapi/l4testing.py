@@ -1,4 +1,5 @@
-"""The conformance suite's TCP echo backend, for tests without a cluster.
+"""Test support for TLSRoutes and TCPRoutes without a cluster: the upstream conformance manifests as
+the suite applies them (:func:`upstream_docs`), and the suite's TCP echo backend (:class:`TCPEcho`).
 
 Upstream's ``echo-basic`` image in TCP mode (``gateway-api-conformance-images``
 ``echo-basic/tcpserver``) greets every connection with :data:`WELCOME`, then answers lines:
@@ -16,9 +17,69 @@ import socket
 import socketserver
 import ssl
 import threading
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import yaml
+
 WELCOME = b"Gateway API Test TCP Server\n"
+INFRA_NS = "gateway-conformance-infra"
+CONTROLLER_NAME = "projectcontour.io/gateway-controller"
+PASSTHROUGH_HOST = "abc.example.com"  # tls-passthrough-checks-certificate (the backends')
+TERMINATE_HOST = "tls.example.com"  # tls-terminate-checks-certificate (Envoy's)
+
+
+def upstream_docs(
+    manifests: Path, name: str, *extra: Mapping[str, Any], first_address: int = 10
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The GatewayClass ``contour``, the base set, the suite's TLS Secrets (from the test CA), the
+    test's YAML (``{GATEWAY_CLASS_NAME}`` substituted) and ``extra``; each Gateway on its own
+    loopback address from ``127.0.0.<first_address>`` on.  Returns them and the addresses by
+    Gateway name."""
+    from cpx.testing import make_tls_secret  # noqa: PLC0415 (test material, loaded only here)
+
+    gateway_class = {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "GatewayClass",
+        "metadata": {"name": "contour"},
+        "spec": {"controllerName": CONTROLLER_NAME},
+    }
+    secrets = [
+        make_tls_secret(INFRA_NS, "tls-passthrough-checks-certificate", [PASSTHROUGH_HOST])[0],
+        make_tls_secret(INFRA_NS, "tls-terminate-checks-certificate", [TERMINATE_HOST])[0],
+    ]
+    docs = [gateway_class, *_load(manifests / "base.yaml"), *secrets, *_load(manifests / name)]
+    docs += [dict(doc) for doc in extra]
+    addresses: dict[str, str] = {}
+    for doc in docs:
+        if doc["kind"] == "Gateway":
+            address = f"127.0.0.{first_address + len(addresses)}"
+            doc["spec"]["addresses"] = [{"type": "IPAddress", "value": address}]
+            addresses[doc["metadata"]["name"]] = address
+    return docs, addresses
+
+
+def _load(path: Path) -> list[dict[str, Any]]:
+    text = path.read_text().replace("{GATEWAY_CLASS_NAME}", "contour")
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def newer_tcproute(gateway: str, backend: str) -> dict[str, Any]:
+    """The TCPRoute TCPRouteMultipleRoutesAttachment adds once the older one is Accepted."""
+    return {
+        "apiVersion": "gateway.networking.k8s.io/v1",
+        "kind": "TCPRoute",
+        "metadata": {
+            "name": "tcproute-attach-newer",
+            "namespace": INFRA_NS,
+            "creationTimestamp": "2999-01-01T00:00:00Z",
+        },
+        "spec": {
+            "parentRefs": [{"name": gateway, "sectionName": "tcp"}],
+            "rules": [{"backendRefs": [{"name": backend, "port": 3000}]}],
+        },
+    }
 
 
 class _Handler(socketserver.StreamRequestHandler):
