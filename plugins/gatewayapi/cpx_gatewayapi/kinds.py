@@ -6,7 +6,9 @@ from cpx import GroupVersionKind
 
 GROUP = "gateway.networking.k8s.io"
 
-GATEWAY_CLASS = GroupVersionKind(group=GROUP, version="v1", kind="GatewayClass", plural="gatewayclasses")
+GATEWAY_CLASS = GroupVersionKind(
+    group=GROUP, version="v1", kind="GatewayClass", plural="gatewayclasses", namespaced=False
+)
 GATEWAY = GroupVersionKind(group=GROUP, version="v1", kind="Gateway", plural="gateways")
 HTTPROUTE = GroupVersionKind(group=GROUP, version="v1", kind="HTTPRoute", plural="httproutes")
 # TLSRoute and TCPRoute: v1 in the standard channel since v1.5 / v1.6 (what the watches ask the API

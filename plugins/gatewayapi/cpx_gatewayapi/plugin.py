@@ -77,7 +77,9 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 @hookimpl
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="gatewayclass", gvk=GATEWAY_CLASS, merge=status.merge_gateway_class)
-    yield StatusWriterSpec(name="gateway", gvk=GATEWAY, merge=status.merge_gateway)
+    yield StatusWriterSpec(
+        name="gateway", gvk=GATEWAY, merge=status.merge_gateway, load_balancer=status.envoy_load_balancer
+    )
     route_merge = status.route_merge(_configured["controller_name"])
     yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
     yield StatusWriterSpec(name="tlsroute", gvk=TLSROUTE, merge=route_merge)
