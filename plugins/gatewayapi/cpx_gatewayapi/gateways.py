@@ -275,17 +275,6 @@ class _GatewayResolver:
                 refs = resolved_refs if not resolved_refs.ok else Verdict(False, found.reason, found.message)
                 return None, Verdict(False, "Invalid", found.message), refs
             secret = found
-        if protocol in (ls.TLS, ls.TCP):
-            route_kind = "TLSRoute" if protocol == ls.TLS else "TCPRoute"
-            return (
-                secret,
-                Verdict(
-                    False,
-                    "Invalid",
-                    f"{protocol} listeners are not served yet ({route_kind} is not supported)",
-                ),
-                resolved_refs,
-            )
         return secret, _LISTENER_PROGRAMMED, resolved_refs
 
     def _dag_listener(self, listener: GatewayListener, family: str) -> str:

@@ -16,7 +16,7 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import grants, grpcschema, routeschema, schema, status
+from cpx_gatewayapi import grants, grpcschema, l4schema, routeschema, schema, status
 from cpx_gatewayapi.gateway_tls import secret_reference
 from cpx_gatewayapi.kinds import (
     DEFAULT_CONTROLLER_NAME,
@@ -26,6 +26,8 @@ from cpx_gatewayapi.kinds import (
     GRPCROUTE,
     HTTPROUTE,
     REFERENCE_GRANT,
+    TCPROUTE,
+    TLSROUTE,
 )
 from cpx_gatewayapi.processor import GatewayAPIProcessor
 from cpx_gatewayapi.settings import CONTROLLER_NAME_OPTION, Settings
@@ -53,6 +55,8 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=HTTPROUTE, validate=routeschema.validate_httproute)
     yield WatchSpec(gvk=GRPCROUTE, validate=grpcschema.validate_grpcroute)
     yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
+    yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
+    yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
 
 
 @hookimpl
@@ -65,7 +69,8 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # that is not loaded is ignored.
         after=("listeners", "ingress", "httpproxy"),
         description=(
-            "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, ReferenceGrants"
+            "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, "
+            "TCPRoutes, ReferenceGrants"
         ),
         accessors_only=True,
     )
@@ -80,6 +85,8 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     route_merge = status.route_merge(_configured["controller_name"])
     yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
     yield StatusWriterSpec(name="grpcroute", gvk=GRPCROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tlsroute", gvk=TLSROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tcproute", gvk=TCPROUTE, merge=route_merge)
 
 
 @hookimpl

@@ -14,7 +14,7 @@ import attrs
 from cpx import Config, ObjectKey, SourceView
 from cpx.dag import DAG
 
-from cpx_gatewayapi import gateways, grpcroutes, httproutes
+from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.model import Attachments
@@ -36,6 +36,7 @@ class GatewayAPIProcessor:
         attachments = Attachments()
         httproutes.apply(dag, source, resolution, attachments, self.settings)
         grpcroutes.apply(dag, source, resolution, attachments, self.settings)
+        l4routes.apply(dag, source, resolution, attachments, self.settings)
         gateways.report(dag, source, resolution, attachments, self.settings)
         self._stabilize(dag)
 
