@@ -8,11 +8,15 @@ same address and port share one Envoy listener.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
-from cpx import Config, SourceView
+from cpx import Config, ObjectKey, SourceView
 from cpx.dag import DAG
 
-from cpx_gatewayapi import gateways, httproutes
+from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
+from cpx_gatewayapi.conditions import stabilize
+from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.model import Attachments
 from cpx_gatewayapi.settings import Settings
 
@@ -20,6 +24,8 @@ from cpx_gatewayapi.settings import Settings
 @attrs.define
 class GatewayAPIProcessor:
     settings: Settings
+    # The statuses of the last build, by object: their transition times carry over (stabilize).
+    _statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     @classmethod
     def from_config(cls, config: Config) -> GatewayAPIProcessor:
@@ -29,4 +35,16 @@ class GatewayAPIProcessor:
         resolution = gateways.resolve(dag, source, self.settings)
         attachments = Attachments()
         httproutes.apply(dag, source, resolution, attachments, self.settings)
+        grpcroutes.apply(dag, source, resolution, attachments, self.settings)
+        l4routes.apply(dag, source, resolution, attachments, self.settings)
         gateways.report(dag, source, resolution, attachments, self.settings)
+        self._stabilize(dag)
+
+    def _stabilize(self, dag: DAG) -> None:
+        last, self._statuses = self._statuses, {}
+        for key, computed in dag.statuses.items():
+            if key.group == GROUP:
+                stable = stabilize(computed, last.get(key))
+                if stable is not computed:
+                    dag.set_status(key, stable)
+                self._statuses[key] = dag.statuses[key]
