@@ -168,12 +168,12 @@ class RouteMemo:
         """Bring the memo up to date with ``source`` and put its result into ``dag``, the
         statuses and ``attachments``."""
         try:
-            self._build(dag, source, gvk, inputs, make_plan, attachments)
+            self._update(dag, source, gvk, inputs, make_plan, attachments)
         except BaseException:
             self.reset()  # a half-applied update must not leak into the next build
             raise
 
-    def _build(
+    def _update(
         self,
         dag: DAG,
         source: SourceView,

@@ -22,8 +22,6 @@ from cpx.testing import PluginHost, SnapshotHandler
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cpx_httpproxy import testing as hp
-
 NAMESPACES = ("a", "b")
 GATEWAYS = {"g1": "127.0.0.11", "g2": "127.0.0.12", "shared": None}  # None: the core's address
 ROUTE_NAMES = ("r1", "r2", "r3", "r4")
@@ -127,8 +125,9 @@ def namespace_objects(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 @st.composite
 def proxies(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
-    route = hp.route(hp.prefix(draw(st.sampled_from(PATHS))), services=[hp.service("s1", 80)])
-    return "a", "proxy", hp.root("proxy", draw(st.sampled_from(HOSTNAMES[:2])), route, namespace="a")
+    route = {"conditions": [{"prefix": draw(st.sampled_from(PATHS))}], "services": [{"name": "s1", "port": 80}]}
+    spec = {"virtualhost": {"fqdn": draw(st.sampled_from(HOSTNAMES[:2]))}, "routes": [route]}
+    return "a", "proxy", {"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {}, "spec": spec}
 
 
 # (delete?, (namespace, name, object)), or None: the end of a batch (rebuild and compare).
