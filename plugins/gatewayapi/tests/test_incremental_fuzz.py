@@ -125,9 +125,11 @@ def namespace_objects(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 @st.composite
 def proxies(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
-    route = {"conditions": [{"prefix": draw(st.sampled_from(PATHS))}], "services": [{"name": "s1", "port": 80}]}
+    prefix = draw(st.sampled_from(PATHS))
+    route = {"conditions": [{"prefix": prefix}], "services": [{"name": "s1", "port": 80}]}
     spec = {"virtualhost": {"fqdn": draw(st.sampled_from(HOSTNAMES[:2]))}, "routes": [route]}
-    return "a", "proxy", {"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {}, "spec": spec}
+    obj = {"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": {}, "spec": spec}
+    return "a", "proxy", obj
 
 
 # (delete?, (namespace, name, object)), or None: the end of a batch (rebuild and compare).
