@@ -207,8 +207,7 @@ class RouteMemo:
         self.contested = contested
         for key in rerender:
             self._render(key)
-        for key, computed in self.statuses.items():
-            dag.set_status(key, computed)
+        dag.statuses.update(self.statuses)  # in bulk, as dag.set_status would one by one
         for counted, number in self.counts.items():
             attachments.counts[counted] = attachments.counts.get(counted, 0) + number
         # What the kept plans read is what this build depends on, planned again or not.
