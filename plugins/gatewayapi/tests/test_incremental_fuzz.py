@@ -1,9 +1,10 @@
 """Property test of incremental Gateway API translation through the whole pipeline.
 
 A long-lived :class:`~cpx.snapshot.SnapshotHandler` (gatewayapi and httpproxy plugins) is fed random
-sequences of Gateway, HTTPRoute, Service, ReferenceGrant, Namespace and HTTPProxy changes over a
-small universe of names: routes sharing hosts (conflicting matches, precedence by age), several
-Gateways and listeners (hostnames, allowedRoutes by namespace label), cross-namespace backends with
+sequences of Gateway, HTTPRoute, Service, Secret, ReferenceGrant, Namespace and HTTPProxy changes
+over a small universe of names: routes sharing hosts (conflicting matches, precedence by age),
+several Gateways and listeners (HTTP and HTTPS with missing, invalid or valid certificates,
+hostnames, allowedRoutes by namespace label), cross-namespace backends with
 and without grants, Services coming and going, and a Gateway on the core's listener whose hosts an
 HTTPProxy may serve too.  After every batch its snapshot and statuses must equal those of a fresh
 pipeline built from the same objects: any difference is a stale memoised plan or host.  Status
@@ -14,11 +15,13 @@ earlier time).
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 from typing import Any
 
+import pytest
 from cpx import Config, KubeObject, ObjectKey
-from cpx.testing import PluginHost, SnapshotHandler
+from cpx.testing import PluginHost, SnapshotHandler, make_tls_secret
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +29,7 @@ NAMESPACES = ("a", "b")
 GATEWAYS = {"g1": "127.0.0.11", "g2": "127.0.0.12", "shared": None}  # None: the core's address
 ROUTE_NAMES = ("r1", "r2", "r3", "r4")
 SERVICE_NAMES = ("s1", "s2")
+SECRET_NAMES = ("t1", "t2")
 HOSTNAMES = ("foo.example.com", "bar.example.com", "*.example.com")
 PATHS = ("/", "/api")
 GROUP = "gateway.networking.k8s.io"
@@ -36,6 +40,13 @@ CLASS = {
     "spec": {"controllerName": "projectcontour.io/gateway-controller"},
 }
 
+
+@functools.cache
+def tls_material() -> dict[str, Any]:
+    """One valid TLS Secret (issuing certificates is slow: once per process)."""
+    return make_tls_secret("x", "x", ["foo.example.com", "bar.example.com"])[0]
+
+
 namespaces = st.sampled_from(NAMESPACES)
 rare = st.integers(0, 9).map(lambda n: n == 7)
 
@@ -43,6 +54,10 @@ rare = st.integers(0, 9).map(lambda n: n == 7)
 @st.composite
 def listeners(draw: st.DrawFn, index: int) -> dict[str, Any]:
     listener: dict[str, Any] = {"name": f"l{index}", "port": 80, "protocol": "HTTP"}
+    if draw(st.integers(0, 2)) == 0:  # HTTPS, with a missing, invalid or valid certificate
+        ref = {"kind": "Secret", "group": "", "name": draw(st.sampled_from((*SECRET_NAMES, "missing")))}
+        tls = {"mode": "Terminate", "certificateRefs": [ref]}
+        listener.update({"port": 443, "protocol": "HTTPS", "tls": tls})
     hostname = draw(st.sampled_from((None, *HOSTNAMES)))
     if hostname is not None:
         listener["hostname"] = hostname
@@ -118,6 +133,15 @@ def grants(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 
 @st.composite
+def secrets(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
+    data = dict(tls_material()["data"])
+    if draw(rare):
+        data = {"tls.crt": "bm9wZQ==", "tls.key": "bm9wZQ=="}
+    obj = {"apiVersion": "v1", "kind": "Secret", "metadata": {}, "type": "kubernetes.io/tls", "data": data}
+    return draw(namespaces), draw(st.sampled_from(SECRET_NAMES)), obj
+
+
+@st.composite
 def namespace_objects(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     labels = {"team": draw(st.sampled_from(("x", "y")))}
     return "", draw(namespaces), {"apiVersion": "v1", "kind": "Namespace", "metadata": {"labels": labels}}
@@ -142,6 +166,7 @@ steps = st.one_of(
             httproutes(),
             gateways(),
             services(),
+            secrets(),
             grants(),
             namespace_objects(),
             proxies(),
@@ -235,3 +260,8 @@ def test_incremental_pipeline_matches_fresh(ops: list[Any]) -> None:
             delete, (namespace, name, template) = op
             driver.apply(delete, namespace, name, template)
     driver.check()
+
+
+@pytest.fixture(autouse=True)
+def _certificates() -> None:
+    tls_material()
