@@ -153,21 +153,27 @@ class StatusWriterSpec:
 
     ``merge(current, computed)`` returns the status to write given the object's current status and
     the one the last build computed (the default replaces it); returning None means "no change".
+    A status shared with other controllers (Gateway API's) keeps their entries this way: in
+    Kubernetes mode the leader writes only the fields the merge changed (a JSON merge patch of the
+    status subresource, with the object's resourceVersion as a precondition).
 
     ``refused(obj, notes)`` is the status of an object cpx left out of the configuration because
     translating it broke something (it raised, or produced what Envoy would reject): the notes
     say what.  Without it such objects get an empty status (their notes still show in logs,
     ``cpx translate`` and the status file).
-    Gateway API uses this to keep other controllers' entries: in Kubernetes mode the leader
-    writes only the fields the merge changed (a JSON merge patch of the status subresource).
 
     ``load_balancer`` opts the kind in to the Envoy Service's address (Contour's
     loadBalancerStatusWriter): given that Service's ``status.loadBalancer`` (a core/v1
-    LoadBalancerStatus), it returns the status fields every object of the kind gets, e.g.
-    ``{"loadBalancer": service_lb}`` (HTTPProxy) or a networking/v1 IngressLoadBalancerStatus (Ingress).
-    In Kubernetes mode the status updater overlays them on each computed status before ``merge``
-    and rewrites the kind's objects when the address changes; with ``--ingress-status-address``
-    the Service is not watched (the processors put the flag's address in the computed status).
+    LoadBalancerStatus) and one object's computed status, it returns the status to merge: the
+    computed one with the address put in the kind's own shape, e.g.
+    ``{**computed, "loadBalancer": service_lb}`` (HTTPProxy; Ingress converts it to a networking/v1
+    IngressLoadBalancerStatus), or ``computed`` itself for an object the address is not for (it
+    sees the computed status, so it can tell: a Gateway with an address of its own, another
+    controller's object with an empty computed status).  It may change other fields the address
+    decides (a Gateway's ``Programmed`` condition).  In Kubernetes mode the status updater applies
+    it to each computed status before ``merge`` (a raise is a failed write, retried later) and
+    rewrites the kind's objects when the address changes; with ``--ingress-status-address`` the
+    Service is not watched (the processors put the flag's address in the computed status).
 
     **Example**::
 
@@ -178,7 +184,7 @@ class StatusWriterSpec:
     gvk: GroupVersionKind
     merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
     refused: Callable[[Mapping[str, Any], Sequence[Note]], Mapping[str, Any]] | None = None
-    load_balancer: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    load_balancer: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None
 
 
 @attrs.frozen(kw_only=True)

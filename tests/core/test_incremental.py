@@ -86,6 +86,26 @@ def test_change_log_lists_real_changes_only() -> None:
     assert source.endpoints_revision("default", "web") == 0
 
 
+def test_a_status_write_keeps_the_cached_status_current_without_a_change() -> None:
+    """A status-only update (a status write coming back through the watch) needs no rebuild, but
+    plugins read the object's status (lastTransitionTime, their own entries): the cached object
+    takes it, in place, so that it keeps its identity."""
+    source = SourceCache()
+    route = ingress("r", "r.example.com")
+    source.insert(route)
+    cached = source.get(ObjectKey("networking.k8s.io", "Ingress", "default", "r"))
+    start = source.revision
+    written = {**route, "metadata": {**route["metadata"], "resourceVersion": "2"}, "status": {"ours": 1}}
+    assert source.insert(written) is False
+    assert source.changes_since(start) == []
+    assert source.get(ObjectKey("networking.k8s.io", "Ingress", "default", "r")) is cached
+    assert cached is not None and cached["status"] == {"ours": 1}
+    assert source.insert({**written, "status": {"ours": 1, "theirs": 2}}) is False
+    assert cached["status"] == {"ours": 1, "theirs": 2}
+    assert source.insert(ingress("r", "r.example.com", version="3")) is False  # the status gone again
+    assert "status" not in cached and source.changes_since(start) == []
+
+
 def test_a_slice_moving_to_another_service_changes_both() -> None:
     source = SourceCache()
     source.insert(endpoint_slice("10.0.0.1", "a", name="s"))

@@ -28,6 +28,7 @@ from google.protobuf import json_format
 from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, VirtualHost
+from cpx.dag.dot import to_dot
 from cpx.dag.nodes import (
     Cluster,
     CookieRewrite,
@@ -308,6 +309,36 @@ def test_passthrough_and_tcp_proxy_vhosts() -> None:
     assert not unpack_tls(terminated).common_tls_context.alpn_protocols  # the backend picks
 
 
+def test_tcp_listener_proxies_every_connection() -> None:
+    dag = DAG()
+    tcp = dag.ensure_listener("tcp-9000", Protocol.TCP, "127.0.0.2", 17000)
+    tcp.tcp_proxy = TCPProxy(clusters=(backend("a", 7), backend("b", 3)))
+    dag.ensure_listener("tcp-9001", Protocol.TCP, "127.0.0.2", 17001)  # nothing to proxy to
+    dag.prune()
+    assert list(dag.listeners) == ["tcp-9000"]
+    assert {c.upstream.name for c in dag.clusters()} == {"a", "b"}  # CDS and EDS get them
+    assert "tcpproxy" in to_dot(dag)
+    envoy_listener = translate(dag)["tcp-9000"]
+    (chain,) = envoy_listener.filter_chains
+    assert not chain.HasField("filter_chain_match") and not chain.HasField("transport_socket")
+    assert not envoy_listener.listener_filters  # nothing inspected
+    proxy = unpack_tcp(chain)
+    assert proxy.stat_prefix == "tcp-9000"
+    entries = [(c.name, c.weight) for c in proxy.weighted_clusters.clusters]
+    assert entries == [(cluster_name(backend("a")), 7), (cluster_name(backend("b")), 3)]
+
+
+def test_tcp_listener_serves_no_virtual_hosts() -> None:
+    dag = DAG()
+    dag.ensure_listener("tcp", Protocol.TCP, "0.0.0.0", 9000).tcp_proxy = TCPProxy(clusters=(backend(),))
+    dag.ensure_virtual_host("tcp", "example.com").add_route(prefix(clusters=(backend("http"),)))
+    dag.prune()
+    assert not dag.listeners["tcp"].virtual_hosts
+    assert [c.upstream.name for c in dag.clusters()] == ["svc"]
+    (chain,) = translate(dag)["tcp"].filter_chains
+    assert unpack_tcp(chain).cluster == cluster_name(backend())
+
+
 def test_fallback_certificate_chain() -> None:
     dag = new_dag()
     add_secure(dag, "b.com", fallback_certificate=FALLBACK)
@@ -540,6 +571,7 @@ def test_envoy_accepts_generated_config(tmp_path: Path, keypair: certgen.KeyPair
         dag, "pass.com", passthrough=True, tcp_proxy=TCPProxy(clusters=(backend("p", 1), backend("q", 1)))
     )
     add_secure(dag, "db.example.com", secret=secret, tcp_proxy=TCPProxy(clusters=(backend("db"),)))
+    dag.ensure_listener("tcp", Protocol.TCP, "127.0.0.1", 9000).tcp_proxy = TCPProxy(clusters=(backend(),))
     dag.prune()
     path = tmp_path / "bootstrap.json"
     path.write_text(json.dumps(static_bootstrap(dag)))

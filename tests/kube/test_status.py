@@ -327,3 +327,54 @@ async def test_the_status_address_flag_wins_over_the_envoy_service(cluster: Clus
     for gvk, name in ((HTTPPROXY, "a"), (INGRESS, "i")):
         status = (await cluster.get(gvk, "default", name))["status"]
         assert status["loadBalancer"] == {"ingress": [{"ip": "192.0.2.99"}]}
+
+
+def _lb_widgets() -> dict[tuple[str, str], StatusWriterSpec]:
+    """Widgets opting in to the Envoy Service's address: only those whose computed status asks
+    for it get it (the overlay sees the computed status), and a computed "explode" makes it raise."""
+
+    def overlay(service_lb: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[str, Any]:
+        if computed.get("explode"):
+            raise RuntimeError("a plugin's overlay failed")
+        if not computed.get("wantsAddress"):
+            return computed
+        return {**computed, "address": service_lb["ingress"][0]["ip"]}
+
+    return {WIDGET.group_kind: StatusWriterSpec(name="widget", gvk=WIDGET, load_balancer=overlay)}
+
+
+async def test_the_load_balancer_overlay_sees_each_computed_status(cluster: Cluster) -> None:
+    for name in ("wants", "own", "bad"):
+        await cluster.create(WIDGET, {"metadata": {"name": name, "namespace": "default"}})
+    keys = {name: ObjectKey("example.com", "Widget", "default", name) for name in ("wants", "own", "bad")}
+    computed: dict[str, dict[str, Any]] = {
+        "wants": {"wantsAddress": True},
+        "own": {"address": "198.51.100.7"},  # an address of its own: the overlay leaves it
+        "bad": {"explode": True},
+    }
+    metrics = Metrics()
+    updater = StatusUpdater(cluster.api, _lb_widgets(), metrics, retry_delay=60)
+    updater.set_load_balancer({"ingress": [{"ip": "192.0.2.10"}]})
+    async with running(updater):
+        updater.submit({keys[n]: ObjectStatus(key=keys[n], status=s) for n, s in computed.items()})
+        assert updater.computed(keys["wants"]) == {"wantsAddress": True, "address": "192.0.2.10"}
+
+        async def status_of(name: str) -> object:
+            return (await cluster.get(WIDGET, "default", name)).get("status")
+
+        async def written(name: str, expected: object) -> None:
+            for _ in range(100):  # the failed one waits for its retry: the updater is not idle
+                if await status_of(name) == expected:
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError(f"{name}: {await status_of(name)!r}, not {expected!r}")
+
+        await written("wants", {"wantsAddress": True, "address": "192.0.2.10"})
+        await written("own", {"address": "198.51.100.7"})
+        assert await status_of("bad") is None  # its write failed; the workers went on
+        assert count(metrics, "failed_total", "Widget") == 1
+
+        # A new address reaches the objects it applies to (the others' writes are no-ops).
+        updater.set_load_balancer({"ingress": [{"ip": "192.0.2.20"}]})
+        await written("wants", {"wantsAddress": True, "address": "192.0.2.20"})
+        assert await status_of("own") == {"address": "198.51.100.7"}

@@ -44,6 +44,8 @@ from cpx.objects import ObjectKey
 class Protocol(enum.Enum):
     HTTP = "HTTP"
     HTTPS = "HTTPS"
+    # Plain TCP: every connection goes to the listener's ``tcp_proxy`` (no virtual hosts).
+    TCP = "TCP"
 
 
 class FrozenRoutes(dict[str, Route]):
@@ -156,6 +158,15 @@ class Listener:
     port: int
     virtual_hosts: dict[str, VirtualHost] = attrs.field(factory=dict)
     secure_virtual_hosts: dict[str, SecureVirtualHost] = attrs.field(factory=dict)
+    # A TCP listener's one destination (Protocol.TCP): every connection is proxied to these
+    # clusters, with no TLS or HTTP inspection; such a listener serves no virtual hosts.
+    tcp_proxy: TCPProxy | None = None
+
+    def serves(self) -> bool:
+        """Whether Envoy gets this listener: it has something to serve."""
+        if self.protocol is Protocol.TCP:
+            return self.tcp_proxy is not None
+        return bool(self.virtual_hosts or self.secure_virtual_hosts)
 
     # The RouteConfiguration names, Contour's: `ingress_http` (the listener's name) and
     # `https/<fqdn>` on the static listeners; `<listener>/https/<fqdn>` on the others, so that two
@@ -336,6 +347,9 @@ class DAG:
             walk = tuple([vhost._cluster_refs for vhost in vhosts])
         else:
             walk = tuple(tuple(vhost._clusters()) for vhost in vhosts)
+        tcp = tuple(proxy.clusters for proxy in self._tcp_proxies())
+        if tcp:
+            walk += tcp
         if self._sealed:
             self._cluster_walk = walk
         return walk
@@ -368,6 +382,10 @@ class DAG:
             for listener in self.listeners.values()
         )
 
+    def _tcp_proxies(self) -> list[TCPProxy]:
+        """The TCP listeners' destinations (their clusters are in the walk after the hosts')."""
+        return [listener.tcp_proxy for listener in self.listeners.values() if listener.tcp_proxy is not None]
+
     def service_ports(self) -> set[ServicePort]:
         """Every Service port whose endpoints Envoy needs (EDS)."""
         return {c.upstream for c in self.unique_clusters() if c.upstream.external_name is None}
@@ -386,9 +404,11 @@ class DAG:
         Every virtual host left is frozen: nothing changes a sealed DAG."""
         for name in list(self.listeners):
             listener = self.listeners[name]
+            if listener.protocol is Protocol.TCP:
+                listener.virtual_hosts, listener.secure_virtual_hosts = {}, {}  # never served there
             listener.virtual_hosts = _valid_sorted(listener.virtual_hosts)
             listener.secure_virtual_hosts = _valid_sorted(listener.secure_virtual_hosts)
-            if not (listener.virtual_hosts or listener.secure_virtual_hosts):
+            if not listener.serves():
                 del self.listeners[name]
         self._all_frozen = True
         for name in [n for n in self._listener_nodes if n in self.listeners]:

@@ -72,5 +72,7 @@ def to_dot(dag: DAG) -> str:
             w.vhost(ln, vhost, False)
         for svhost in listener.secure_virtual_hosts.values():
             w.vhost(ln, svhost, True)
+        if listener.tcp_proxy is not None:
+            w.tcp(ln, listener.tcp_proxy)
     w.lines.append("}")
     return "\n".join(w.lines) + "\n"

@@ -103,6 +103,19 @@ def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     )
 
 
+def _refresh_status(old: KubeObject, new: Mapping[str, Any]) -> None:
+    """Keep a cached object's status current when nothing else a build reads changed (a status
+    write, ours or another controller's): plugins read it to keep their conditions'
+    lastTransitionTime and to find the entries they wrote.  No rebuild, and in place, so that the
+    object keeps its identity (what was noted about this version of it, e.g. an Envoy rejection,
+    stays with it)."""
+    if "status" in new:
+        if old.get("status") != new["status"]:
+            old["status"] = new["status"]
+    else:
+        old.pop("status", None)
+
+
 def service_of_slice(obj: Mapping[str, Any]) -> str | None:
     """The Service an EndpointSlice belongs to; None for a slice without one (or a malformed label,
     which only an unchecked source can deliver: indexing must not fail on it)."""
@@ -154,6 +167,7 @@ class SourceCache:
         store = self._objects.setdefault(key.group_kind, {})
         old = store.get((key.namespace, key.name))
         if old is not None and _unchanged(old, obj):
+            _refresh_status(old, obj)
             return False
         store[(key.namespace, key.name)] = obj
         self._changed(key, present=True)

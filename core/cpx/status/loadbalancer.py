@@ -5,9 +5,10 @@ Ingress and HTTPProxy status alike, so the core owns the option and its parsing.
 comes from decides the path:
 
 * the flag (here): the plugins' processors put :func:`load_balancer_status` in the computed status;
-* the Envoy Service (:mod:`cpx.status.loadbalancer_watch`): watched in Kubernetes mode, and
-  overlaid by the status updater on the kinds whose ``StatusWriterSpec.load_balancer`` turns the
-  Service's core/v1 LoadBalancerStatus into their own status shape (the plugins own those shapes).
+* the Envoy Service (:mod:`cpx.status.loadbalancer_watch`): watched in Kubernetes mode, and put
+  into each computed status by the status updater, for the kinds whose
+  ``StatusWriterSpec.load_balancer`` turns the Service's core/v1 LoadBalancerStatus into their own
+  status shape (the plugins own those shapes, and which of their objects get it).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 Contour's loadBalancerStatusWriter copies the Envoy Service's load-balancer address (or
 ``--ingress-status-address``, which then wins and the Service is not watched) into the status of
 the objects it serves.  In cpx the watcher here hands the Service's ``status.loadBalancer`` to
-:meth:`cpx.status.updater.StatusUpdater.set_load_balancer`, which overlays it on the computed status
-of every kind whose ``StatusWriterSpec.load_balancer`` opted in (the flag's side is
+:meth:`cpx.status.updater.StatusUpdater.set_load_balancer`, which has each computed status of the
+kinds whose ``StatusWriterSpec.load_balancer`` opted in put it in (the flag's side is
 :mod:`cpx.status.loadbalancer`).
 
 The Service is read, then watched (with a field selector on its name); the watch is re-opened

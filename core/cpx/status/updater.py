@@ -18,7 +18,8 @@ updater never writes a field the merge did not produce.  Metrics are Contour's
 
 :func:`start_status_writing` wires it for ``cpx serve`` in Kubernetes mode: the leader election
 (:mod:`cpx.status.leader`) switches the updater on (with a full rewrite) and off, and the Envoy
-Service's address (:mod:`cpx.status.loadbalancer_watch`) is overlaid on the kinds that opted in.
+Service's address (:mod:`cpx.status.loadbalancer_watch`) goes into the computed status of the kinds
+that opted in (``StatusWriterSpec.load_balancer``, which also decides which of their objects get it).
 """
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ def _plain(value: Mapping[str, Any]) -> dict[str, Any]:
     """JSON types only (a computed status may hold tuples), to compare with what the API returns."""
     out: dict[str, Any] = json.loads(json.dumps(value))
     return out
+
+
+def _with_load_balancer(
+    spec: StatusWriterSpec, computed: Mapping[str, Any], load_balancer: Mapping[str, Any] | None
+) -> Mapping[str, Any]:
+    """The computed status with the Envoy Service's address, for the kinds that opted in."""
+    if spec.load_balancer is None or load_balancer is None:
+        return computed
+    return spec.load_balancer(load_balancer, computed)
 
 
 class StatusUpdater:
@@ -161,8 +171,8 @@ class StatusUpdater:
     def set_load_balancer(self, load_balancer: Mapping[str, Any] | None) -> None:
         """The Envoy Service's ``status.loadBalancer`` (None: unknown, nothing is overlaid).
 
-        Overlaid by ``StatusWriterSpec.load_balancer`` on every object of the kinds that opted in;
-        a change rewrites them all.
+        Put into the computed status of every object of the kinds that opted in by their
+        ``StatusWriterSpec.load_balancer``; a change rewrites them all.
         """
         if load_balancer == self._load_balancer:
             return
@@ -181,15 +191,12 @@ class StatusUpdater:
                 return
 
     def computed(self, key: ObjectKey) -> Mapping[str, Any] | None:
-        """What would be merged into the object's status now: the computed status plus, for
-        kinds that opted in, the Envoy Service's address."""
+        """What would be merged into the object's status now: the computed status with, for
+        kinds that opted in, the Envoy Service's address (``StatusWriterSpec.load_balancer``)."""
         computed = self._latest.get(key)
         if computed is None:
             return None
-        overlay = self.writers[key.group_kind].load_balancer
-        if overlay is not None and self._load_balancer is not None:
-            computed = {**computed, **overlay(self._load_balancer)}
-        return computed
+        return _with_load_balancer(self.writers[key.group_kind], computed, self._load_balancer)
 
     def _enqueue(self, key: ObjectKey) -> None:
         if not self._active:
@@ -235,14 +242,16 @@ class StatusUpdater:
         assert self._pool is not None
         while True:
             key = await self._take()
-            computed = self.computed(key)
+            computed = self._latest.get(key)
             if computed is None:
                 continue
             spec = self.writers[key.group_kind]
             self._inflight.add(key)
             outcome = _FAILED
             try:
-                outcome = await loop.run_in_executor(self._pool, self._write, key, spec, computed)
+                outcome = await loop.run_in_executor(
+                    self._pool, self._write, key, spec, computed, self._load_balancer
+                )
             finally:
                 self._inflight.discard(key)
                 if key in self._again:
@@ -257,20 +266,27 @@ class StatusUpdater:
         self._enqueue(key)
 
     # -- one write (in a pool thread) ------------------------------------------------------------
-    def _write(self, key: ObjectKey, spec: StatusWriterSpec, computed: Mapping[str, Any]) -> str:
+    def _write(
+        self,
+        key: ObjectKey,
+        spec: StatusWriterSpec,
+        computed: Mapping[str, Any],
+        load_balancer: Mapping[str, Any] | None,
+    ) -> str:
         kind = key.kind
         self.metrics.status_update_total.labels(kind=kind).inc()
         started = time.perf_counter()
         outcome = _FAILED
         try:
-            outcome = self._write_with_retries(key, spec, _plain(computed))
+            status = _with_load_balancer(spec, computed, load_balancer)
+            outcome = self._write_with_retries(key, spec, _plain(status))
         except ApiException as err:
             code = status_code(err)
             # Throttled or a server-side problem: try again later; anything else (e.g. a status
             # the schema refuses) would fail the same way again.
             outcome = _RETRY if code is None or code == 429 or code >= 500 else _FAILED
             log.warning("%s: writing status failed: %s %s", key, err.status, err.reason)
-        except Exception as err:  # connection errors, a plugin's merge raising
+        except Exception as err:  # connection errors, a plugin's merge or overlay raising
             outcome = _RETRY
             log.warning("%s: writing status failed: %r", key, err)
         finally:

@@ -89,6 +89,8 @@ class KubeAPI:
     Kinds are found by their plural: the ``plural`` of a :class:`GroupVersionKind` in ``kinds``,
     else ``plurals`` (kind -> plural), else the English rule Kubernetes' kinds follow
     (``Service`` -> ``services``, ``...Proxy`` -> ``...proxies``, ``...ss`` -> ``...sses``).
+    Namespace and the kinds in ``kinds`` whose GroupVersionKind is not ``namespaced`` are
+    cluster-scoped.
     """
 
     CLUSTER_SCOPED = frozenset({"Namespace"})
@@ -104,6 +106,9 @@ class KubeAPI:
         kinds = list(kinds)
         given = {k.kind: k.plural for k in kinds if isinstance(k, GroupVersionKind)}
         self.plurals = _Plurals({**given, **(plurals or {})})
+        self.cluster_scoped = self.CLUSTER_SCOPED | {
+            k.kind for k in kinds if isinstance(k, GroupVersionKind) and not k.namespaced
+        }
         self.port = port
         # Served from the start (a restart on the same port can bring back a known state).
         self.kinds = [_resource_key(k) for k in kinds]
@@ -196,7 +201,7 @@ class KubeAPI:
     def _store_key(self, obj: Mapping[str, Any]) -> tuple[str, str | None, str]:
         key = ObjectKey.of(obj)
         resource = f"{obj.get('apiVersion', '')}/{self.plurals[key.kind]}"
-        namespace = None if key.kind in self.CLUSTER_SCOPED else (key.namespace or "default")
+        namespace = None if key.kind in self.cluster_scoped else (key.namespace or "default")
         return (resource, namespace, key.name)
 
     def requests(self) -> list[Any]:
@@ -232,7 +237,7 @@ class KubeAPI:
         key = ObjectKey.of(obj)
         api_version = str(obj.get("apiVersion", ""))
         plural = self.plurals[key.kind]
-        namespace = None if key.kind in self.CLUSTER_SCOPED else (key.namespace or "default")
+        namespace = None if key.kind in self.cluster_scoped else (key.namespace or "default")
         return _path(api_version, plural, namespace, key.name if with_name else None)
 
     def create(self, *objs: Mapping[str, Any] | Iterable[Mapping[str, Any]]) -> None:

@@ -12,18 +12,23 @@ from typing import Any
 
 import attrs
 from cpx import ServicePortError, SourceView, lookup_service_port
-from cpx.dag import Cluster, HeadersPolicy
+from cpx.dag import Cluster, HeadersPolicy, UpstreamProtocol
 
 from cpx_gatewayapi import grants
 from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 WEBSOCKET_APP_PROTOCOL = "kubernetes.io/ws"
 NO_HEADERS = HeadersPolicy()
+# gRPC is HTTP/2: a GRPCRoute backend speaks h2c, or h2 where the Service port says TLS.
+_WEBSOCKET_APP_PROTOCOLS = (WEBSOCKET_APP_PROTOCOL, "kubernetes.io/wss")
+_GRPC_PROTOCOLS = {UpstreamProtocol.HTTP1: UpstreamProtocol.H2C, UpstreamProtocol.TLS: UpstreamProtocol.H2}
 
 # ResolvedRefs reasons.
 INVALID_KIND = "InvalidKind"
 BACKEND_NOT_FOUND = "BackendNotFound"
 REF_NOT_PERMITTED = "RefNotPermitted"
+UNSUPPORTED_PROTOCOL = "UnsupportedProtocol"  # an appProtocol the route kind cannot use (GEP-1911)
 
 
 @attrs.frozen
@@ -74,6 +79,14 @@ def resolve(
         upstream = lookup_service_port(source, namespace, name, port)
     except ServicePortError as err:
         raise BackendProblem(BACKEND_NOT_FOUND, f"Service {namespace}/{name}: {err}") from None
+    app_protocol = _app_protocol(source, namespace, name, port)
+    if route_kind == GRPCROUTE_KIND:
+        if app_protocol in _WEBSOCKET_APP_PROTOCOLS:
+            raise BackendProblem(
+                UNSUPPORTED_PROTOCOL,
+                f"Service {namespace}/{name} port {port}: appProtocol {app_protocol} cannot carry gRPC",
+            )
+        upstream = attrs.evolve(upstream, protocol=_GRPC_PROTOCOLS.get(upstream.protocol, upstream.protocol))
     weight = ref.get("weight")
     cluster = Cluster(
         upstream=upstream,
@@ -81,9 +94,7 @@ def resolve(
         request_headers=request_headers,
         response_headers=response_headers,
     )
-    return Backend(
-        cluster=cluster, websocket=_app_protocol(source, namespace, name, port) == WEBSOCKET_APP_PROTOCOL
-    )
+    return Backend(cluster=cluster, websocket=app_protocol == WEBSOCKET_APP_PROTOCOL)
 
 
 def _app_protocol(source: SourceView, namespace: str, name: str, port: int) -> str | None:

@@ -51,25 +51,41 @@ def merge_conditions(
     current: Sequence[Mapping[str, Any]], computed: Sequence[Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     """Computed conditions replace those of their type, others (another controller's) stay, in
-    place; a current condition observed at a newer generation than ours is left as it is."""
+    place; a current condition observed at a newer generation than ours is left as it is, and one
+    whose status does not change keeps its lastTransitionTime (whatever the computed one says: it
+    may have been computed from an older status than the object's)."""
     merged = [dict(c) for c in current if isinstance(c, Mapping)]
     for new in computed:
         index = next((i for i, c in enumerate(merged) if c.get("type") == new.get("type")), None)
         if index is None:
             merged.append(dict(new))
             continue
-        old_generation, new_generation = (
-            merged[index].get("observedGeneration"),
-            new.get("observedGeneration"),
-        )
+        old = merged[index]
+        old_generation, new_generation = old.get("observedGeneration"), new.get("observedGeneration")
         if (
             isinstance(old_generation, int)
             and isinstance(new_generation, int)
             and old_generation > new_generation
         ):
             continue
-        merged[index] = dict(new)
+        merged[index] = _keeping_transition_time(old, new)
     return merged
+
+
+def keep_transition_times(
+    current: Sequence[Mapping[str, Any]], computed: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The computed conditions, each keeping the lastTransitionTime of the current one of its type
+    when its status is the same (a list replaced as a whole: a listener's, a route parent's)."""
+    by_type = {c.get("type"): c for c in current if isinstance(c, Mapping)}
+    return [_keeping_transition_time(by_type.get(new.get("type")), new) for new in computed]
+
+
+def _keeping_transition_time(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> dict[str, Any]:
+    replacement = dict(new)
+    if old is not None and old.get("status") == new.get("status") and old.get("lastTransitionTime"):
+        replacement["lastTransitionTime"] = old["lastTransitionTime"]
+    return replacement
 
 
 def generation_of(obj: Mapping[str, Any]) -> int:
@@ -80,3 +96,60 @@ def generation_of(obj: Mapping[str, Any]) -> int:
 def current_status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     status = obj.get("status")
     return status if isinstance(status, Mapping) else {}
+
+
+TRANSITION = "lastTransitionTime"
+
+
+def stabilize(computed: dict[str, Any], last: dict[str, Any] | None) -> dict[str, Any]:
+    """``computed`` with the transition times of the status computed for the object last build.
+
+    A condition takes its previous time from the object's stored status, but objects read from
+    files have none, and a status written to the API server comes back later: without this, every
+    rebuild a second apart would stamp new times on every condition and report every Gateway API
+    object as changed.  Equal but for those times → ``last`` itself (the same object: nothing to
+    write); otherwise each condition whose type and status are unchanged keeps its time.
+    """
+    if last is None:
+        return computed
+    if _without_times(computed) == _without_times(last):
+        return last
+    return _carry_times(computed, last)  # type: ignore[no-any-return]
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _without_times(v) for k, v in value.items() if k != TRANSITION}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def _carry_times(value: Any, last: Any) -> Any:
+    """Walk ``value`` beside ``last`` (lists matched by their entries' name / parentRef / type)."""
+    if isinstance(value, Mapping) and isinstance(last, Mapping):
+        out = {k: _carry_times(v, last.get(k)) for k, v in value.items()}
+        if _same_condition(value, last):
+            out[TRANSITION] = last[TRANSITION]
+        return out
+    if isinstance(value, list) and isinstance(last, list):
+        return [_carry_times(v, _partner(v, last)) for v in value]
+    return value
+
+
+def _same_condition(value: Mapping[str, Any], last: Mapping[str, Any]) -> bool:
+    return (
+        TRANSITION in value
+        and bool(last.get(TRANSITION))
+        and "type" in value
+        and (last.get("type"), last.get("status")) == (value["type"], value.get("status"))
+    )
+
+
+def _partner(entry: Any, last: list[Any]) -> Any:
+    if not isinstance(entry, Mapping):
+        return None
+    for field in ("type", "name", "parentRef"):
+        if field in entry:
+            return next((e for e in last if isinstance(e, Mapping) and e.get(field) == entry[field]), None)
+    return None

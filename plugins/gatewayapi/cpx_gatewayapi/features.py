@@ -13,6 +13,12 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "Gateway",
             "HTTPRoute",
             "ReferenceGrant",
+            "TLSRoute",
+            "TCPRoute",
+            # TLSRoute extended: TLS listeners that terminate (and, on one port, next to
+            # Passthrough ones: SNI picks the filter chain).
+            "TLSRouteModeTerminate",
+            "TLSRouteModeMixed",
             # Gateway extended: any listener port (80 -> Envoy 8080, 8080 -> 16080).
             "GatewayPort8080",
             # HTTPRoute extended.
@@ -28,6 +34,10 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "HTTPRouteRequestMultipleMirrors",
             "HTTPRouteRequestTimeout",
             "HTTPRouteBackendTimeout",
+            # GRPCRoute core and extended (RequestHeaderModifier is a feature on upstream main).
+            "GRPCRoute",
+            "GRPCRouteNamedRouteRule",
+            "GRPCRouteRequestHeaderModifier",
         )
     )
 )

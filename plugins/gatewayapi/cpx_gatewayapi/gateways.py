@@ -17,7 +17,7 @@ HostnameConflict.  See docs/design/0022-gateway-api.md.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -173,7 +173,7 @@ class _GatewayResolver:
             entries = parse_status_addresses(self.settings.status_address)
         except ValueError:
             return ()  # Settings refused it at start-up already
-        return tuple(("IPAddress", e["ip"]) if "ip" in e else ("Hostname", e["hostname"]) for e in entries)
+        return typed_addresses(entries)
 
     def _listener(self, spec: Mapping[str, Any], address: str, *, serve: bool) -> GatewayListener:
         name, protocol = str(spec.get("name") or ""), str(spec.get("protocol") or "")
@@ -275,17 +275,6 @@ class _GatewayResolver:
                 refs = resolved_refs if not resolved_refs.ok else Verdict(False, found.reason, found.message)
                 return None, Verdict(False, "Invalid", found.message), refs
             secret = found
-        if protocol in (ls.TLS, ls.TCP):
-            route_kind = "TLSRoute" if protocol == ls.TLS else "TCPRoute"
-            return (
-                secret,
-                Verdict(
-                    False,
-                    "Invalid",
-                    f"{protocol} listeners are not served yet ({route_kind} is not supported)",
-                ),
-                resolved_refs,
-            )
         return secret, _LISTENER_PROGRAMMED, resolved_refs
 
     def _dag_listener(self, listener: GatewayListener, family: str) -> str:
@@ -296,6 +285,18 @@ class _GatewayResolver:
             self.dag.ensure_listener(name, ls.DAG_PROTOCOL[family], address, envoy)
             self.ports.existing[(address, envoy)] = (name, family)
         return name
+
+
+def typed_addresses(entries: Any) -> tuple[tuple[str, str], ...]:
+    """``status.addresses`` (type, value) pairs from load-balancer ingress entries (``ip`` or
+    ``hostname``: the flag's, or the Envoy Service's), in order, without repeats."""
+    found: dict[tuple[str, str], None] = {}
+    for entry in entries if isinstance(entries, list | tuple) else ():
+        if isinstance(entry, Mapping) and entry.get("ip"):
+            found[("IPAddress", str(entry["ip"]))] = None
+        elif isinstance(entry, Mapping) and entry.get("hostname"):
+            found[("Hostname", str(entry["hostname"]))] = None
+    return tuple(found)
 
 
 def _mark_overlapping_tls(listeners: list[GatewayListener]) -> tuple[GatewayListener, ...]:
@@ -427,15 +428,26 @@ def _gateway_programmed(gateway: ResolvedGateway) -> Verdict:
     if gateway.problem is not None:
         reason = ADDRESS_NOT_USABLE if gateway.problem.reason == ADDRESS_NOT_USABLE else "Invalid"
         return Verdict(False, reason, gateway.problem.message)
-    if not gateway.addresses:
+    failing = [listener.name for listener in gateway.listeners if not listener.programmed]
+    return programmed(bool(gateway.addresses), failing)
+
+
+# Programmed=False for an accepted Gateway with no address to report (yet): in Kubernetes mode the
+# status writer may still give it the Envoy Service's (status.envoy_load_balancer).
+ADDRESS_NOT_ASSIGNED = "AddressNotAssigned"
+
+
+def programmed(has_address: bool, listeners_not_programmed: Sequence[str]) -> Verdict:
+    """An accepted Gateway's Programmed: it needs an address and every listener programmed."""
+    if not has_address:
         return Verdict(
             False,
-            "AddressNotAssigned",
+            ADDRESS_NOT_ASSIGNED,
             "None of the addresses in Spec.Addresses have been assigned to the Gateway",
         )
-    failing = [listener.name for listener in gateway.listeners if not listener.programmed]
-    if failing:
-        return Verdict(False, "ListenersNotValid", f"Listeners not programmed: {', '.join(failing)}")
+    if listeners_not_programmed:
+        names = ", ".join(listeners_not_programmed)
+        return Verdict(False, "ListenersNotValid", f"Listeners not programmed: {names}")
     return Verdict(True, "Programmed", "Gateway is programmed")
 
 

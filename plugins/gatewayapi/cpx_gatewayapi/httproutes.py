@@ -51,7 +51,7 @@ def apply(
     """Attach every HTTPRoute to the listeners it selects and admits it, add its routes to their
     DAG listeners, count it in ``attachments``, and set its status (``status.parents``).  With a
     ``memo`` kept from the last build, only what a change can affect is worked out again."""
-    build = _Build(source, resolution, settings, _port_hostnames(resolution))
+    build = _Build(source, resolution, settings, routeparents.port_hostnames(resolution))
     memo = memo if memo is not None else RouteMemo()
     memo.build(
         dag,
@@ -76,7 +76,7 @@ def _plan(build: _Build, obj: Mapping[str, Any], key: ObjectKey) -> RoutePlan:
     if not parents:
         # None of ours: no entry from us; entries we wrote before go (the merge drops them).
         drop = status.has_parents_of(obj, build.settings.controller_name)
-        return RoutePlan(key=key, obj=obj, age=age(obj), attached=None if not drop else ())
+        return RoutePlan(key=key, obj=obj, age=routeparents.age(obj), attached=None if not drop else ())
     route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
     labels = routeparents.namespace_labels(build.source, key.namespace)
     attached = tuple(
@@ -95,7 +95,7 @@ def _plan(build: _Build, obj: Mapping[str, Any], key: ObjectKey) -> RoutePlan:
     return RoutePlan(
         key=key,
         obj=obj,
-        age=age(obj),
+        age=routeparents.age(obj),
         attached=attached,
         built=built,
         targets={host: tuple(found) for host, found in targets.items()},
@@ -133,17 +133,5 @@ def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator
             yield attrs.evolve(route, redirect=attrs.evolve(route.redirect, port=listener.port))
 
 
-def _port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:
-    """Per DAG listener, the hostnames of the programmed Gateway listeners it serves."""
-    found: dict[str, list[str | None]] = {}
-    for gateway in resolution:
-        for listener in gateway.listeners:
-            if listener.dag_listener is not None:
-                found.setdefault(listener.dag_listener, []).append(listener.hostname)
-    return found
-
-
-def age(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    """Oldest first, then by namespace/name: the spec's order of precedence among routes."""
-    meta = obj.get("metadata") or {}
-    return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace")), str(meta.get("name")))
+# l4routes (TLSRoute, TCPRoute) imports it from here; it lives in routeparents now.
+_port_hostnames = routeparents.port_hostnames

@@ -14,7 +14,8 @@ equally specific matches follows the routes' age.  So the memo keeps:
 - per virtual host the routes on it and the host built from them, frozen: a host is built again
   only when one of its routes' plan changed, and an unchanged host is the same object in every
   build (installed with ``DAG.add_virtual_hosts``), which the caches skip by identity;
-- per route its rendered status, rendered again only when its plan or one of its hosts changed.
+- per route its rendered status, rendered again only when its plan or one of its hosts changed
+  (and then still last build's object when only transition times differ: ``stabilize``).
 
 A host another processor already serves (an HTTPProxy or Ingress host on a shared listener) is
 *contested*: the routes are merged into that host through the accessors in every build, as
@@ -33,6 +34,7 @@ from cpx import GroupVersionKind, Lookups, ObjectKey, ReadIndex, SourceView
 from cpx.dag import DAG, Route, SecureVirtualHost, VirtualHost
 
 from cpx_gatewayapi import routestatus, status
+from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS
 from cpx_gatewayapi.model import Attachments, GatewayListener
 from cpx_gatewayapi.routebuild import Translated
@@ -186,14 +188,19 @@ class RouteMemo:
         stale = self._stale(source, gvk, inputs)
         objects: list[tuple[ObjectKey, Mapping[str, Any] | None]]
         if stale is None:
+            last = dict(self.statuses)
             self.reset()
             objects = [(ObjectKey.of(obj), obj) for obj in source.list(gvk)]
+            # Still the statuses to stabilize against, for the routes that are still there.
+            self.statuses.update((key, last[key]) for key, _ in objects if key in last)
         else:
             objects = [(key, source.get(key)) for key in sorted(stale)]
         self._source, self._revision, self._inputs = weakref.ref(source), source.revision, inputs
         for key, obj in objects:
             self._drop(key, dirty)
-            if obj is not None:
+            if obj is None:
+                self.statuses.pop(key, None)
+            else:
                 with source.recording() as lookups:
                     plan = make_plan(obj, key)
                 self._keep(plan, lookups, dirty)
@@ -236,7 +243,6 @@ class RouteMemo:
         if old is None:
             return
         self.reads.discard(key)
-        self.statuses.pop(key, None)
         self.counts.subtract((listener.gateway, listener.name) for listener in old.counted)
         for host in old.targets:
             dirty.add(host)
@@ -313,4 +319,5 @@ class RouteMemo:
         if computed is None:
             self.statuses.pop(key, None)
         else:
-            self.statuses[key] = computed
+            # Last build's status, or its transition times: objects read from files keep none.
+            self.statuses[key] = stabilize(computed, self.statuses.get(key))

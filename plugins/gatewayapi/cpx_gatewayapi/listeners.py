@@ -27,7 +27,7 @@ ROUTE_KINDS: Mapping[str, tuple[str, ...]] = {
 
 # Protocols that can share one Envoy port (one listener): HTTP alone; HTTPS and TLS by SNI; TCP alone.
 PORT_FAMILY = {HTTP: "http", HTTPS: "https", TLS: "https", TCP: "tcp"}
-DAG_PROTOCOL = {"http": Protocol.HTTP, "https": Protocol.HTTPS}
+DAG_PROTOCOL = {"http": Protocol.HTTP, "https": Protocol.HTTPS, "tcp": Protocol.TCP}
 
 # The label every Namespace carries (set by the API server; not always written in manifests).
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

@@ -16,15 +16,18 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import grants, routeschema, schema, status
+from cpx_gatewayapi import grants, grpcschema, l4schema, routeschema, schema, status
 from cpx_gatewayapi.gateway_tls import secret_reference
 from cpx_gatewayapi.kinds import (
     DEFAULT_CONTROLLER_NAME,
     GATEWAY,
     GATEWAY_CLASS,
     GROUP,
+    GRPCROUTE,
     HTTPROUTE,
     REFERENCE_GRANT,
+    TCPROUTE,
+    TLSROUTE,
 )
 from cpx_gatewayapi.processor import GatewayAPIProcessor
 from cpx_gatewayapi.settings import CONTROLLER_NAME_OPTION, Settings
@@ -50,7 +53,10 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=GATEWAY_CLASS, validate=schema.validate_gateway_class)
     yield WatchSpec(gvk=GATEWAY, validate=schema.validate_gateway)
     yield WatchSpec(gvk=HTTPROUTE, validate=routeschema.validate_httproute)
+    yield WatchSpec(gvk=GRPCROUTE, validate=grpcschema.validate_grpcroute)
     yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
+    yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
+    yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
 
 
 @hookimpl
@@ -62,7 +68,10 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         # Contour's order: Ingress, HTTPProxy, then Gateway API.  A constraint on a processor
         # that is not loaded is ignored.
         after=("listeners", "ingress", "httpproxy"),
-        description="gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, ReferenceGrants",
+        description=(
+            "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, "
+            "TCPRoutes, ReferenceGrants"
+        ),
         accessors_only=True,
     )
 
@@ -70,9 +79,14 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 @hookimpl
 def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="gatewayclass", gvk=GATEWAY_CLASS, merge=status.merge_gateway_class)
-    yield StatusWriterSpec(name="gateway", gvk=GATEWAY, merge=status.merge_gateway)
+    yield StatusWriterSpec(
+        name="gateway", gvk=GATEWAY, merge=status.merge_gateway, load_balancer=status.envoy_load_balancer
+    )
     route_merge = status.route_merge(_configured["controller_name"])
     yield StatusWriterSpec(name="httproute", gvk=HTTPROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="grpcroute", gvk=GRPCROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tlsroute", gvk=TLSROUTE, merge=route_merge)
+    yield StatusWriterSpec(name="tcproute", gvk=TCPROUTE, merge=route_merge)
 
 
 @hookimpl

@@ -10,20 +10,27 @@ same address and port share one Envoy listener.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
-from cpx import Config, SourceView
+from cpx import Config, ObjectKey, SourceView
 from cpx.dag import DAG
 
-from cpx_gatewayapi import gateways, httproutes
+from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
+from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.incremental import RouteMemo
-from cpx_gatewayapi.model import Attachments
+from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments
 from cpx_gatewayapi.settings import Settings
 
 
 @attrs.define
 class GatewayAPIProcessor:
     settings: Settings
+    # The HTTPRoute side, kept between builds (it stabilizes its own statuses).
     routes: RouteMemo = attrs.field(factory=RouteMemo)
+    # The other statuses of the last build, by object: their transition times carry over.
+    _statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     @classmethod
     def from_config(cls, config: Config) -> GatewayAPIProcessor:
@@ -33,4 +40,17 @@ class GatewayAPIProcessor:
         resolution = gateways.resolve(dag, source, self.settings)
         attachments = Attachments()
         httproutes.apply(dag, source, resolution, attachments, self.settings, self.routes)
+        grpcroutes.apply(dag, source, resolution, attachments, self.settings)
+        l4routes.apply(dag, source, resolution, attachments, self.settings)
         gateways.report(dag, source, resolution, attachments, self.settings)
+        self._stabilize(dag)
+
+    def _stabilize(self, dag: DAG) -> None:
+        # A comprehension, not a loop: it passes over every HTTPRoute's status too.
+        ours = [(k, v) for k, v in dag.statuses.items() if k.group == GROUP and k.kind != HTTPROUTE_KIND]
+        last, self._statuses = self._statuses, {}
+        for key, computed in ours:
+            stable = stabilize(computed, last.get(key))
+            if stable is not computed:
+                dag.set_status(key, stable)
+            self._statuses[key] = stable

@@ -10,7 +10,7 @@ reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -26,14 +26,31 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_gatewayapi import backends, filters, routematch
+from cpx_gatewayapi import backends, filters, grpcmatch, routematch
 from cpx_gatewayapi.filters import Effects, FilterProblem
+from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 # Rules and matches per route are capped by the schema (16 and 64): room to spare.
 _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
 _DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
+
+
+@attrs.frozen
+class _KindRules:
+    """What differs between the route kinds that share this translation."""
+
+    matches: Callable[[Mapping[str, Any]], list[routematch.Match]]
+    no_backends: DirectResponse  # the answer of a rule without a usable backend
+    # The CRD's default when ``rules`` is absent (HTTPRoute: one rule matching every path, without
+    # backends; GRPCRoute: none).
+    default_rules: tuple[Mapping[str, Any], ...]
+
+
+_HTTPROUTE_RULES = _KindRules(routematch.matches, NO_BACKENDS, ({},))
+# gRPC: 503 is what clients read as UNAVAILABLE, which the spec asks for.
+_KIND_RULES = {GRPCROUTE_KIND: _KindRules(grpcmatch.matches, DirectResponse(status_code=503), ())}
 
 
 @attrs.frozen(kw_only=True)
@@ -57,11 +74,12 @@ class Translated:
 
 
 def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: int) -> Translated:
-    """The rules of HTTPRoute ``obj``, the ``rank``-th in precedence order."""
+    """The rules of route ``obj`` (HTTPRoute or GRPCRoute), the ``rank``-th in precedence order."""
     out = Translated()
     spec = obj.get("spec") or {}
-    # The CRD's default: one rule matching every path, without backends (500).
-    rules = spec.get("rules") if "rules" in spec else [{}]
+    rules = (
+        spec.get("rules") if "rules" in spec else _KIND_RULES.get(key.kind, _HTTPROUTE_RULES).default_rules
+    )
     for index, rule in enumerate(rules or ()):
         if not isinstance(rule, Mapping):
             continue
@@ -80,7 +98,8 @@ def _rule(
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
     effects = _with_backend_filters(filters.effects(rule.get("filters")), rule)
-    matches = routematch.matches(rule)
+    kind_rules = _KIND_RULES.get(key.kind, _HTTPROUTE_RULES)
+    matches = kind_rules.matches(rule)
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
         filters.check_prefix_modifier(effects.redirect.path, [m.path for m in matches])
@@ -103,7 +122,7 @@ def _rule(
         if effects.redirect is not None:
             route = attrs.evolve(route, redirect=_redirect(effects, match.path))
         elif not clusters:
-            route = attrs.evolve(route, direct_response=NO_BACKENDS)
+            route = attrs.evolve(route, direct_response=kind_rules.no_backends)
         else:
             prefix_rewrite, regex_rewrite = (
                 effects.path_rewrite.rewrite(match.path) if effects.path_rewrite else (None, None)

@@ -87,3 +87,20 @@ def namespace_labels(source: SourceView, namespace: str) -> Mapping[str, str]:
     labels = dict(((found or {}).get("metadata") or {}).get("labels") or {})
     labels.setdefault("kubernetes.io/metadata.name", namespace)  # the API server always sets it
     return labels
+
+
+def port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:
+    """Per DAG listener, the hostnames of the programmed Gateway listeners it serves: who owns a
+    name on a port (listener isolation)."""
+    found: dict[str, list[str | None]] = {}
+    for gateway in resolution:
+        for listener in gateway.listeners:
+            if listener.dag_listener is not None:
+                found.setdefault(listener.dag_listener, []).append(listener.hostname)
+    return found
+
+
+def age(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    """Sort key, oldest first, then by namespace/name: the spec's order of precedence among routes."""
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace")), str(meta.get("name")))

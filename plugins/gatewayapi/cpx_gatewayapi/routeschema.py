@@ -64,10 +64,7 @@ def validate_httproute(obj: Mapping[str, Any]) -> list[str]:
     for i, ref in enumerate(_items(spec, "parentRefs", "spec", MAX_PARENTS, problems)):
         _parent_ref(ref, f"spec.parentRefs[{i}]", problems)
     for i, hostname in enumerate(_items(spec, "hostnames", "spec", MAX_HOSTNAMES, problems, "string")):
-        if not _HOSTNAME.match(hostname) or len(hostname) > 253:
-            problems.append(
-                f"spec.hostnames[{i}]: Invalid value: {shown(hostname)}: must be a valid hostname"
-            )
+        hostname_problem(hostname, f"spec.hostnames[{i}]", problems)
     rules = _items(spec, "rules", "spec", MAX_RULES, problems)
     total = sum(len(r.get("matches") or ()) for r in rules if isinstance(r.get("matches"), list))
     if total > MAX_TOTAL_MATCHES:
@@ -78,6 +75,11 @@ def validate_httproute(obj: Mapping[str, Any]) -> list[str]:
     for i, rule in enumerate(rules):
         _rule(rule, f"spec.rules[{i}]", problems)
     return capped(problems)
+
+
+def hostname_problem(hostname: str, path: str, problems: Problems) -> None:
+    if not _HOSTNAME.match(hostname) or len(hostname) > 253:
+        problems.append(f"{path}: Invalid value: {shown(hostname)}: must be a valid hostname")
 
 
 def _items(

@@ -67,12 +67,14 @@ def route_status(
             ),
             (),
         )
-        conditions = _conditions(parent, built, conflicts, bool(served), generation, previous)
+        kind = str(obj.get("kind") or "HTTPRoute")
+        conditions = _conditions(kind, parent, built, conflicts, bool(served), generation, previous)
         parents.append({"parentRef": ref, "controllerName": controller, "conditions": conditions})
     return status.route_status(parents)
 
 
 def _conditions(
+    kind: str,
     parent: Attached,
     built: Translated,
     conflicts: int,
@@ -80,7 +82,7 @@ def _conditions(
     generation: int,
     previous: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
-    accepted: tuple[bool, str, str] = (True, ACCEPTED, "Accepted HTTPRoute")
+    accepted: tuple[bool, str, str] = (True, ACCEPTED, f"Accepted {kind}")
     partial: tuple[str, str] | None = None
     if parent.reason != ACCEPTED:
         accepted = (False, parent.reason, _MESSAGES[parent.reason])

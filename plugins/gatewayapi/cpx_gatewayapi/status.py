@@ -11,7 +11,12 @@ change (the status updater then writes nothing):
   compute (``supportedFeatures``, ``addresses``, ``listeners``) replaced;
 - routes: our ``status.parents[]`` entries (those whose ``controllerName`` is ours) replaced by the
   computed ones, matched by parentRef and kept in place; our entries the build no longer computes
-  dropped; other controllers' entries left exactly as they are.
+  dropped; other controllers' entries left exactly as they are;
+- a condition whose status does not change keeps the object's lastTransitionTime (the computed
+  one may come from an older status), so a status that differs only in those times is not written.
+
+In Kubernetes mode a Gateway with no address of its own reports the Envoy Service's load-balancer
+addresses (:func:`envoy_load_balancer`, the Gateway writer's ``load_balancer``).
 
 How a route merge knows our controller name: the plugin binds it when it registers the writers
 (:func:`route_merge`), since a route that left our scope is computed as ``{"parents": []}`` (see
@@ -24,7 +29,8 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cpx_gatewayapi.conditions import merge_conditions
+from cpx_gatewayapi import gateways
+from cpx_gatewayapi.conditions import TRUE, condition, find, keep_transition_times, merge_conditions
 from cpx_gatewayapi.kinds import GROUP
 
 Status = Mapping[str, Any]
@@ -73,6 +79,12 @@ def merge_gateway_class(current: Status, computed: Status) -> Status | None:
 
 
 def merge_gateway(current: Status, computed: Status) -> Status | None:
+    if "listeners" in computed:
+        before = {entry.get("name"): entry for entry in _list(current.get("listeners"))}
+        listeners = [
+            _keeping_times(before.get(entry.get("name")), entry) for entry in _list(computed["listeners"])
+        ]
+        computed = {**computed, "listeners": listeners}
     return _merge_owned(current, computed, replaced=("addresses", "listeners"))
 
 
@@ -89,6 +101,15 @@ def _merge_owned(current: Status, computed: Status, *, replaced: tuple[str, ...]
     return _changed(current, merged)
 
 
+def _keeping_times(before: Mapping[str, Any] | None, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A computed listener or route parent entry whose conditions keep the lastTransitionTime of
+    the current entry's (``before``) where their status is the same."""
+    if before is None:
+        return dict(entry)
+    conditions = keep_transition_times(_list(before.get("conditions")), _list(entry.get("conditions")))
+    return {**entry, "conditions": conditions}
+
+
 def merge_route(current: Status, computed: Status, *, controller_name: str) -> Status | None:
     """``status.parents[]``: ours replaced (in place), our stale ones dropped, others' untouched."""
     if "parents" not in computed:
@@ -101,13 +122,55 @@ def merge_route(current: Status, computed: Status, *, controller_name: str) -> S
             continue
         replacement = fresh.pop(parent_ref_key(entry), None)
         if replacement is not None:
-            parents.append(replacement)
+            parents.append(_keeping_times(entry, replacement))
     parents.extend(fresh.values())
     if not parents and "parents" not in current:
         return None
     merged = dict(current)
     merged["parents"] = parents
     return _changed(current, merged)
+
+
+def envoy_load_balancer(service_lb: Status, computed: Status) -> Status:
+    """``StatusWriterSpec.load_balancer`` of Gateways (Kubernetes mode, no ``--ingress-status-address``).
+
+    A Gateway of ours with no address to report (``Programmed=False AddressNotAssigned``: accepted,
+    nothing usable in ``spec.addresses``, so served on the default address behind the Envoy
+    Service) reports the Service's load-balancer addresses and is Programmed when its listeners
+    are.  Every other computed status is left as it is: another controller's Gateway (empty), one
+    with an address of its own (served there), one not accepted or with an unusable address.
+    """
+    conditions = _list(computed.get("conditions"))
+    programmed = find(conditions, "Programmed")
+    if (
+        programmed is None
+        or programmed.get("reason") != gateways.ADDRESS_NOT_ASSIGNED
+        or computed.get("addresses")
+    ):
+        return computed
+    addresses = gateways.typed_addresses(service_lb.get("ingress"))
+    if not addresses:
+        return computed  # no load-balancer address yet (e.g. no load balancer): not assigned
+    not_programmed = [
+        str(listener.get("name"))
+        for listener in _list(computed.get("listeners"))
+        if (find(_list(listener.get("conditions")), "Programmed") or {}).get("status") != TRUE
+    ]
+    verdict = gateways.programmed(True, not_programmed)
+    generation = programmed.get("observedGeneration")
+    replacement = condition(
+        "Programmed",
+        verdict.ok,
+        verdict.reason,
+        verdict.message,
+        generation if isinstance(generation, int) else 0,
+        [programmed],
+    )
+    return {
+        **computed,
+        "conditions": [replacement if c is programmed else c for c in conditions],
+        "addresses": [{"type": kind, "value": value} for kind, value in addresses],
+    }
 
 
 def route_merge(controller_name: str) -> Merge:

@@ -196,8 +196,7 @@ def test_gateway_class_status(build: Build) -> None:
     assert all(c["observedGeneration"] == 1 for c in status["conditions"])
     names = [f["name"] for f in status["supportedFeatures"]]
     assert names == sorted(names)
-    assert {"Gateway", "HTTPRoute", "ReferenceGrant"} <= set(names)
-    assert "TLSRoute" not in names and "GRPCRoute" not in names
+    assert {"Gateway", "HTTPRoute", "GRPCRoute", "ReferenceGrant", "TLSRoute", "TCPRoute"} <= set(names)
 
 
 def test_a_class_with_parameters_is_not_accepted_nor_are_its_gateways(build: Build) -> None:
@@ -426,18 +425,20 @@ def test_invalid_route_kinds(build: Build) -> None:
     assert built.resolved("http").dag_listener == "http-80-127_0_0_2"
 
 
-def test_tls_and_tcp_listeners_are_accepted_but_not_served_yet(build: Build) -> None:
+def test_tls_and_tcp_listeners_are_programmed(build: Build) -> None:
     tls = {"name": "tls", "port": 443, "protocol": "TLS", "tls": {"mode": "Passthrough"}}
     tcp = {"name": "tcp", "port": 9000, "protocol": "TCP"}
     built = build(gateway_class(), gateway([tls, tcp]))
     for name, kind in (("tls", "TLSRoute"), ("tcp", "TCPRoute")):
         conditions = built.listener_conditions(name)
         assert conditions["Accepted"] == ("True", "Accepted")
-        assert conditions["Programmed"] == ("False", "Invalid")
+        assert conditions["Programmed"] == ("True", "Programmed")
         assert built.listener_status(name)["supportedKinds"] == [{"group": GROUP, "kind": kind}]
-        assert built.resolved(name).dag_listener is None
     assert built.resolved("tls").tls_mode == "Passthrough"
-    assert set(built.listeners) == {"ingress_http", "ingress_https"}
+    assert built.resolved("tls").dag_listener == "https-443-127_0_0_2"
+    assert built.resolved("tcp").dag_listener == "tcp-9000-127_0_0_2"
+    assert built.listeners["https-443-127_0_0_2"] == (Protocol.HTTPS, "127.0.0.2", 8443)
+    assert built.listeners["tcp-9000-127_0_0_2"] == (Protocol.TCP, "127.0.0.2", 17000)
 
 
 def test_allowed_routes_namespaces_reach_the_route_side(build: Build) -> None:

@@ -276,10 +276,10 @@ def merge(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Mapping[st
     return merged
 
 
-def envoy_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+def envoy_load_balancer(service_lb: Mapping[str, Any], computed: Mapping[str, Any]) -> dict[str, Any]:
     """StatusWriterSpec.load_balancer: HTTPProxy's ``status.loadBalancer`` is a core/v1
-    LoadBalancerStatus, so the Envoy Service's goes in as it is."""
-    return {"loadBalancer": copy.deepcopy(dict(service_lb))}
+    LoadBalancerStatus, so the Envoy Service's goes in as it is (into every HTTPProxy's status)."""
+    return {**computed, "loadBalancer": copy.deepcopy(dict(service_lb))}
 
 
 def refused(obj: Mapping[str, Any], notes: Sequence[Note]) -> dict[str, Any]:

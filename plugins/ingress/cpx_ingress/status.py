@@ -40,14 +40,14 @@ def merge_status(current: Mapping[str, Any], computed: Mapping[str, Any]) -> Map
     return None if merged == dict(current) else merged
 
 
-def envoy_load_balancer(service_lb: Mapping[str, Any]) -> dict[str, Any]:
+def envoy_load_balancer(service_lb: Mapping[str, Any], computed: Mapping[str, Any]) -> dict[str, Any]:
     """StatusWriterSpec.load_balancer: the Envoy Service's core/v1 LoadBalancerStatus as a
     networking/v1 IngressLoadBalancerStatus, i.e. without the fields only core/v1 has (``ipMode``),
-    as Contour's coreToNetworkingLBStatus."""
+    as Contour's coreToNetworkingLBStatus, in every Ingress's status."""
     entries = []
     for entry in service_lb.get("ingress") or ():
         if not isinstance(entry, Mapping):
             continue
         out = {k: copy.deepcopy(entry[k]) for k in ("ip", "hostname", "ports") if k in entry}
         entries.append(out)
-    return {"loadBalancer": {"ingress": entries} if entries else {}}
+    return {**computed, "loadBalancer": {"ingress": entries} if entries else {}}

@@ -8,6 +8,8 @@
   may depend on that host (the builtin 421 check does); TLS passthrough and TCP-proxy virtual hosts get a
   tcp_proxy chain instead, and virtual hosts with a fallback certificate share one chain without
   SNI match (RDS ``ingress_fallbackcert``).
+- A TCP listener (``Protocol.TCP``) gets one chain, matching every connection: a tcp_proxy to its
+  ``tcp_proxy`` clusters.
 - A plugin's own listener node is built whole by the listener kind that claims its type
   (:mod:`cpx.xds.caches.kinds`), once per distinct node.
 
@@ -28,7 +30,7 @@ from envoy.config.listener.v3 import listener_components_pb2 as listener_compone
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 
 from cpx.config import Config
-from cpx.dag.dag import DAG, Listener, SecureVirtualHost
+from cpx.dag.dag import DAG, Listener, Protocol, SecureVirtualHost
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
 from cpx.objects import ObjectKey
@@ -141,7 +143,18 @@ class _HTTPChain:
         return filter_chain([manager], transport_protocol="raw_buffer" if self.raw_only else "")
 
 
-_Chain = _SecureChain | _FallbackChain | _HTTPChain
+@attrs.frozen(kw_only=True, cache_hash=True)
+class _TCPChain:
+    """A TCP listener's one chain: every connection to its clusters, nothing inspected."""
+
+    stat_prefix: str
+    tcp_proxy: TCPProxy
+
+    def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
+        return filter_chain([tcp_proxy_filter(self.stat_prefix, self.tcp_proxy)])
+
+
+_Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain
 
 
 class ListenerCache:
@@ -321,6 +334,9 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
 
 
 def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
+    if listener.protocol is Protocol.TCP:
+        proxy = listener.tcp_proxy
+        return [] if proxy is None else [_TCPChain(stat_prefix=listener.name, tcp_proxy=proxy)]
     chains: list[_Chain] = []
     secure = [_SecureChain.of(listener, v) for v in listener.secure_virtual_hosts.values() if _servable(v)]
     if listener.virtual_hosts:
