@@ -1,7 +1,7 @@
 """Property test of incremental Gateway API translation through the whole pipeline.
 
 A long-lived :class:`~cpx.snapshot.SnapshotHandler` (gatewayapi and httpproxy plugins) is fed random
-sequences of Gateway, HTTPRoute, Service, Secret, ReferenceGrant, Namespace and HTTPProxy changes
+sequences of Gateway, HTTPRoute, GRPCRoute, Service, Secret, ReferenceGrant, Namespace and HTTPProxy changes
 over a small universe of names: routes sharing hosts (conflicting matches, precedence by age),
 several Gateways and listeners (HTTP and HTTPS with missing, invalid or valid certificates,
 hostnames, allowedRoutes by namespace label), cross-namespace backends with
@@ -115,6 +115,18 @@ def httproutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 
 @st.composite
+def grpcroutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
+    """A GRPCRoute on the same hosts: not merged with HTTPRoutes (copies of their frozen hosts)."""
+    spec: dict[str, Any] = {
+        "parentRefs": [{"name": draw(st.sampled_from(sorted(GATEWAYS))), "namespace": "a"}],
+        "hostnames": draw(st.lists(st.sampled_from(HOSTNAMES), max_size=1)),
+        "rules": [{"backendRefs": [{"name": draw(st.sampled_from(SERVICE_NAMES)), "port": 80}]}],
+    }
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": {"generation": 1}, "spec": spec}
+    return draw(namespaces), "grpc", obj
+
+
+@st.composite
 def services(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
     ports = [{"port": p, "name": f"p{p}"} for p in draw(st.lists(st.sampled_from((80, 81)), min_size=1))]
     obj = {"apiVersion": "v1", "kind": "Service", "metadata": {}, "spec": {"ports": ports}}
@@ -165,6 +177,7 @@ steps = st.one_of(
             httproutes(),
             httproutes(),
             gateways(),
+            grpcroutes(),
             services(),
             secrets(),
             grants(),
