@@ -131,7 +131,3 @@ def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator
         for route in rule.routes:
             assert route.redirect is not None
             yield attrs.evolve(route, redirect=attrs.evolve(route.redirect, port=listener.port))
-
-
-# l4routes (TLSRoute, TCPRoute) imports it from here; it lives in routeparents now.
-_port_hostnames = routeparents.port_hostnames
