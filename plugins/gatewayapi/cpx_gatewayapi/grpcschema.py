@@ -33,27 +33,27 @@ def validate_grpcroute(obj: Mapping[str, Any]) -> list[str]:
     if not isinstance(spec, Mapping):
         problems.append("spec: Required value" if spec is None else must_be("spec", spec, "object"))
         return capped(problems)
-    for i, ref in enumerate(rs._items(spec, "parentRefs", "spec", rs.MAX_PARENTS, problems)):
-        rs._parent_ref(ref, f"spec.parentRefs[{i}]", problems)
-    for i, hostname in enumerate(rs._items(spec, "hostnames", "spec", rs.MAX_HOSTNAMES, problems, "string")):
+    for i, ref in enumerate(rs.entries(spec, "parentRefs", "spec", rs.MAX_PARENTS, problems)):
+        rs.parent_ref_problems(ref, f"spec.parentRefs[{i}]", problems)
+    for i, hostname in enumerate(rs.entries(spec, "hostnames", "spec", rs.MAX_HOSTNAMES, problems, "string")):
         rs.hostname_problem(hostname, f"spec.hostnames[{i}]", problems)
-    for i, rule in enumerate(rs._items(spec, "rules", "spec", rs.MAX_RULES, problems)):
+    for i, rule in enumerate(rs.entries(spec, "rules", "spec", rs.MAX_RULES, problems)):
         _rule(rule, f"spec.rules[{i}]", problems)
     return capped(problems)
 
 
 def _rule(rule: Mapping[str, Any], path: str, problems: rs.Problems) -> None:
-    for i, entry in enumerate(rs._items(rule, "matches", path, rs.MAX_ITEMS, problems)):
+    for i, entry in enumerate(rs.entries(rule, "matches", path, rs.MAX_ITEMS, problems)):
         _match(entry, f"{path}.matches[{i}]", problems)
     _filters(rule, path, problems)
-    for i, ref in enumerate(rs._items(rule, "backendRefs", path, rs.MAX_ITEMS, problems)):
+    for i, ref in enumerate(rs.entries(rule, "backendRefs", path, rs.MAX_ITEMS, problems)):
         where = f"{path}.backendRefs[{i}]"
-        rs._backend_ref({k: v for k, v in ref.items() if k != "filters"}, where, problems)
+        rs.backend_ref_problems({k: v for k, v in ref.items() if k != "filters"}, where, problems)
         _filters(ref, where, problems)
 
 
 def _match(entry: Mapping[str, Any], path: str, problems: rs.Problems) -> None:
-    for i, item in enumerate(rs._items(entry, "headers", path, rs.MAX_ITEMS, problems)):
+    for i, item in enumerate(rs.entries(entry, "headers", path, rs.MAX_ITEMS, problems)):
         where = f"{path}.headers[{i}]"
         rs._string(item, "name", where, problems, required=True)
         rs._string(item, "value", where, problems, required=True)
@@ -82,7 +82,7 @@ def _match(entry: Mapping[str, Any], path: str, problems: rs.Problems) -> None:
 
 
 def _filters(owner: Mapping[str, Any], path: str, problems: rs.Problems) -> None:
-    filters = rs._items(owner, "filters", path, rs.MAX_ITEMS, problems)
+    filters = rs.entries(owner, "filters", path, rs.MAX_ITEMS, problems)
     kinds = [f.get("type") for f in filters]
     for kind in _UNIQUE_FILTERS:
         if kinds.count(kind) > 1:

@@ -24,10 +24,9 @@ from cpx.dag import DAG, Cluster, SecureVirtualHost, TCPProxy
 
 from cpx_gatewayapi import backends, hostnames, listeners, routeparents, status
 from cpx_gatewayapi.conditions import condition, current_status, generation_of
-from cpx_gatewayapi.httproutes import _port_hostnames
 from cpx_gatewayapi.kinds import TCPROUTE, TLSROUTE
 from cpx_gatewayapi.model import Attachments, GatewayListener, Resolution
-from cpx_gatewayapi.routestatus import _MESSAGES, parent_ref
+from cpx_gatewayapi.routestatus import PARENT_MESSAGES, parent_ref
 from cpx_gatewayapi.settings import Settings
 
 RESOLVED_REFS = "ResolvedRefs"
@@ -62,7 +61,12 @@ def apply(
 ) -> None:
     """Attach every TLSRoute and TCPRoute, proxy their connections, count them, set their status."""
     build = _Build(
-        dag, source, resolution, attachments, settings.controller_name, _port_hostnames(resolution)
+        dag,
+        source,
+        resolution,
+        attachments,
+        settings.controller_name,
+        routeparents.port_hostnames(resolution),
     )
     for gvk in (TLSROUTE, TCPROUTE):
         for obj in listeners.ordered_by_age(source.list(gvk)):
@@ -156,7 +160,7 @@ def _route_status(
             (),
         )
         accepted = parent.reason == routeparents.ACCEPTED
-        message = f"Accepted {kind}" if accepted else _MESSAGES[parent.reason]
+        message = f"Accepted {kind}" if accepted else PARENT_MESSAGES[parent.reason]
         conditions = [
             condition(routeparents.ACCEPTED, accepted, parent.reason, message, generation, previous)
         ]

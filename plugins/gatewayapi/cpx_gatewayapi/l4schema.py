@@ -11,11 +11,11 @@ from typing import Any
 from cpx import capped, metadata_problems, must_be, shown
 
 from cpx_gatewayapi.routeschema import (
-    _HOSTNAME,
+    HOSTNAME_PATTERN,
     MAX_PARENTS,
-    _backend_ref,
-    _items,
-    _parent_ref,
+    backend_ref_problems,
+    entries,
+    parent_ref_problems,
 )
 
 MAX_L4_HOSTNAMES = 1024
@@ -37,25 +37,25 @@ def _validate(obj: Mapping[str, Any], *, hostnames: bool) -> list[str]:
         problems.append("spec: Required value" if spec is None else must_be("spec", spec, "object"))
         return capped(problems)
     v1 = str(obj.get("apiVersion") or "").endswith("/v1")
-    for i, ref in enumerate(_items(spec, "parentRefs", "spec", MAX_PARENTS, problems)):
-        _parent_ref(ref, f"spec.parentRefs[{i}]", problems)
+    for i, ref in enumerate(entries(spec, "parentRefs", "spec", MAX_PARENTS, problems)):
+        parent_ref_problems(ref, f"spec.parentRefs[{i}]", problems)
     if hostnames:
-        found = _items(spec, "hostnames", "spec", MAX_L4_HOSTNAMES, problems, "string")
+        found = entries(spec, "hostnames", "spec", MAX_L4_HOSTNAMES, problems, "string")
         if v1 and not found:
             problems.append("spec.hostnames: Required value")
         for i, hostname in enumerate(found):
-            if not _HOSTNAME.match(hostname) or len(hostname) > 253:
+            if not HOSTNAME_PATTERN.match(hostname) or len(hostname) > 253:
                 problems.append(
                     f"spec.hostnames[{i}]: Invalid value: {shown(hostname)}: must be a valid hostname"
                 )
-    rules = _items(spec, "rules", "spec", 1 if v1 else 16, problems)
+    rules = entries(spec, "rules", "spec", 1 if v1 else 16, problems)
     if not rules:
         problems.append("spec.rules: Required value")
     for i, rule in enumerate(rules):
         path = f"spec.rules[{i}]"
-        refs = _items(rule, "backendRefs", path, MAX_BACKENDS, problems)
+        refs = entries(rule, "backendRefs", path, MAX_BACKENDS, problems)
         if not refs:
             problems.append(f"{path}.backendRefs: Required value")
         for j, ref in enumerate(refs):
-            _backend_ref(ref, f"{path}.backendRefs[{j}]", problems)
+            backend_ref_problems(ref, f"{path}.backendRefs[{j}]", problems)
     return capped(problems)

@@ -40,7 +40,7 @@ _UNIQUE_FILTERS = ("CORS", "RequestHeaderModifier", "ResponseHeaderModifier", "R
 MODIFIER_TYPES = ("ReplaceFullPath", "ReplacePrefixMatch")
 STATUS_CODES = (301, 302, 303, 307, 308)
 _PATH_CHARS = re.compile(r"^(?:[-A-Za-z0-9/._~!$&'()*+,;=:@]|[%][0-9a-fA-F]{2})+$")
-_HOSTNAME = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+HOSTNAME_PATTERN = re.compile(r"^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _PATH_RULES: tuple[tuple[Callable[[str], bool], str], ...] = (
     (lambda v: v.startswith("/"), "value must be an absolute path and start with '/'"),
     (lambda v: "//" not in v, "must not contain '//'"),
@@ -61,11 +61,11 @@ def validate_httproute(obj: Mapping[str, Any]) -> list[str]:
     if not isinstance(spec, Mapping):
         problems.append("spec: Required value" if spec is None else must_be("spec", spec, "object"))
         return capped(problems)
-    for i, ref in enumerate(_items(spec, "parentRefs", "spec", MAX_PARENTS, problems)):
-        _parent_ref(ref, f"spec.parentRefs[{i}]", problems)
-    for i, hostname in enumerate(_items(spec, "hostnames", "spec", MAX_HOSTNAMES, problems, "string")):
+    for i, ref in enumerate(entries(spec, "parentRefs", "spec", MAX_PARENTS, problems)):
+        parent_ref_problems(ref, f"spec.parentRefs[{i}]", problems)
+    for i, hostname in enumerate(entries(spec, "hostnames", "spec", MAX_HOSTNAMES, problems, "string")):
         hostname_problem(hostname, f"spec.hostnames[{i}]", problems)
-    rules = _items(spec, "rules", "spec", MAX_RULES, problems)
+    rules = entries(spec, "rules", "spec", MAX_RULES, problems)
     total = sum(len(r.get("matches") or ()) for r in rules if isinstance(r.get("matches"), list))
     if total > MAX_TOTAL_MATCHES:
         problems.append(
@@ -78,11 +78,11 @@ def validate_httproute(obj: Mapping[str, Any]) -> list[str]:
 
 
 def hostname_problem(hostname: str, path: str, problems: Problems) -> None:
-    if not _HOSTNAME.match(hostname) or len(hostname) > 253:
+    if not HOSTNAME_PATTERN.match(hostname) or len(hostname) > 253:
         problems.append(f"{path}: Invalid value: {shown(hostname)}: must be a valid hostname")
 
 
-def _items(
+def entries(
     parent: Mapping[str, Any], field: str, path: str, limit: int, problems: Problems, item: str = "object"
 ) -> list[Any]:
     """The list ``parent[field]``'s items of the right type, reporting the rest."""
@@ -148,7 +148,7 @@ def _cel(path: str, message: str) -> str:
     return f'{path}: Invalid value: "object": {message}'
 
 
-def _parent_ref(ref: Mapping[str, Any], path: str, problems: Problems) -> None:
+def parent_ref_problems(ref: Mapping[str, Any], path: str, problems: Problems) -> None:
     _string(ref, "name", path, problems, required=True)
     for field in ("group", "kind", "namespace", "sectionName"):
         _string(ref, field, path, problems)
@@ -156,13 +156,13 @@ def _parent_ref(ref: Mapping[str, Any], path: str, problems: Problems) -> None:
 
 
 def _rule(rule: Mapping[str, Any], path: str, problems: Problems) -> None:
-    matches = _items(rule, "matches", path, MAX_MATCHES, problems)
+    matches = entries(rule, "matches", path, MAX_MATCHES, problems)
     for i, entry in enumerate(matches):
         _match(entry, f"{path}.matches[{i}]", problems)
     filters = _filters(rule, path, problems)
-    backends = _items(rule, "backendRefs", path, MAX_ITEMS, problems)
+    backends = entries(rule, "backendRefs", path, MAX_ITEMS, problems)
     for i, ref in enumerate(backends):
-        _backend_ref(ref, f"{path}.backendRefs[{i}]", problems)
+        backend_ref_problems(ref, f"{path}.backendRefs[{i}]", problems)
     if backends and any("requestRedirect" in f for f in filters):
         problems.append(_cel(path, "RequestRedirect filter must not be used together with backendRefs"))
     for kind, field in (("RequestRedirect", "requestRedirect"), ("URLRewrite", "urlRewrite")):
@@ -197,7 +197,7 @@ def _match(entry: Mapping[str, Any], path: str, problems: Problems) -> None:
                 if not check(value)
             ][:1]
     for field in ("headers", "queryParams"):
-        for i, item in enumerate(_items(entry, field, path, MAX_ITEMS, problems)):
+        for i, item in enumerate(entries(entry, field, path, MAX_ITEMS, problems)):
             where = f"{path}.{field}[{i}]"
             _string(item, "name", where, problems, required=True)
             _string(item, "value", where, problems, required=True)
@@ -206,7 +206,7 @@ def _match(entry: Mapping[str, Any], path: str, problems: Problems) -> None:
 
 
 def _filters(rule: Mapping[str, Any], path: str, problems: Problems) -> list[Mapping[str, Any]]:
-    filters = _items(rule, "filters", path, MAX_ITEMS, problems)
+    filters = entries(rule, "filters", path, MAX_ITEMS, problems)
     kinds = [f.get("type") for f in filters]
     if "RequestRedirect" in kinds and "URLRewrite" in kinds:
         problems.append(
@@ -258,7 +258,7 @@ def _filter(entry: Mapping[str, Any], path: str, problems: Problems) -> None:
         if not isinstance(ref, Mapping):
             problems.append(f"{path}.requestMirror.backendRef: Required value")
         else:
-            _backend_ref(ref, f"{path}.requestMirror.backendRef", problems)
+            backend_ref_problems(ref, f"{path}.requestMirror.backendRef", problems)
 
 
 def _modifier(spec: object, path: str, problems: Problems) -> None:
@@ -273,13 +273,13 @@ def _modifier(spec: object, path: str, problems: Problems) -> None:
             problems.append(_cel(path, f"type must be '{other}' when {field} is set"))
 
 
-def _backend_ref(ref: Mapping[str, Any], path: str, problems: Problems) -> None:
+def backend_ref_problems(ref: Mapping[str, Any], path: str, problems: Problems) -> None:
     _string(ref, "name", path, problems, required=True)
     _integer(ref, "port", path, 1, 65535, problems)
     _integer(ref, "weight", path, 0, 1_000_000, problems)
     if (ref.get("group") or "") == "" and (ref.get("kind") or "Service") == "Service" and "port" not in ref:
         problems.append(_cel(path, "Must have port for Service reference"))
-    for i, entry in enumerate(_items(ref, "filters", path, MAX_ITEMS, problems)):
+    for i, entry in enumerate(entries(ref, "filters", path, MAX_ITEMS, problems)):
         _filter(entry, f"{path}.filters[{i}]", problems)
 
 

@@ -29,7 +29,7 @@ UNSUPPORTED_VALUE = "UnsupportedValue"
 RULE_MATCH_CONFLICT = "RuleMatchConflict"
 RULE_MATCH_PARTIALLY_CONFLICT = "RuleMatchPartiallyConflict"
 
-_MESSAGES = {
+PARENT_MESSAGES = {
     NO_MATCHING_PARENT: "No listeners match this parent ref",
     NOT_ALLOWED_BY_LISTENERS: "No listeners included by this parent ref allowed this attachment.",
     NO_MATCHING_LISTENER_HOSTNAME: "No intersecting hostnames were found between the listener and the route.",
@@ -85,7 +85,7 @@ def _conditions(
     accepted: tuple[bool, str, str] = (True, ACCEPTED, f"Accepted {kind}")
     partial: tuple[str, str] | None = None
     if parent.reason != ACCEPTED:
-        accepted = (False, parent.reason, _MESSAGES[parent.reason])
+        accepted = (False, parent.reason, PARENT_MESSAGES[parent.reason])
     elif built.all_dropped:
         accepted = (False, UNSUPPORTED_VALUE, "; ".join(built.dropped))
     elif conflicts and not any_served:
