@@ -14,7 +14,7 @@ import attrs
 from cpx import ServicePortError, SourceView, lookup_service_port
 from cpx.dag import Cluster, HeadersPolicy, UpstreamProtocol
 
-from cpx_gatewayapi import grants
+from cpx_gatewayapi import backendtls, grants
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.model import GRPCROUTE_KIND
 
@@ -94,6 +94,7 @@ def resolve(
         request_headers=request_headers,
         response_headers=response_headers,
     )
+    cluster = backendtls.apply(source, cluster)
     return Backend(cluster=cluster, websocket=app_protocol == WEBSOCKET_APP_PROTOCOL)
 
 
