@@ -6,6 +6,7 @@ BackendTLSPolicyInvalidCACertificateRef, BackendTLSPolicySANValidation, re-expre
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -122,7 +123,7 @@ def test_backend_tls_policy_verifies_the_backend(cpx_envoy: Callable[..., Any], 
     sni_only = json.loads(eventually(lambda: answered("/san-dns", 200), 10.0).body)
     assert sni_only["tls"]["sni"] == "sni.example.com"  # the SAN, not the hostname, is verified
     for path in ("/wrong-ca", "/wrong-host", "/san-mismatch"):
-        eventually(lambda path=path: answered(path, 503), 10.0)  # handshake refused: never plaintext
+        eventually(functools.partial(answered, path, 503), 10.0)  # handshake refused: never plaintext
     eventually(lambda: answered("/missing-ca", 500), 10.0)
 
     # The CA ConfigMap edited to another CA: verification fails; restored: served again.
