@@ -289,3 +289,30 @@ def test_ancestor_merge_keeps_other_controllers_entries() -> None:
 def test_schema(validation: str, problem: str) -> None:
     obj = yaml.safe_load(policy("p", validation).strip("-\n"))
     assert any(problem in p for p in backendtlsschema.validate_backend_tls_policy(obj))
+
+
+def test_tlsroute_passthrough_backend_is_left_alone(cpx_translate: Translate) -> None:
+    passthrough = """
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tls-gw, namespace: default}
+spec:
+  gatewayClassName: contour
+  addresses: [{type: IPAddress, value: 127.0.0.11}]
+  listeners: [{name: tls, port: 443, protocol: TLS, tls: {mode: Passthrough}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: pass, namespace: default}
+spec:
+  parentRefs: [{name: tls-gw}]
+  hostnames: [abc.example.com]
+  rules: [{backendRefs: [{name: tls-backend, port: 443}]}]
+"""
+    result = cpx_translate(base() + passthrough + policy("btls"), ["gatewayapi"])
+    clusters = [
+        c for c in result.envoy_json()["clusters"] if c["name"].startswith("default/tls-backend/443/")
+    ]
+    assert len(clusters) == 2  # the HTTPRoute's verifies TLS, the TLSRoute's passes bytes through
+    assert sum("transportSocket" in c for c in clusters) == 1
