@@ -59,6 +59,7 @@ class Policy:
     resolved_refs: Outcome
     validation: UpstreamValidation | None  # None: no usable CA (the target answers 5xx)
     sni: str
+    reads: tuple[ObjectKey, ...] = ()  # the policy and its CA objects: what a backend using it read
 
 
 @attrs.frozen
@@ -107,7 +108,8 @@ def apply(source: SourceView, cluster: Cluster) -> Cluster:
     policy = found.winner(up.namespace, up.name, up.port_name)
     if policy is None:
         return cluster
-    source.get(policy.key)  # recorded: this backend depends on the policy
+    for key in policy.reads:
+        source.get(key)  # recorded: this backend depends on the policy and its CA (memoised reads are not)
     if policy.validation is None:
         return attrs.evolve(cluster, weight=0)
     protocol = _TLS_PROTOCOLS.get(up.protocol, UpstreamProtocol.TLS)
@@ -129,10 +131,10 @@ def _read(source: SourceView) -> Policies:
     losers = {p.key for ps in by_target.values() for p in ps[1:]}
     final = {p.key: _conflicted(p) if p.key in losers and p.accepted.ok else p for _, p in read}
     config_maps = frozenset(
-        (ObjectKey.of(obj).namespace, str(ref.get("name") or ""))
-        for obj in objects
-        for ref in _ca_refs(obj)
-        if _ref_kind(ref) == ("", "ConfigMap")
+        (key.namespace, key.name)
+        for _, policy in read
+        for key in policy.reads
+        if (key.group, key.kind) == (CONFIG_MAP.group, CONFIG_MAP.kind)
     )
     return Policies(
         all=tuple(final.values()),
@@ -174,6 +176,7 @@ def _policy(source: SourceView, obj: Mapping[str, Any]) -> tuple[tuple[str, str,
         resolved_refs=resolved,
         validation=uvalidation if accepted.ok else None,
         sni=hostname,
+        reads=(key, *(_ca_key(key.namespace, ref) for ref in _ca_refs(obj))),
     )
     order = (str(meta.get("creationTimestamp") or ""), key.namespace, key.name)
     return order, policy
@@ -235,7 +238,7 @@ def _ca_bundle(source: SourceView, key: ObjectKey, ref: Mapping[str, Any]) -> by
         raise _CAProblem(
             INVALID_KIND, f"caCertificateRef {shown} {name}: only ConfigMap and Secret are supported"
         )
-    config_map = source.get(ObjectKey(CONFIG_MAP.group, CONFIG_MAP.kind, key.namespace, name))
+    config_map = source.get(_ca_key(key.namespace, ref))
     where = f"CA ConfigMap {key.namespace}/{name}"
     if config_map is None:
         raise _CAProblem(INVALID_CA_CERTIFICATE_REF, f"{where} not found")
@@ -254,6 +257,11 @@ def _ca_bundle(source: SourceView, key: ObjectKey, ref: Mapping[str, Any]) -> by
 def _ca_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     validation = (obj.get("spec") or {}).get("validation") or {}
     return [ref for ref in validation.get("caCertificateRefs") or () if isinstance(ref, Mapping)]
+
+
+def _ca_key(namespace: str, ref: Mapping[str, Any]) -> ObjectKey:
+    group, kind = _ref_kind(ref)
+    return ObjectKey(group, kind, namespace, str(ref.get("name") or ""))
 
 
 def _ref_kind(ref: Mapping[str, Any]) -> tuple[str, str]:
