@@ -1,8 +1,9 @@
 """BackendTLSPolicy through the real ``cpx serve`` and a real Envoy, to a TLS echo backend whose
-certificate (``abc.example.com``) the test CA signed: the right CA and hostname answer 200 with
-the hostname as SNI; a wrong CA or hostname fails the handshake (503); a missing CA answers 500;
-editing the CA ConfigMap flips the answer and back (upstream BackendTLSPolicy,
-BackendTLSPolicyInvalidCACertificateRef, BackendTLSPolicySANValidation, re-expressed)."""
+certificate (``abc.example.com`` and a SPIFFE URI) the test CA signed: the right CA and hostname
+(or subjectAltName, DNS or URI) answer 200 with the hostname as SNI; a wrong CA, hostname or SAN
+fails the handshake (503); a missing CA answers 500; editing the CA ConfigMap flips the answer and
+back (upstream BackendTLSPolicy, BackendTLSPolicyInvalidCACertificateRef and
+BackendTLSPolicySANValidation, re-expressed)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.e2e
 
 ADDRESS = "127.0.0.78"
 HOST = "abc.example.com"
+SPIFFE_ID = "spiffe://abc.example.com/test-identity"
 # Backend Service -> (CA ConfigMap, validation.hostname, subjectAltNames)
 CASES: dict[str, tuple[str, str, list[dict[str, str]]]] = {
     "good": ("ca", HOST, []),
@@ -29,6 +31,8 @@ CASES: dict[str, tuple[str, str, list[dict[str, str]]]] = {
     "missing-ca": ("nowhere", HOST, []),
     "san-dns": ("ca", "sni.example.com", [{"type": "Hostname", "hostname": HOST}]),
     "san-mismatch": ("ca", HOST, [{"type": "Hostname", "hostname": "def.example.com"}]),
+    "san-uri": ("ca", HOST, [{"type": "URI", "uri": SPIFFE_ID}]),
+    "san-uri-mismatch": ("ca", HOST, [{"type": "URI", "uri": "spiffe://def.example.com/test-identity"}]),
 }
 
 GATEWAY = f"""
@@ -99,7 +103,7 @@ def objects(tls_port: int) -> list[dict[str, Any]]:
 
 @pytest.fixture
 def tls_echo() -> Iterator[EchoServer]:
-    pair = issue_cert([HOST])
+    pair = issue_cert([HOST], uris=[SPIFFE_ID])
     server = EchoServer("tls-backend", tls=(pair.cert_pem, pair.key_pem)).start()
     try:
         yield server
@@ -122,7 +126,8 @@ def test_backend_tls_policy_verifies_the_backend(cpx_envoy: Callable[..., Any], 
     assert body["tls"]["sni"] == HOST  # validation.hostname is the SNI
     sni_only = json.loads(eventually(lambda: answered("/san-dns", 200), 10.0).body)
     assert sni_only["tls"]["sni"] == "sni.example.com"  # the SAN, not the hostname, is verified
-    for path in ("/wrong-ca", "/wrong-host", "/san-mismatch"):
+    eventually(lambda: answered("/san-uri", 200), 10.0)
+    for path in ("/wrong-ca", "/wrong-host", "/san-mismatch", "/san-uri-mismatch"):
         eventually(functools.partial(answered, path, 503), 10.0)  # handshake refused: never plaintext
     eventually(lambda: answered("/missing-ca", 500), 10.0)
 
