@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Convergence benchmark (issue #10): change-to-Envoy time against the number of routes, with a floor.
 
-    .venv/bin/python tests/bench/convergence.py [--sizes 1000,3000] [--kinds ingress,httpproxy]
+    .venv/bin/python tests/bench/convergence.py [--sizes 1000,3000] [--kinds ingress,httpproxy,httproute]
         [--changes 15] [--ads sotw|delta] [--cpx-arg=--flag ...] [--json FILE] [--plot FILE.png]
 
 Not a test: it prints figures and never fails on them.  Per size and kind: N routes (one host and
-one route each, as Ingresses or HTTPProxies) with their Services and EndpointSlices on one loopback
-echo server.  Two runs, one after the other, each with its own real Envoy:
+one route each, as Ingresses, HTTPProxies or HTTPRoutes) with their Services and EndpointSlices on
+one loopback echo server.  HTTPRoutes attach to one Gateway whose HTTP listener shares the core's
+``ingress_http`` listener (default address, listener port = Envoy port - 8000), as a Gateway's port
+80 does in Contour, so every kind is probed on the same Envoy port.  Two runs, one after the
+other, each with its own real Envoy:
 
 - cpx: ``cpx serve`` on the manifests; each change atomically rewrites one manifest;
 - floor: cpx's own ADS server (``XdsServer``) in this process, fed snapshots translated before
@@ -48,7 +51,10 @@ from cpx.xds.resource import Snapshot
 from cpx.xds.server.ads import XdsServer
 from cpx_ingress.testing import simple_ingress
 
-KINDS = {"ingress": "ingress", "httpproxy": "httpproxy"}  # kind -> the plugin that serves it
+# kind -> the plugin that serves it
+KINDS = {"ingress": "ingress", "httpproxy": "httpproxy", "httproute": "gatewayapi"}
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GATEWAY_PORT_OFFSET = 8000  # Contour's Envoy port for a Gateway listener port below 57536
 NAMESPACE = "bench"
 BASE_PATH = "/base"
 QUIET = 0.7  # seconds before each change: past the 500 ms holdoff maximum, so it is built at once
@@ -67,6 +73,13 @@ def log(message: str) -> None:
 
 
 # -- workload --------------------------------------------------------------------------------------
+
+
+def envoy_http_port() -> int:
+    """A free port that a Gateway listener port maps to (above 1023 + 8000)."""
+    while (port := free_port()) <= 1023 + GATEWAY_PORT_OFFSET:
+        pass
+    return port
 
 
 @attrs.frozen
@@ -89,6 +102,7 @@ class Workload:
     changes: int
     echo_port: int
     sweep: int  # hosts checked once ready
+    http_port: int = attrs.field(factory=envoy_http_port)  # Envoy's ingress_http port
 
     def swept_hosts(self) -> list[str]:
         """``sweep`` hosts spread evenly, the first and the last included (every host when there are
@@ -102,6 +116,8 @@ class Workload:
     def route(self, name: str, host: str, path: str, service: str, version: int) -> dict[str, Any]:
         if self.kind == "ingress":
             obj = simple_ingress(name, [(host, path, service)], namespace=NAMESPACE)
+        elif self.kind == "httproute":
+            obj = httproute(name, host, path, service, later=name.startswith("new-"))
         else:
             route = hp.route(hp.prefix(path), services=[hp.service(service)])
             obj = hp.root(name, host, route, namespace=NAMESPACE)
@@ -122,7 +138,7 @@ class Workload:
     def base_files(self) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         """The manifests before any change: bulk files, and one small file per host that will change."""
         moving = set(self.changed_indexes())
-        docs: list[dict[str, Any]] = []
+        docs: list[dict[str, Any]] = gateway(self.http_port) if self.kind == "httproute" else []
         for i in range(self.size):
             docs += backend(f"svc-{i}", self.echo_port, namespace=NAMESPACE)
             if i not in moving:
@@ -145,6 +161,37 @@ class Workload:
             doc = self.route(f"new-{k}", host, BASE_PATH, f"svc-{k % self.size}", 1)
             out.append(Change("new", f"new-{k}.yaml", (doc,), host, BASE_PATH))
         return out
+
+
+def gateway(http_port: int) -> list[dict[str, Any]]:
+    """The GatewayClass and the Gateway the HTTPRoutes attach to: one HTTP listener at the default
+    address on the port Envoy serves as ``http_port`` (the core's ingress_http, shared)."""
+    listener = {"name": "http", "protocol": "HTTP", "port": http_port - GATEWAY_PORT_OFFSET}
+    return [
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "GatewayClass",
+            "metadata": {"name": "contour"},
+            "spec": {"controllerName": "projectcontour.io/gateway-controller"},
+        },
+        {
+            "apiVersion": GATEWAY_API,
+            "kind": "Gateway",
+            "metadata": {"name": "bench", "namespace": NAMESPACE},
+            "spec": {"gatewayClassName": "contour", "listeners": [listener]},
+        },
+    ]
+
+
+def httproute(name: str, host: str, path: str, service: str, *, later: bool) -> dict[str, Any]:
+    """One hostname, one rule: a path prefix to port 80 of ``service``.  A route added ``later``
+    is younger than the base ones, as in a cluster."""
+    created = "2026-01-02T00:00:00Z" if later else "2026-01-01T00:00:00Z"
+    meta = {"name": name, "namespace": NAMESPACE, "creationTimestamp": created}
+    match = {"path": {"type": "PathPrefix", "value": path}}
+    rule = {"matches": [match], "backendRefs": [{"name": service, "port": 80}]}
+    spec = {"parentRefs": [{"name": "bench"}], "hostnames": [host], "rules": [rule]}
+    return {"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": meta, "spec": spec}
 
 
 def write_yaml(folder: Path, name: str, docs: Sequence[dict[str, Any]]) -> None:
@@ -280,6 +327,7 @@ def run_cpx(work: Workload, manifests: Path, workdir: Path, args: argparse.Names
         manifests,
         workdir,
         plugins=[KINDS[work.kind]],
+        http_port=work.http_port,
         log_level="warning",
         extra_args=args.cpx_arg,
         start_timeout=STARTUP_TIMEOUT,
@@ -374,7 +422,7 @@ class BareServer:
 
 
 def run_floor(work: Workload, workdir: Path, args: argparse.Namespace) -> Run:
-    http_port = free_port()
+    http_port = work.http_port
     begun = time.perf_counter()
     snapshots = floor_snapshots(work, http_port, args.cpx_arg)
     log(f"  {len(snapshots)} snapshots translated in {time.perf_counter() - begun:.1f} s")
@@ -486,7 +534,7 @@ def plot(results: list[dict[str, Any]], path: Path, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     kinds = sorted({case["kind"] for case in results})
-    for kind, color in zip(kinds, ("tab:blue", "tab:orange"), strict=False):
+    for kind, color in zip(kinds, ("tab:blue", "tab:orange", "tab:green"), strict=False):
         cases = sorted((c for c in results if c["kind"] == kind), key=lambda c: c["size"])
         sizes = [c["size"] for c in cases]
         for who, style in (("cpx", "o-"), ("floor", "s--")):
@@ -519,7 +567,7 @@ def describe(args: argparse.Namespace) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument("--sizes", default="1000,3000,10000,30000", help="comma-separated route counts")
-    parser.add_argument("--kinds", default="ingress,httpproxy", help="ingress and/or httpproxy")
+    parser.add_argument("--kinds", default="ingress,httpproxy", help="ingress, httpproxy and/or httproute")
     parser.add_argument("--changes", type=int, default=15, help="changes per measure (median, p90)")
     parser.add_argument(
         "--cpx-arg",
@@ -540,7 +588,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args.cpx_arg = [part for value in args.cpx_arg for part in shlex.split(value)]
     for kind in args.kinds.split(","):
         if kind not in KINDS:
-            parser.error(f"unknown kind {kind!r} (ingress, httpproxy)")
+            parser.error(f"unknown kind {kind!r} (ingress, httpproxy, httproute)")
     return args
 
 

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Whole-process ``cpx translate`` of generated Ingress routes (issue #10: 10k routes in <= 1.0 s).
+"""Whole-process ``cpx translate`` of generated routes (issue #10: 10k Ingress routes in <= 1.0 s;
+issue #11: HTTPRoutes within 1.5x of the same routes as HTTPProxies).
 
     .venv/bin/python tests/bench/translate_bench.py [--ingresses 1000] [--paths 10] [--services 1]
-        [--runs 7] [--baseline OTHER/core] [--json]
+        [--kinds ingress,httpproxy,httproute] [--runs 7] [--baseline OTHER/core] [--json]
 
-Not a test: it prints figures and never fails on them.  It writes ``--ingresses`` manifest files to a
-temporary folder, each one Ingress with its own host and ``--paths`` paths spread over ``--services``
-Services of its own (each with one EndpointSlice), then times ``--runs`` runs of
+Not a test: it prints figures and never fails on them.  Per kind it writes ``--ingresses`` manifest
+files to a temporary folder, each one object with its own host and ``--paths`` paths spread over
+``--services`` Services of its own (each with one EndpointSlice): an Ingress, a root HTTPProxy
+with one route per path, or an HTTPRoute with one rule per path attached to one Gateway (its
+GatewayClass and Gateway in one more file).  Then it times ``--runs`` runs of
 ``python -m cpx translate <folder>`` (output to /dev/null) and of the floor: the same interpreter
 starting (site packages included) and reading every input file.  Cases take turns; each row is the
 median wall time and median CPU time (user + system) of its runs.
@@ -85,12 +88,74 @@ def ingress_file(i: int, paths: int, services: int) -> list[dict[str, Any]]:
     return [ingress, *docs]
 
 
-def generate(folder: Path, ingresses: int, paths: int, services: int) -> None:
+def httpproxy_file(i: int, paths: int, services: int) -> list[dict[str, Any]]:
+    """:func:`ingress_file` as a root HTTPProxy: one route per path."""
+    ingress, *docs = ingress_file(i, paths, services)
+    routes = [
+        {
+            "conditions": [{"prefix": p["path"]}],
+            "services": [_service_port(p)],
+        }
+        for p in ingress["spec"]["rules"][0]["http"]["paths"]
+    ]
+    spec = {"virtualhost": {"fqdn": f"host-{i}.example.com"}, "routes": routes}
+    meta = {"name": f"proxy-{i}", "namespace": NAMESPACE}
+    return [
+        {"apiVersion": "projectcontour.io/v1", "kind": "HTTPProxy", "metadata": meta, "spec": spec},
+        *docs,
+    ]
+
+
+def _service_port(path: dict[str, Any]) -> dict[str, Any]:
+    return {"name": path["backend"]["service"]["name"], "port": 80}
+
+
+GATEWAY_API = "gateway.networking.k8s.io/v1"
+GATEWAY = [
+    {
+        "apiVersion": GATEWAY_API,
+        "kind": "GatewayClass",
+        "metadata": {"name": "contour"},
+        "spec": {"controllerName": "projectcontour.io/gateway-controller"},
+    },
+    {
+        "apiVersion": GATEWAY_API,
+        "kind": "Gateway",
+        "metadata": {"name": "bench", "namespace": NAMESPACE},
+        "spec": {
+            "gatewayClassName": "contour",
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": 80}],
+        },
+    },
+]
+
+
+def httproute_file(i: int, paths: int, services: int) -> list[dict[str, Any]]:
+    """:func:`ingress_file` as an HTTPRoute of the Gateway ``bench``: one rule per path."""
+    ingress, *docs = ingress_file(i, paths, services)
+    rules = [
+        {
+            "matches": [{"path": {"type": "PathPrefix", "value": p["path"]}}],
+            "backendRefs": [_service_port(p)],
+        }
+        for p in ingress["spec"]["rules"][0]["http"]["paths"]
+    ]
+    spec = {"parentRefs": [{"name": "bench"}], "hostnames": [f"host-{i}.example.com"], "rules": rules}
+    meta = {"name": f"route-{i}", "namespace": NAMESPACE, "creationTimestamp": "2026-01-01T00:00:00Z"}
+    return [{"apiVersion": GATEWAY_API, "kind": "HTTPRoute", "metadata": meta, "spec": spec}, *docs]
+
+
+FILES = {"ingress": ingress_file, "httpproxy": httpproxy_file, "httproute": httproute_file}
+
+
+def generate(folder: Path, ingresses: int, paths: int, services: int, kind: str = "ingress") -> None:
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     folder.mkdir(parents=True, exist_ok=True)
+    if kind == "httproute":
+        (folder / "gateway.yaml").write_text(yaml.dump_all(GATEWAY, Dumper=dumper), encoding="utf-8")
     for i in range(ingresses):
-        text = yaml.dump_all(ingress_file(i, paths, services), Dumper=dumper, sort_keys=False)
-        (folder / f"ing-{i:05d}.yaml").write_text(text, encoding="utf-8")
+        text = yaml.dump_all(FILES[kind](i, paths, services), Dumper=dumper, sort_keys=False)
+        (folder / f"{kind}-{i:05d}.yaml").write_text(text, encoding="utf-8")
 
 
 def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -130,6 +195,7 @@ def main() -> None:
     parser.add_argument("--ingresses", type=int, default=1000)
     parser.add_argument("--paths", type=int, default=10, help="paths (routes) per Ingress")
     parser.add_argument("--services", type=int, default=1, help="Services per Ingress (its paths share them)")
+    parser.add_argument("--kinds", default="ingress", help="ingress, httpproxy and/or httproute")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--format", choices=["yaml", "json"], default="yaml", help="translate's -o")
     parser.add_argument(
@@ -139,14 +205,21 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="machine-readable results")
     args = parser.parse_args()
+    kinds = args.kinds.split(",")
+    if unknown := set(kinds) - FILES.keys():
+        parser.error(f"unknown kinds {sorted(unknown)} (ingress, httpproxy, httproute)")
     with tempfile.TemporaryDirectory(prefix="cpx-translate-bench-") as tmp:
-        folder = Path(tmp) / "manifests"
-        generate(folder, args.ingresses, args.paths, args.services)
-        size = sum(p.stat().st_size for p in folder.iterdir())
-        translate = [sys.executable, "-m", "cpx", "translate", "-o", args.format, str(folder)]
-        cases = {"cpx translate": (translate, ENV)}
-        if args.baseline:
-            cases["baseline"] = (translate, {**ENV, "PYTHONPATH": str(Path(args.baseline).resolve())})
+        cases = {}
+        for kind in kinds:
+            folder = Path(tmp) / kind
+            generate(folder, args.ingresses, args.paths, args.services, kind)
+            size = sum(p.stat().st_size for p in folder.iterdir())
+            translate = [sys.executable, "-m", "cpx", "translate", "-o", args.format, str(folder)]
+            label = "cpx translate" if kinds == ["ingress"] else f"cpx translate {kind}"
+            cases[label] = (translate, ENV)
+            if args.baseline:
+                baseline_env = {**ENV, "PYTHONPATH": str(Path(args.baseline).resolve())}
+                cases["baseline" if kinds == ["ingress"] else f"baseline {kind}"] = (translate, baseline_env)
         cases["floor (start + read)"] = ([sys.executable, "-c", FLOOR_CODE, str(folder)], ENV)
         results: dict[str, Any] = {
             "routes": args.ingresses * args.paths,

@@ -22,7 +22,16 @@ from typing import Any
 
 import attrs
 import pytest
-from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS, GROUP, HTTPROUTE, REFERENCE_GRANT
+from cpx_gatewayapi.kinds import (
+    GATEWAY,
+    GATEWAY_CLASS,
+    GROUP,
+    GRPCROUTE,
+    HTTPROUTE,
+    REFERENCE_GRANT,
+    TCPROUTE,
+    TLSROUTE,
+)
 
 from cpx import objects as k8s
 from cpx.testing import EchoServer, EnvoyProcess, envoy_binary, http_get
@@ -33,7 +42,7 @@ from cpx_ingress.testing import simple_ingress
 pytestmark = pytest.mark.e2e
 
 CORE_KINDS = (k8s.SERVICE, k8s.ENDPOINT_SLICE, k8s.SECRET, k8s.NAMESPACE)
-GATEWAY_KINDS = (GATEWAY_CLASS, GATEWAY, HTTPROUTE, REFERENCE_GRANT)
+GATEWAY_KINDS = (GATEWAY_CLASS, GATEWAY, HTTPROUTE, GRPCROUTE, TLSROUTE, TCPROUTE, REFERENCE_GRANT)
 INGRESS = k8s.GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses")
 HTTPPROXY = k8s.GroupVersionKind(
     group="projectcontour.io", version="v1", kind="HTTPProxy", plural="httpproxies"

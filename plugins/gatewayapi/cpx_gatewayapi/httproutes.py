@@ -7,6 +7,11 @@ NoMatchingListenerHostname).  Each listener left counts the route (``attachedRou
 or not) and, when programmed, serves its rules on a virtual host per effective hostname.  A broad
 listener (wildcard or no hostname) leaves the hostnames a more specific listener on the same port
 owns to that listener's routes (listener isolation, Contour's computeHosts).
+
+One route's part (:func:`plan`) depends on the route, what it reads and the Gateways only; what
+its rules come to on a virtual host (precedence, matches another route already has) depends on
+the other routes on that host: :mod:`cpx_gatewayapi.incremental` puts the plans together, and
+keeps them between builds.
 """
 
 from __future__ import annotations
@@ -16,9 +21,10 @@ from typing import Any
 
 import attrs
 from cpx import ObjectKey, SourceView, blame
-from cpx.dag import DAG, Route, VirtualHost
+from cpx.dag import DAG, Route
 
-from cpx_gatewayapi import hostnames, routebuild, routeparents, routestatus, status
+from cpx_gatewayapi import hostnames, routebuild, routeparents, status
+from cpx_gatewayapi.incremental import Contribution, HostKey, RouteMemo, RoutePlan
 from cpx_gatewayapi.kinds import HTTPROUTE
 from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution
 from cpx_gatewayapi.settings import Settings
@@ -28,91 +34,93 @@ from cpx_gatewayapi.settings import Settings
 class _Build:
     """What every route of one build is attached with."""
 
-    dag: DAG
     source: SourceView
     resolution: Resolution
-    attachments: Attachments
     settings: Settings
     owners: Mapping[str, Sequence[str | None]]  # per DAG listener, its Gateway listeners' hostnames
 
 
 def apply(
-    dag: DAG, source: SourceView, resolution: Resolution, attachments: Attachments, settings: Settings
+    dag: DAG,
+    source: SourceView,
+    resolution: Resolution,
+    attachments: Attachments,
+    settings: Settings,
+    memo: RouteMemo | None = None,
 ) -> None:
     """Attach every HTTPRoute to the listeners it selects and admits it, add its routes to their
-    DAG listeners, count it in ``attachments``, and set its status (``status.parents``)."""
-    build = _Build(dag, source, resolution, attachments, settings, _port_hostnames(resolution))
-    for rank, obj in enumerate(_by_age(source.list(HTTPROUTE))):
-        key = ObjectKey.of(obj)
-        with blame(key):
-            _apply_route(build, obj, key, rank)
+    DAG listeners, count it in ``attachments``, and set its status (``status.parents``).  With a
+    ``memo`` kept from the last build, only what a change can affect is worked out again."""
+    build = _Build(source, resolution, settings, routeparents.port_hostnames(resolution))
+    memo = memo if memo is not None else RouteMemo()
+    memo.build(
+        dag,
+        source,
+        HTTPROUTE,
+        (resolution, settings),
+        lambda obj, key: plan(build, obj, key),
+        attachments,
+    )
 
 
-def _apply_route(build: _Build, obj: Mapping[str, Any], key: ObjectKey, rank: int) -> None:
+def plan(build: _Build, obj: Mapping[str, Any], key: ObjectKey) -> RoutePlan:
+    """Route ``obj``'s attachments, rules and the virtual hosts they go on (see the module's
+    docstring); reads are recorded by the caller."""
+    with blame(key):
+        return _plan(build, obj, key)
+
+
+def _plan(build: _Build, obj: Mapping[str, Any], key: ObjectKey) -> RoutePlan:
     spec = obj.get("spec") or {}
     parents = list(routeparents.parents(spec, key.namespace, build.resolution))
     if not parents:
         # None of ours: no entry from us; entries we wrote before go (the merge drops them).
-        if status.has_parents_of(obj, build.settings.controller_name):
-            build.dag.set_status(key, status.route_status(()))
-        return
+        drop = status.has_parents_of(obj, build.settings.controller_name)
+        return RoutePlan(key=key, obj=obj, age=routeparents.age(obj), attached=None if not drop else ())
     route_hostnames = [str(h) for h in spec.get("hostnames") or () if isinstance(h, str)]
     labels = routeparents.namespace_labels(build.source, key.namespace)
-    attached = [
+    attached = tuple(
         routeparents.attach(HTTPROUTE_KIND, ref, gateway, key.namespace, labels, route_hostnames)
         for ref, gateway in parents
-    ]
-    built = routebuild.translate(build.source, obj, key, rank)
-    conflicts = 0
-    served: set[tuple[str, str, bool, str]] = set()
+    )
+    # Precedence among routes is set where they meet, per virtual host (RouteMemo).
+    built = routebuild.translate(build.source, obj, key, 0)
+    counted: list[GatewayListener] = []
+    targets: dict[HostKey, list[Contribution]] = {}
     if not built.all_dropped:
         for parent in attached:
             for listener, hosts in parent.listeners:
-                build.attachments.add(listener)
-                conflicts += _serve(build.dag, listener, hosts, build.owners, built, key, served)
-    build.dag.set_status(key, routestatus.route_status(obj, attached, built, conflicts, served))
+                counted.append(listener)
+                _targets(build, listener, hosts, built, targets)
+    return RoutePlan(
+        key=key,
+        obj=obj,
+        age=routeparents.age(obj),
+        attached=attached,
+        built=built,
+        targets={host: tuple(found) for host, found in targets.items()},
+        counted=tuple(counted),
+    )
 
 
-def _serve(
-    dag: DAG,
+def _targets(
+    build: _Build,
     listener: GatewayListener,
     hosts: Sequence[str],
-    owners: Mapping[str, Sequence[str | None]],
     built: routebuild.Translated,
-    key: ObjectKey,
-    served: set[tuple[str, str, bool, str]],
-) -> int:
-    """Add the route's rules to ``listener``'s virtual hosts; the number of matches left out
-    because another object's route already has them."""
+    targets: dict[HostKey, list[Contribution]],
+) -> None:
+    """The virtual hosts of ``listener`` the route's rules go on."""
     if listener.dag_listener is None:
-        return 0
+        return
     mine = listener.hostname or hostnames.ANY
-    secure = listener.protocol == "HTTPS"
-    conflicts = 0
+    owners = build.owners[listener.dag_listener]
+    contribution = Contribution(listener=listener, routes=tuple(_routes(built, listener)))
     for host in hosts:
-        if hostnames.owner(owners[listener.dag_listener], host) != mine:
+        if hostnames.owner(owners, host) != mine:
             continue  # a more specific listener on this port owns the name
-        vhost: VirtualHost
-        if secure:
-            vhost = dag.ensure_secure_virtual_host(listener.dag_listener, host)
-            if vhost.secret is None:  # a host another object serves keeps its certificate
-                vhost.secret = listener.secret
-        else:
-            vhost = dag.ensure_virtual_host(listener.dag_listener, host)
-        if host.startswith("*."):
-            vhost.single_label_wildcard = False
-        for route in _routes(built, listener):
-            match = route.match_key()
-            seen = (listener.dag_listener, host, secure, match)
-            existing = vhost.routes.get(match)
-            if seen in served:
-                continue  # this route, through another parentRef or listener
-            if existing is not None and existing.origin != key:
-                conflicts += 1
-                continue
-            served.add(seen)
-            vhost.routes[match] = route
-    return conflicts
+        target = HostKey(listener.dag_listener, host, listener.protocol == "HTTPS")
+        targets.setdefault(target, []).append(contribution)
 
 
 def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator[Route]:
@@ -125,21 +133,5 @@ def _routes(built: routebuild.Translated, listener: GatewayListener) -> Iterator
             yield attrs.evolve(route, redirect=attrs.evolve(route.redirect, port=listener.port))
 
 
-def _port_hostnames(resolution: Resolution) -> dict[str, list[str | None]]:
-    """Per DAG listener, the hostnames of the programmed Gateway listeners it serves."""
-    found: dict[str, list[str | None]] = {}
-    for gateway in resolution:
-        for listener in gateway.listeners:
-            if listener.dag_listener is not None:
-                found.setdefault(listener.dag_listener, []).append(listener.hostname)
-    return found
-
-
-def _by_age(routes: Iterator[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Oldest first, then by namespace/name: the spec's order of precedence among routes."""
-
-    def age(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-        meta = obj.get("metadata") or {}
-        return (str(meta.get("creationTimestamp") or ""), str(meta.get("namespace")), str(meta.get("name")))
-
-    return sorted(routes, key=age)
+# l4routes (TLSRoute, TCPRoute) imports it from here; it lives in routeparents now.
+_port_hostnames = routeparents.port_hostnames

@@ -1,7 +1,9 @@
 """The one DAG processor: Gateways first, then the routes attached to them, then Gateway status.
 
 One processor rather than one per kind: the route side needs the Gateways this build resolved,
-and the Gateway status needs the routes that attached (``attachedRoutes``).  It runs after the
+and the Gateway status needs the routes that attached (``attachedRoutes``).  The Gateways are
+resolved in every build (a few objects); the routes' part is kept between builds and worked out
+again only where a change can affect it (:mod:`cpx_gatewayapi.incremental`).  It runs after the
 Ingress and HTTPProxy processors, as in Contour, so that those hosts and a Gateway listener on the
 same address and port share one Envoy listener.
 """
@@ -16,15 +18,18 @@ from cpx.dag import DAG
 
 from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
 from cpx_gatewayapi.conditions import stabilize
+from cpx_gatewayapi.incremental import RouteMemo
 from cpx_gatewayapi.kinds import GROUP
-from cpx_gatewayapi.model import Attachments
+from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments
 from cpx_gatewayapi.settings import Settings
 
 
 @attrs.define
 class GatewayAPIProcessor:
     settings: Settings
-    # The statuses of the last build, by object: their transition times carry over (stabilize).
+    # The HTTPRoute side, kept between builds (it stabilizes its own statuses).
+    routes: RouteMemo = attrs.field(factory=RouteMemo)
+    # The other statuses of the last build, by object: their transition times carry over.
     _statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     @classmethod
@@ -34,17 +39,18 @@ class GatewayAPIProcessor:
     def run(self, dag: DAG, source: SourceView) -> None:
         resolution = gateways.resolve(dag, source, self.settings)
         attachments = Attachments()
-        httproutes.apply(dag, source, resolution, attachments, self.settings)
+        httproutes.apply(dag, source, resolution, attachments, self.settings, self.routes)
         grpcroutes.apply(dag, source, resolution, attachments, self.settings)
         l4routes.apply(dag, source, resolution, attachments, self.settings)
         gateways.report(dag, source, resolution, attachments, self.settings)
         self._stabilize(dag)
 
     def _stabilize(self, dag: DAG) -> None:
+        # A comprehension, not a loop: it passes over every HTTPRoute's status too.
+        ours = [(k, v) for k, v in dag.statuses.items() if k.group == GROUP and k.kind != HTTPROUTE_KIND]
         last, self._statuses = self._statuses, {}
-        for key, computed in dag.statuses.items():
-            if key.group == GROUP:
-                stable = stabilize(computed, last.get(key))
-                if stable is not computed:
-                    dag.set_status(key, stable)
-                self._statuses[key] = dag.statuses[key]
+        for key, computed in ours:
+            stable = stabilize(computed, last.get(key))
+            if stable is not computed:
+                dag.set_status(key, stable)
+            self._statuses[key] = stable
