@@ -124,3 +124,13 @@ def test_policy_and_ca_changes_reach_planned_routes() -> None:
     stack.source.remove(policy())  # the policy gone: plaintext again
     stack.build()
     assert stack.cluster("s1.example.com").validation is None
+
+
+def test_a_missing_ca_config_map_created_later_is_picked_up() -> None:
+    stack = Stack()
+    stack.build(policy())
+    assert stack.accepted() == "NoValidCACertificate"
+    stack.build(ca(default_ca().cert_pem))
+    assert stack.accepted() == "Accepted"
+    validation = stack.cluster("s1.example.com").validation
+    assert validation is not None and validation.ca.ca_pem == default_ca().cert_pem
