@@ -84,7 +84,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         after=("listeners", "ingress", "httpproxy"),
         description=(
             "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, "
-            "TCPRoutes, ReferenceGrants"
+            "TCPRoutes, ReferenceGrants; BackendTLSPolicies on route backends"
         ),
         accessors_only=True,
     )
