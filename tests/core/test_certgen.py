@@ -70,6 +70,15 @@ def test_envoy_client_certificate(bundle: certgen.Bundle) -> None:
     assert bundle.envoy.private_key().public_key().public_numbers() == public_key.public_numbers()
 
 
+def test_uri_subject_alt_names(bundle: certgen.Bundle) -> None:
+    pair = certgen.issue(
+        bundle.ca, "abc", dns_names=["abc.example.com"], uris=["spiffe://abc.example.com/id"]
+    )
+    sans = pair.cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == ["abc.example.com"]
+    assert sans.get_values_for_type(x509.UniformResourceIdentifier) == ["spiffe://abc.example.com/id"]
+
+
 def test_lifetime() -> None:
     now = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
     short = certgen.generate_bundle(lifetime_days=7, now=now)

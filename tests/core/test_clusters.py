@@ -287,6 +287,18 @@ def test_upstream_validation() -> None:
     assert not ctx.common_tls_context.tls_certificate_sds_secret_configs
 
 
+def test_upstream_validation_uri_names_match_too_and_name_the_cluster() -> None:
+    ca = Secret(namespace="default", name="ca", ca_pem=b"-----BEGIN CERTIFICATE-----\nCA\n")
+    dns_only = UpstreamValidation(ca=ca, subject_names=("abc.example.com",))
+    with_uri = attrs.evolve(dns_only, uri_subject_names=("spiffe://abc.example.com/test-identity",))
+    c = with_protocol(UpstreamProtocol.TLS, validation=with_uri)
+    vc = tls_context(only(c)).common_tls_context.validation_context
+    sans = [(m.san_type, m.matcher.exact) for m in vc.match_typed_subject_alt_names]
+    types = tls_common_v3.SubjectAltNameMatcher
+    assert sans == [(types.DNS, "abc.example.com"), (types.URI, "spiffe://abc.example.com/test-identity")]
+    assert cluster_name(c) != cluster_name(attrs.evolve(c, validation=dns_only))
+
+
 # -- health checks -----------------------------------------------------------------------------
 
 

@@ -153,7 +153,9 @@ class HealthCheck:
 @attrs.frozen(cache_hash=True, kw_only=True)
 class UpstreamValidation:
     ca: Secret
-    subject_names: tuple[str, ...] = ()
+    subject_names: tuple[str, ...] = ()  # DNS subject alternative names, one must match
+    # URI subject alternative names (e.g. SPIFFE IDs): a match of one of these also passes.
+    uri_subject_names: tuple[str, ...] = ()
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -119,12 +119,13 @@ def new_ca(
     return _pem(cert, key)
 
 
-def issue(
+def issue(  # noqa: PLR0913  (why: one keyword per certificate field)
     ca: KeyPair,
     common_name: str,
     *,
     dns_names: Iterable[str] = (),
     ip_addresses: Iterable[str] = (),
+    uris: Iterable[str] = (),
     server: bool = True,
     client: bool = False,
     lifetime_days: int = DEFAULT_LIFETIME_DAYS,
@@ -136,6 +137,7 @@ def issue(
     not_before, not_after = _validity(lifetime_days, now)
     sans: list[x509.GeneralName] = [x509.DNSName(name) for name in dict.fromkeys(dns_names)]
     sans += [x509.IPAddress(ipaddress.ip_address(ip)) for ip in dict.fromkeys(ip_addresses)]
+    sans += [x509.UniformResourceIdentifier(uri) for uri in dict.fromkeys(uris)]
     usages = [ExtendedKeyUsageOID.SERVER_AUTH] * server + [ExtendedKeyUsageOID.CLIENT_AUTH] * client
     builder = (
         x509.CertificateBuilder()

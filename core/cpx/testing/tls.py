@@ -33,8 +33,9 @@ def default_ca() -> certgen.KeyPair:
     return certgen.new_ca("cpx test CA", lifetime_days=30)
 
 
-def issue_cert(hosts: Iterable[str], *, client: bool = False) -> certgen.KeyPair:
-    """A certificate for ``hosts`` (DNS names or IPs, wildcards allowed), signed by :func:`default_ca`."""
+def issue_cert(hosts: Iterable[str], *, client: bool = False, uris: Iterable[str] = ()) -> certgen.KeyPair:
+    """A certificate for ``hosts`` (DNS names or IPs, wildcards allowed) and ``uris`` (URI SANs, e.g.
+    SPIFFE IDs), signed by :func:`default_ca`."""
     hosts = list(hosts)
     ips = [h for h in hosts if _is_ip(h)]
     names = [h for h in hosts if not _is_ip(h)]
@@ -43,6 +44,7 @@ def issue_cert(hosts: Iterable[str], *, client: bool = False) -> certgen.KeyPair
         names[0] if names else ips[0],
         dns_names=names,
         ip_addresses=ips,
+        uris=uris,
         client=client,
         lifetime_days=30,
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 
-from cpx.dag.nodes import Cluster, Secret
+from cpx.dag.nodes import Cluster, Secret, UpstreamValidation
 
 MAX_NAME_LENGTH = 60
 
@@ -48,7 +48,7 @@ def cluster_name(cluster: Cluster) -> str:
         )
         if hc
         else "",
-        f"{cluster.validation.ca.ref}:{cluster.validation.subject_names[:1]}" if cluster.validation else "",
+        _validation_part(cluster.validation),
         up.protocol.value,
         cluster.sni,
         repr(cluster.idle_connection_timeout.seconds) if cluster.idle_connection_timeout else "",
@@ -64,6 +64,17 @@ def cluster_name(cluster: Cluster) -> str:
     ]
     digest = _sha1_10("|".join(parts))
     return hashname(MAX_NAME_LENGTH, up.namespace, up.name, str(up.port), digest)
+
+
+def _validation_part(validation: UpstreamValidation | None) -> str:
+    """Contour's (the CA and the first DNS name), plus the URI names when there are any (so that
+    no other cluster's name changes)."""
+    if validation is None:
+        return ""
+    part = f"{validation.ca.ref}:{validation.subject_names[:1]}"
+    if validation.uri_subject_names:
+        part += f":{validation.uri_subject_names}"
+    return part
 
 
 def alt_stat_name(cluster: Cluster) -> str:

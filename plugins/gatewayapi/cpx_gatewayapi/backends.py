@@ -14,15 +14,19 @@ import attrs
 from cpx import ServicePortError, SourceView, lookup_service_port
 from cpx.dag import Cluster, HeadersPolicy, UpstreamProtocol
 
-from cpx_gatewayapi import grants
+from cpx_gatewayapi import backendtls, grants
 from cpx_gatewayapi.kinds import GROUP
-from cpx_gatewayapi.model import GRPCROUTE_KIND
+from cpx_gatewayapi.model import GRPCROUTE_KIND, HTTPROUTE_KIND
 
 WEBSOCKET_APP_PROTOCOL = "kubernetes.io/ws"
 NO_HEADERS = HeadersPolicy()
 # gRPC is HTTP/2: a GRPCRoute backend speaks h2c, or h2 where the Service port says TLS.
 _WEBSOCKET_APP_PROTOCOLS = (WEBSOCKET_APP_PROTOCOL, "kubernetes.io/wss")
 _GRPC_PROTOCOLS = {UpstreamProtocol.HTTP1: UpstreamProtocol.H2C, UpstreamProtocol.TLS: UpstreamProtocol.H2}
+
+# The route kinds whose backends a BackendTLSPolicy applies to (Envoy originates their TLS; a
+# TLSRoute or TCPRoute proxies bytes, passthrough TLS included).
+_BACKEND_TLS_KINDS = (HTTPROUTE_KIND, GRPCROUTE_KIND)
 
 # ResolvedRefs reasons.
 INVALID_KIND = "InvalidKind"
@@ -94,6 +98,8 @@ def resolve(
         request_headers=request_headers,
         response_headers=response_headers,
     )
+    if route_kind in _BACKEND_TLS_KINDS:
+        cluster = backendtls.apply(source, cluster)
     return Backend(cluster=cluster, websocket=app_protocol == WEBSOCKET_APP_PROTOCOL)
 
 

@@ -126,7 +126,8 @@ def _without_times(value: Any) -> Any:
 
 
 def _carry_times(value: Any, last: Any) -> Any:
-    """Walk ``value`` beside ``last`` (lists matched by their entries' name / parentRef / type)."""
+    """Walk ``value`` beside ``last`` (lists matched by their entries' type / name / parentRef /
+    ancestorRef)."""
     if isinstance(value, Mapping) and isinstance(last, Mapping):
         out = {k: _carry_times(v, last.get(k)) for k, v in value.items()}
         if _same_condition(value, last):
@@ -149,7 +150,7 @@ def _same_condition(value: Mapping[str, Any], last: Mapping[str, Any]) -> bool:
 def _partner(entry: Any, last: list[Any]) -> Any:
     if not isinstance(entry, Mapping):
         return None
-    for field in ("type", "name", "parentRef"):
+    for field in ("type", "name", "parentRef", "ancestorRef"):
         if field in entry:
             return next((e for e in last if isinstance(e, Mapping) and e.get(field) == entry[field]), None)
     return None

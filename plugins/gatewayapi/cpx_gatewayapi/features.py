@@ -38,6 +38,9 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "GRPCRoute",
             "GRPCRouteNamedRouteRule",
             "GRPCRouteRequestHeaderModifier",
+            # Backend TLS: CA from ConfigMaps or Secrets, SNI, and Hostname / URI subjectAltNames.
+            "BackendTLSPolicy",
+            "BackendTLSPolicySANValidation",
         )
     )
 )

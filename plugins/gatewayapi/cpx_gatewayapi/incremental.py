@@ -9,8 +9,8 @@ older route keeps a match both have (RuleMatchConflict for the other), and prece
 equally specific matches follows the routes' age.  So the memo keeps:
 
 - the plans, made again for the routes that changed or whose reads changed
-  (``SourceView.changes_since``, :class:`cpx.ReadIndex`); every plan when a Gateway or
-  GatewayClass changed or the Gateways resolve differently (simple, and rare);
+  (``SourceView.changes_since``, :class:`cpx.ReadIndex`); every plan when a Gateway,
+  GatewayClass or BackendTLSPolicy changed or the Gateways resolve differently (simple, and rare);
 - per virtual host the routes on it and the host built from them, frozen: a host is built again
   only when one of its routes' plan changed, and an unchanged host is the same object in every
   build (installed with ``DAG.add_virtual_hosts``), which the caches skip by identity;
@@ -35,7 +35,7 @@ from cpx.dag import DAG, Route, SecureVirtualHost, VirtualHost
 
 from cpx_gatewayapi import routestatus, status
 from cpx_gatewayapi.conditions import stabilize
-from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS
+from cpx_gatewayapi.kinds import BACKEND_TLS_POLICY, GATEWAY, GATEWAY_CLASS
 from cpx_gatewayapi.model import Attachments, GatewayListener
 from cpx_gatewayapi.routebuild import Translated
 from cpx_gatewayapi.routeparents import Attached
@@ -43,7 +43,9 @@ from cpx_gatewayapi.routeparents import Attached
 # A route's matches take precedence slots below this (routebuild: rule * 1000 + match); its rank
 # among the routes of one virtual host, oldest first, goes above.
 _ROUTE_SLOTS = 1_000_000
-_RESOLVED_KINDS = frozenset((GATEWAY.group_kind, GATEWAY_CLASS.group_kind))
+# A change to one of these plans every route again.  BackendTLSPolicy: which backends it covers is
+# read from a memoised index (backendtls.policies), not recorded per route, and it changes rarely.
+_RESOLVED_KINDS = frozenset((GATEWAY.group_kind, GATEWAY_CLASS.group_kind, BACKEND_TLS_POLICY.group_kind))
 
 
 class HostKey(NamedTuple):

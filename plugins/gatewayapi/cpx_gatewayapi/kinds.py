@@ -22,3 +22,9 @@ REFERENCE_GRANT = GroupVersionKind(
 
 # Contour's controller name: GatewayClasses naming another controller are someone else's.
 DEFAULT_CONTROLLER_NAME = "projectcontour.io/gateway-controller"
+
+BACKEND_TLS_POLICY = GroupVersionKind(
+    group=GROUP, version="v1", kind="BackendTLSPolicy", plural="backendtlspolicies"
+)
+# BackendTLSPolicy CA bundles (``ca.crt``): watched by this plugin, the core knows no ConfigMap.
+CONFIG_MAP = GroupVersionKind(group="", version="v1", kind="ConfigMap", plural="configmaps")

@@ -16,9 +16,21 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import grants, grpcschema, l4schema, routeschema, schema, status
+from cpx_gatewayapi import (
+    backendtls,
+    backendtlsschema,
+    grants,
+    grpcschema,
+    l4schema,
+    routeschema,
+    schema,
+    status,
+)
+from cpx_gatewayapi.backendtlsstatus import BackendTLSStatusProcessor
 from cpx_gatewayapi.gateway_tls import secret_reference
 from cpx_gatewayapi.kinds import (
+    BACKEND_TLS_POLICY,
+    CONFIG_MAP,
     DEFAULT_CONTROLLER_NAME,
     GATEWAY,
     GATEWAY_CLASS,
@@ -57,6 +69,8 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
     yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
     yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
+    yield WatchSpec(gvk=BACKEND_TLS_POLICY, validate=backendtlsschema.validate_backend_tls_policy)
+    yield WatchSpec(gvk=CONFIG_MAP, triggers_rebuild=backendtls.references_config_map)
 
 
 @hookimpl
@@ -70,8 +84,17 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         after=("listeners", "ingress", "httpproxy"),
         description=(
             "gateway.networking.k8s.io GatewayClasses, Gateways, HTTPRoutes, GRPCRoutes, TLSRoutes, "
-            "TCPRoutes, ReferenceGrants"
+            "TCPRoutes, ReferenceGrants; BackendTLSPolicies on route backends"
         ),
+        accessors_only=True,
+    )
+    yield ProcessorSpec(
+        name="gatewayapi-backendtls",
+        factory=BackendTLSStatusProcessor.from_config,
+        phase=Phase.ROUTES,
+        # It reads the route statuses the gatewayapi processor computed.
+        after=("gatewayapi",),
+        description="gateway.networking.k8s.io BackendTLSPolicy status (ancestors)",
         accessors_only=True,
     )
 
@@ -87,6 +110,11 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
     yield StatusWriterSpec(name="grpcroute", gvk=GRPCROUTE, merge=route_merge)
     yield StatusWriterSpec(name="tlsroute", gvk=TLSROUTE, merge=route_merge)
     yield StatusWriterSpec(name="tcproute", gvk=TCPROUTE, merge=route_merge)
+    yield StatusWriterSpec(
+        name="backendtlspolicy",
+        gvk=BACKEND_TLS_POLICY,
+        merge=status.ancestors_merge(_configured["controller_name"]),
+    )
 
 
 @hookimpl

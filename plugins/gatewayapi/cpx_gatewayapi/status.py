@@ -11,7 +11,8 @@ change (the status updater then writes nothing):
   compute (``supportedFeatures``, ``addresses``, ``listeners``) replaced;
 - routes: our ``status.parents[]`` entries (those whose ``controllerName`` is ours) replaced by the
   computed ones, matched by parentRef and kept in place; our entries the build no longer computes
-  dropped; other controllers' entries left exactly as they are;
+  dropped; other controllers' entries left exactly as they are (a BackendTLSPolicy's
+  ``status.ancestors[]`` alike, matched by ancestorRef);
 - a condition whose status does not change keeps the object's lastTransitionTime (the computed
   one may come from an older status), so a status that differs only in those times is not written.
 
@@ -59,9 +60,10 @@ def has_parents_of(obj: Mapping[str, Any], controller_name: str) -> bool:
     )
 
 
-def parent_ref_key(entry: Mapping[str, Any]) -> tuple[str, str, str, str, str, int]:
-    """A ``status.parents[]`` entry's parentRef, defaults filled in, for matching entries."""
-    ref = entry.get("parentRef")
+def parent_ref_key(entry: Mapping[str, Any], field: str = "parentRef") -> tuple[str, str, str, str, str, int]:
+    """A ``status.parents[]`` entry's parentRef (or a ``status.ancestors[]`` entry's
+    ``ancestorRef``), defaults filled in, for matching entries."""
+    ref = entry.get(field)
     ref = ref if isinstance(ref, Mapping) else {}
     port = ref.get("port")
     return (
@@ -110,24 +112,32 @@ def _keeping_times(before: Mapping[str, Any] | None, entry: Mapping[str, Any]) -
     return {**entry, "conditions": conditions}
 
 
-def merge_route(current: Status, computed: Status, *, controller_name: str) -> Status | None:
-    """``status.parents[]``: ours replaced (in place), our stale ones dropped, others' untouched."""
-    if "parents" not in computed:
+def merge_route(
+    current: Status,
+    computed: Status,
+    *,
+    controller_name: str,
+    field: str = "parents",
+    ref_field: str = "parentRef",
+) -> Status | None:
+    """``status.parents[]`` (or a policy's ``status.ancestors[]``, keyed by ``ancestorRef``): ours
+    replaced (in place), our stale ones dropped, others' untouched."""
+    if field not in computed:
         return None
-    fresh = {parent_ref_key(p): dict(p) for p in _list(computed.get("parents"))}
-    parents: list[Any] = []
-    for entry in _list(current.get("parents"), keep_all=True):
+    fresh = {parent_ref_key(p, ref_field): dict(p) for p in _list(computed.get(field))}
+    entries: list[Any] = []
+    for entry in _list(current.get(field), keep_all=True):
         if not isinstance(entry, Mapping) or entry.get("controllerName") != controller_name:
-            parents.append(entry)  # another controller's (or not an entry at all): not ours
+            entries.append(entry)  # another controller's (or not an entry at all): not ours
             continue
-        replacement = fresh.pop(parent_ref_key(entry), None)
+        replacement = fresh.pop(parent_ref_key(entry, ref_field), None)
         if replacement is not None:
-            parents.append(_keeping_times(entry, replacement))
-    parents.extend(fresh.values())
-    if not parents and "parents" not in current:
+            entries.append(_keeping_times(entry, replacement))
+    entries.extend(fresh.values())
+    if not entries and field not in current:
         return None
     merged = dict(current)
-    merged["parents"] = parents
+    merged[field] = entries
     return _changed(current, merged)
 
 
@@ -176,6 +186,13 @@ def envoy_load_balancer(service_lb: Status, computed: Status) -> Status:
 def route_merge(controller_name: str) -> Merge:
     """:func:`merge_route` for one controller name: a ``StatusWriterSpec.merge`` for a route kind."""
     return functools.partial(merge_route, controller_name=controller_name)
+
+
+def ancestors_merge(controller_name: str) -> Merge:
+    """The ``StatusWriterSpec.merge`` of BackendTLSPolicies: our ``status.ancestors[]`` entries."""
+    return functools.partial(
+        merge_route, controller_name=controller_name, field="ancestors", ref_field="ancestorRef"
+    )
 
 
 def _list(value: Any, *, keep_all: bool = False) -> list[Any]:

@@ -280,9 +280,13 @@ def _validation_context(
 ) -> None:
     vc.trust_chain_verification = tls_common_v3.CertificateValidationContext.VERIFY_TRUST_CHAIN
     vc.trusted_ca.inline_bytes = validation.ca.ca_pem
-    for san in validation.subject_names:
-        matcher = vc.match_typed_subject_alt_names.add(san_type=tls_common_v3.SubjectAltNameMatcher.DNS)
-        matcher.matcher.exact = san
+    for san_type, names in (
+        (tls_common_v3.SubjectAltNameMatcher.DNS, validation.subject_names),
+        (tls_common_v3.SubjectAltNameMatcher.URI, validation.uri_subject_names),
+    ):
+        for san in names:
+            matcher = vc.match_typed_subject_alt_names.add(san_type=san_type)
+            matcher.matcher.exact = san
 
 
 def _defaults(lb_policy: str) -> cluster_v3.Cluster:
