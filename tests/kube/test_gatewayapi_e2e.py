@@ -23,6 +23,8 @@ from typing import Any
 import attrs
 import pytest
 from cpx_gatewayapi.kinds import (
+    BACKEND_TLS_POLICY,
+    CONFIG_MAP,
     GATEWAY,
     GATEWAY_CLASS,
     GROUP,
@@ -41,8 +43,18 @@ from cpx_ingress.testing import simple_ingress
 
 pytestmark = pytest.mark.e2e
 
-CORE_KINDS = (k8s.SERVICE, k8s.ENDPOINT_SLICE, k8s.SECRET, k8s.NAMESPACE)
-GATEWAY_KINDS = (GATEWAY_CLASS, GATEWAY, HTTPROUTE, GRPCROUTE, TLSROUTE, TCPROUTE, REFERENCE_GRANT)
+# ConfigMap is core/v1, always served; the Gateway API plugin watches it for BackendTLSPolicy CAs.
+CORE_KINDS = (k8s.SERVICE, k8s.ENDPOINT_SLICE, k8s.SECRET, k8s.NAMESPACE, CONFIG_MAP)
+GATEWAY_KINDS = (
+    GATEWAY_CLASS,
+    GATEWAY,
+    HTTPROUTE,
+    GRPCROUTE,
+    TLSROUTE,
+    TCPROUTE,
+    REFERENCE_GRANT,
+    BACKEND_TLS_POLICY,
+)
 INGRESS = k8s.GroupVersionKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses")
 HTTPPROXY = k8s.GroupVersionKind(
     group="projectcontour.io", version="v1", kind="HTTPProxy", plural="httpproxies"

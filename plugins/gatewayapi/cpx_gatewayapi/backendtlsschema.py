@@ -10,7 +10,7 @@ from typing import Any
 
 from cpx import capped, metadata_problems, must_be, shown
 
-from cpx_gatewayapi.routeschema import _HOSTNAME, _enum, _items, _string
+from cpx_gatewayapi.routeschema import HOSTNAME_PATTERN, _enum, _string, entries
 
 MAX_TARGETS = 16
 MAX_CA_REFS = 8
@@ -24,7 +24,7 @@ def validate_backend_tls_policy(obj: Mapping[str, Any]) -> list[str]:
     if not isinstance(spec, Mapping):
         problems.append("spec: Required value" if spec is None else must_be("spec", spec, "object"))
         return capped(problems)
-    targets = _items(spec, "targetRefs", "spec", MAX_TARGETS, problems)
+    targets = entries(spec, "targetRefs", "spec", MAX_TARGETS, problems)
     if not targets:
         problems.append("spec.targetRefs: Required value")
     for i, ref in enumerate(targets):
@@ -46,9 +46,9 @@ def validate_backend_tls_policy(obj: Mapping[str, Any]) -> list[str]:
 def _validation(validation: Mapping[str, Any], problems: list[str]) -> None:
     path = "spec.validation"
     hostname = _string(validation, "hostname", path, problems, required=True)
-    if hostname is not None and (hostname.startswith("*") or not _HOSTNAME.match(hostname)):
+    if hostname is not None and (hostname.startswith("*") or not HOSTNAME_PATTERN.match(hostname)):
         problems.append(f"{path}.hostname: Invalid value: {shown(hostname)}: must be a valid hostname")
-    refs = _items(validation, "caCertificateRefs", path, MAX_CA_REFS, problems)
+    refs = entries(validation, "caCertificateRefs", path, MAX_CA_REFS, problems)
     for i, ref in enumerate(refs):
         for field in ("group", "kind", "name"):
             _string(ref, field, f"{path}.caCertificateRefs[{i}]", problems, required=True)
@@ -57,7 +57,7 @@ def _validation(validation: Mapping[str, Any], problems: list[str]) -> None:
         problems.append(
             f"{path}: Invalid value: must specify either CACertificateRefs or WellKnownCACertificates"
         )
-    for i, san in enumerate(_items(validation, "subjectAltNames", path, MAX_SANS, problems)):
+    for i, san in enumerate(entries(validation, "subjectAltNames", path, MAX_SANS, problems)):
         where = f"{path}.subjectAltNames[{i}]"
         kind = _enum(san, "type", where, tuple(_SAN_FIELDS), problems)
         if kind in _SAN_FIELDS and not san.get(_SAN_FIELDS[kind]):
