@@ -23,10 +23,10 @@ from cpx import ObjectKey, SourceView, blame
 from cpx.dag import DAG, Cluster, SecureVirtualHost, TCPProxy
 
 from cpx_gatewayapi import backends, hostnames, listeners, routeparents, status
-from cpx_gatewayapi.conditions import condition, current_status, generation_of
+from cpx_gatewayapi.conditions import condition, generation_of
 from cpx_gatewayapi.kinds import TCPROUTE, TLSROUTE
 from cpx_gatewayapi.model import Attachments, GatewayListener, Resolution
-from cpx_gatewayapi.routestatus import PARENT_MESSAGES, parent_ref
+from cpx_gatewayapi.routestatus import PARENT_MESSAGES, parent_ref, stored_conditions
 from cpx_gatewayapi.settings import Settings
 
 RESOLVED_REFS = "ResolvedRefs"
@@ -146,19 +146,11 @@ def _route_status(
     obj: Mapping[str, Any], kind: str, attached: Sequence[routeparents.Attached], found: _Backends
 ) -> dict[str, Any]:
     generation = generation_of(obj)
-    current = [p for p in current_status(obj).get("parents") or () if isinstance(p, Mapping)]
     parents = []
     for parent in attached:
         ref = parent_ref(parent.ref)
         controller = parent.gateway.controller_name
-        previous = next(
-            (
-                p.get("conditions") or ()
-                for p in current
-                if p.get("parentRef") == ref and p.get("controllerName") == controller
-            ),
-            (),
-        )
+        previous = stored_conditions(obj, ref, controller)
         accepted = parent.reason == routeparents.ACCEPTED
         message = f"Accepted {kind}" if accepted else PARENT_MESSAGES[parent.reason]
         conditions = [

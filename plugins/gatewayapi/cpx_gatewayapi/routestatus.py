@@ -46,6 +46,17 @@ def parent_ref(ref: Mapping[str, Any]) -> dict[str, Any]:
     return echoed
 
 
+def stored_conditions(obj: Mapping[str, Any], ref: Mapping[str, Any], controller: str) -> Sequence[Any]:
+    """The conditions the object's stored status holds for one parent of one controller."""
+    for entry in current_status(obj).get("parents") or ():
+        if isinstance(entry, Mapping) and (entry.get("parentRef"), entry.get("controllerName")) == (
+            ref,
+            controller,
+        ):
+            return entry.get("conditions") or ()
+    return ()
+
+
 def route_status(
     obj: Mapping[str, Any],
     attached: Sequence[Attached],
@@ -54,19 +65,11 @@ def route_status(
     served: set[tuple[str, str, bool, str]],
 ) -> dict[str, Any]:
     generation = generation_of(obj)
-    current = [p for p in current_status(obj).get("parents") or () if isinstance(p, Mapping)]
     parents = []
     for parent in attached:
         ref = parent_ref(parent.ref)
         controller = parent.gateway.controller_name
-        previous = next(
-            (
-                p.get("conditions") or ()
-                for p in current
-                if p.get("parentRef") == ref and p.get("controllerName") == controller
-            ),
-            (),
-        )
+        previous = stored_conditions(obj, ref, controller)
         kind = str(obj.get("kind") or "HTTPRoute")
         conditions = _conditions(kind, parent, built, conflicts, bool(served), generation, previous)
         parents.append({"parentRef": ref, "controllerName": controller, "conditions": conditions})
