@@ -365,6 +365,19 @@ def test_catch_all_secure_vhost_matches_any_tls() -> None:
     assert [f.name for f in unpack_hcm(chain).http_filters] == POLICY_FILTERS
 
 
+def test_secure_vhost_kept_without_routes_gets_its_chain() -> None:
+    dag = new_dag()
+    empty = dag.ensure_secure_virtual_host(HTTPS, "*")
+    empty.secret = SECRET
+    assert not empty.valid()  # without routes, a host is normally dropped
+    empty.serve_without_routes = True
+    dag.ensure_secure_virtual_host(HTTPS, "nosecret.com").serve_without_routes = True
+    dag.prune()
+    assert list(dag.listeners[HTTPS].secure_virtual_hosts) == ["*"]
+    (chain,) = translate(dag)[HTTPS].filter_chains
+    assert not chain.filter_chain_match.server_names
+
+
 def test_unservable_secure_vhosts_are_skipped() -> None:
     dag = new_dag()
     dag.ensure_secure_virtual_host(HTTPS, "nosecret.com").add_route(prefix())

@@ -166,6 +166,14 @@ def test_secure_vhosts_get_their_own_configs() -> None:
     assert vhost.name == "other.com" and vhost.routes[0].match.prefix == "/secure"
 
 
+def test_secure_vhost_kept_without_routes_has_an_empty_config() -> None:
+    dag = new_dag()
+    svh = dag.ensure_secure_virtual_host(HTTPS, "*")
+    svh.secret, svh.serve_without_routes = SECRET, True
+    (vhost,) = translate(dag)["https/*"].virtual_hosts
+    assert list(vhost.domains) == ["*"] and not vhost.routes  # Envoy answers every request 404
+
+
 def test_fallback_config_holds_vhosts_with_fallback_certificate() -> None:
     dag = new_dag()
     for fqdn, fallback in (("b.com", True), ("a.com", True), ("c.com", False)):

@@ -79,6 +79,9 @@ class VirtualHost:
     # hosts do (Contour adds an ``:authority`` regex to each route); False: one or more labels,
     # Envoy's own wildcard domains (Gateway API hostnames).
     single_label_wildcard: bool = True
+    # Served even without routes, every request answered 404 by Envoy: a catch-all host that
+    # must still exist (a Gateway API HTTPS listener without hostname answers any SNI).
+    serve_without_routes: bool = False
     # Set by freeze(): whether it can be served and the clusters it uses, computed once.
     _frozen: bool = attrs.field(default=False, init=False, repr=False)
     _valid: bool = attrs.field(default=False, init=False, repr=False)
@@ -93,7 +96,11 @@ class VirtualHost:
         self.routes[route.match_key()] = route
 
     def valid(self) -> bool:
-        return self._valid if self._frozen else bool(self.routes)
+        return self._valid if self._frozen else self.serves_http()
+
+    def serves_http(self) -> bool:
+        """Whether Envoy gets an HTTP virtual host for it: it has routes, or is kept without."""
+        return bool(self.routes) or self.serve_without_routes
 
     @property
     def frozen(self) -> bool:
@@ -137,7 +144,7 @@ class SecureVirtualHost(VirtualHost):
             return self._valid
         if self.tcp_proxy is not None:
             return self.passthrough or self.secret is not None
-        return self.secret is not None and bool(self.routes)
+        return self.secret is not None and self.serves_http()
 
     def _clusters(self) -> Iterator[Cluster]:
         yield from super()._clusters()

@@ -20,7 +20,8 @@ from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.incremental import RouteMemo
 from cpx_gatewayapi.kinds import GROUP
-from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments
+from cpx_gatewayapi.listeners import HTTPS
+from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, Resolution
 from cpx_gatewayapi.settings import Settings
 
 
@@ -42,6 +43,7 @@ class GatewayAPIProcessor:
         httproutes.apply(dag, source, resolution, attachments, self.settings, self.routes)
         grpcroutes.apply(dag, source, resolution, attachments, self.settings)
         l4routes.apply(dag, source, resolution, attachments, self.settings)
+        _catch_all_hosts(dag, resolution)
         gateways.report(dag, source, resolution, attachments, self.settings)
         self._stabilize(dag)
 
@@ -54,3 +56,19 @@ class GatewayAPIProcessor:
             if stable is not computed:
                 dag.set_status(key, stable)
             self._statuses[key] = stable
+
+
+def _catch_all_hosts(dag: DAG, resolution: Resolution) -> None:
+    """An HTTPS listener without hostname answers any SNI with its certificate, and a Host no route
+    serves with a 404 (upstream HTTPRouteHTTPSListener): its ``*`` host exists even with no route."""
+    for gateway in resolution:
+        for listener in gateway.listeners:
+            if listener.protocol != HTTPS or listener.hostname is not None:
+                continue
+            if listener.dag_listener is None or listener.secret is None:
+                continue
+            if "*" in dag.listeners[listener.dag_listener].secure_virtual_hosts:
+                continue  # routes without hostname made it (or an earlier listener on the port)
+            vhost = dag.ensure_secure_virtual_host(listener.dag_listener, "*")
+            vhost.secret = listener.secret
+            vhost.serve_without_routes = True

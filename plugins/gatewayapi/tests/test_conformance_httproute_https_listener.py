@@ -1,25 +1,18 @@
 """Upstream HTTPRouteHTTPSListener (conformance/tests/httproute-https-listener.go).
 
 Routes on the HTTPS listeners of ``same-namespace-with-https-listener``: TLS with SNI = Host, a
-route with hostnames and one without; an unknown host gets a 404 (which Contour skips: it builds
-no filter chain for a host without routes, so the handshake fails instead).
+route with hostnames and one without; an unknown host gets a 404 (Contour builds no filter chain
+for a host without routes, so its handshake fails; the plugin gives the hostname-less HTTPS
+listener a catch-all ``*`` host with its certificate instead).
 """
 
 from __future__ import annotations
 
-import pytest
-
 from cpx_gatewayapi.testing import HTTPS_GATEWAY, INFRA_NS, INFRA_V1, INFRA_V2, Conformance, Expect
 
 MANIFEST = "httproute-https-listener.yaml"
-# What the plugin does not do yet (strict: the test must fail until it does):
-XFAIL = (
-    "plugin: a host without routes on the hostname-less HTTPS listener gets a TLS reset, not a "
-    "404 (no catch-all filter chain)"
-)
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL)
 def test_httproute_https_listener(upstream: Conformance) -> None:
     upstream.wait_routes_accepted(
         HTTPS_GATEWAY, (INFRA_NS, "httproute-https-test"), (INFRA_NS, "httproute-https-test-no-hostname")

@@ -562,6 +562,10 @@ def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) ->
     names = {c["name"] for c in result.envoy_json()["routes"]}
     assert "https-443-127_0_0_10/https/a.example.com" in names
     assert conditions(parents(result, "r")[0])["Accepted"] == ("True", "Accepted")
+    # The listener has no hostname: any other SNI gets its certificate and a 404 (a catch-all
+    # host without routes), not a reset handshake.
+    (catch_all,) = [c for c in result.envoy_json()["routes"] if c["name"] == "https-443-127_0_0_10/https/*"]
+    assert [(v["domains"], v.get("routes")) for v in catch_all["virtualHosts"]] == [(["*"], None)]
 
 
 def test_cors(cpx_translate: Translate) -> None:

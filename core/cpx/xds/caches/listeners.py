@@ -361,7 +361,7 @@ def _servable(vhost: SecureVirtualHost) -> bool:
     """Prune normally drops the others; a chain without TLS must at least proxy TCP."""
     if vhost.tcp_proxy is not None:
         return vhost.passthrough or vhost.secret is not None
-    return vhost.secret is not None and bool(vhost.routes)
+    return vhost.secret is not None and vhost.serves_http()
 
 
 def _fallback_chain(listener: Listener) -> _FallbackChain | None:

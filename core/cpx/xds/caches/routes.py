@@ -181,7 +181,7 @@ class RouteCache:
             members[name] = vhosts
         for fqdn in sorted(listener.secure_virtual_hosts):
             vhost = listener.secure_virtual_hosts[fqdn]
-            if vhost.tcp_proxy is not None or not vhost.routes:
+            if vhost.tcp_proxy is not None or not vhost.serves_http():
                 continue
             entry = builder.vhost(listener, vhost, secure=True)
             configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
