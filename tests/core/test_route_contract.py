@@ -118,4 +118,12 @@ def test_route_cors_policy() -> None:
     cors = unpack(envoy_route.typed_per_filter_config[CORS], cors_v3.CorsPolicy)
     assert [o.exact for o in cors.allow_origin_string_match] == ["https://a.example"]
     assert (cors.allow_methods, cors.max_age) == ("GET", "5")
+    assert not cors.HasField("forward_not_matching_preflights")  # Envoy's default: forwarded
     assert CORS not in one_route(prefix()).typed_per_filter_config
+
+
+def test_route_cors_policy_answering_unmatched_preflights() -> None:
+    policy = CORSPolicy(allow_origin=("*",), allow_methods=("GET",), forward_unmatched_preflights=False)
+    envoy_route = one_route(prefix(cors=policy))
+    cors = unpack(envoy_route.typed_per_filter_config[CORS], cors_v3.CorsPolicy)
+    assert cors.HasField("forward_not_matching_preflights") and not cors.forward_not_matching_preflights.value

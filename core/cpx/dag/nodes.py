@@ -339,6 +339,9 @@ class CORSPolicy:
     allow_credentials: bool = False
     max_age: str | None = None  # seconds as a string, Envoy's format; "0" disables caching
     allow_private_network: bool = False
+    # A preflight whose origin (or method) the policy does not allow goes on to the backend (Envoy's
+    # default, HTTPProxy's behaviour); False: Envoy answers it itself, without CORS headers.
+    forward_unmatched_preflights: bool = True
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -128,7 +128,8 @@ def _header_values(entries: object) -> tuple[HeaderValue, ...]:
 
 
 def cors_policy(spec: Mapping[str, Any]) -> CORSPolicy:
-    """A wildcard in an origin's host spans any number of labels (``https://*.bar.com``)."""
+    """A wildcard in an origin's host spans any number of labels (``https://*.bar.com``).  The
+    Gateway answers a preflight from another origin itself (upstream HTTPRouteCORS)."""
     max_age = spec.get("maxAge")
     return CORSPolicy(
         allow_origin=tuple(_origin(str(o)) for o in spec.get("allowOrigins") or ()),
@@ -137,6 +138,7 @@ def cors_policy(spec: Mapping[str, Any]) -> CORSPolicy:
         expose_headers=tuple(str(h) for h in spec.get("exposeHeaders") or ()),
         allow_credentials=spec.get("allowCredentials") is True,
         max_age=str(max_age if isinstance(max_age, int) else _DEFAULT_MAX_AGE),
+        forward_unmatched_preflights=False,
     )
 
 

@@ -10,16 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import pytest
-
 from cpx_gatewayapi.testing import INFRA_NS, SAME_NAMESPACE, Conformance, Expect
 
 MANIFEST = "httproute-cors.yaml"
-# What the plugin does not do yet (strict: the test must fail until it does):
-XFAIL = (
-    "plugin: a preflight from an origin the CORS filter does not allow is forwarded to the "
-    "backend instead of answered by the Gateway"
-)
 ROUTES = (
     "cors-multiple-origins-methods-headers",
     "cors-wildcard-methods",
@@ -95,7 +88,6 @@ def allowed_cors_1(origin: str) -> Expect:
     )
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL)
 def test_httproute_cors(upstream: Conformance) -> None:
     upstream.wait_routes_accepted(SAME_NAMESPACE, *((INFRA_NS, name) for name in ROUTES))
     get = {"access-control-request-method": "GET"}

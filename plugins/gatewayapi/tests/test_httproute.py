@@ -594,6 +594,7 @@ def test_cors(cpx_translate: Translate) -> None:
         "x-header-3",
     )
     assert (policy["maxAge"], policy["allowCredentials"]) == ("5", True)
+    assert policy["forwardNotMatchingPreflights"] is False  # the Gateway answers other origins
 
 
 def test_attached_routes_count_programmed_or_not(

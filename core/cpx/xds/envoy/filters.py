@@ -245,6 +245,8 @@ def cors_policy(policy: CORSPolicy) -> cors.CorsPolicy:
     out.allow_private_network_access.value = policy.allow_private_network
     if policy.max_age is not None:
         out.max_age = policy.max_age
+    if not policy.forward_unmatched_preflights:
+        out.forward_not_matching_preflights.value = False  # unset keeps existing output as it was
     return out
 
 
