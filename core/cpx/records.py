@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from cpx.dag.nodes import AuthorityCheck
 from cpx.objects import GroupVersionKind
 
 if TYPE_CHECKING:
@@ -278,6 +279,7 @@ class FilterSite:
     listener: str  # the DAG listener's name, e.g. "ingress_https"
     virtual_host: str | None  # the SNI filter chain's fqdn; None for a plain HTTP or the fallback chain
     secure: bool  # TLS-terminating chain
+    authority_check: AuthorityCheck | None = None  # the SNI chain's virtual host's (421 rule)
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)

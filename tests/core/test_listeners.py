@@ -30,6 +30,7 @@ from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol, VirtualHost
 from cpx.dag.dot import to_dot
 from cpx.dag.nodes import (
+    AuthorityCheck,
     Cluster,
     CookieRewrite,
     CORSPolicy,
@@ -376,6 +377,19 @@ def test_secure_vhost_kept_without_routes_gets_its_chain() -> None:
     assert list(dag.listeners[HTTPS].secure_virtual_hosts) == ["*"]
     (chain,) = translate(dag)[HTTPS].filter_chains
     assert not chain.filter_chain_match.server_names
+
+
+def test_authority_check_replaces_the_sni_rule_even_on_the_catch_all_chain() -> None:
+    dag = new_dag()
+    add_secure(dag, "*", authority_check=AuthorityCheck(accept="*", refuse=("b.com", "*.c.com")))
+    add_secure(dag, "a.com")
+    chains = {
+        c.filter_chain_match.server_names[0] if c.filter_chain_match.server_names else "*": c
+        for c in translate(dag)[HTTPS].filter_chains
+    }
+    code = lua_code(unpack_hcm(chains["*"]))
+    assert 'local accept = "*"' in code and 'local refuse = {"b.com", "*.c.com"}' in code
+    assert '"a.com"' in lua_code(unpack_hcm(chains["a.com"]))  # without one: the Host must be the SNI's
 
 
 def test_unservable_secure_vhosts_are_skipped() -> None:

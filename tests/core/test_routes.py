@@ -174,6 +174,20 @@ def test_secure_vhost_kept_without_routes_has_an_empty_config() -> None:
     assert list(vhost.domains) == ["*"] and not vhost.routes  # Envoy answers every request 404
 
 
+def test_secure_vhost_config_serves_the_hosts_it_names_too() -> None:
+    dag = new_dag()
+    for fqdn in ("a.com", "b.com"):
+        svh = dag.ensure_secure_virtual_host(HTTPS, fqdn)
+        svh.secret = SECRET
+        svh.add_route(prefix())
+    catch_all = dag.ensure_secure_virtual_host(HTTPS, "*")
+    catch_all.secret, catch_all.serve_without_routes = SECRET, True
+    catch_all.serves_hosts_of = ("b.com", "gone.com")  # a name no host has is left out
+    configs = translate(dag)
+    assert [v.name for v in configs["https/*"].virtual_hosts] == ["*", "b.com"]
+    assert [v.name for v in configs["https/b.com"].virtual_hosts] == ["b.com"]
+
+
 def test_fallback_config_holds_vhosts_with_fallback_certificate() -> None:
     dag = new_dag()
     for fqdn, fallback in (("b.com", True), ("a.com", True), ("c.com", False)):

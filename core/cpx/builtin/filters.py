@@ -24,6 +24,8 @@ C = TypeVar("C", bound=UsesContributions)
 
 
 def _misdirected(site: FilterSite) -> Message | None:
+    if site.secure and site.authority_check is not None:
+        return envoy.authority_check_lua(site.authority_check)
     # Only an SNI chain selected one host; "*" and the fallback chain serve many.
     if not site.secure or site.virtual_host is None or site.virtual_host == "*":
         return None

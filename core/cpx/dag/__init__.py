@@ -17,6 +17,7 @@ from cpx.dag.dag import (
     VirtualHost,
 )
 from cpx.dag.nodes import (
+    AuthorityCheck,
     CircuitBreakers,
     Cluster,
     CookieRewrite,
@@ -57,6 +58,7 @@ __all__ = [
     "DAG",
     "AttachmentKey",
     "Attachments",
+    "AuthorityCheck",
     "CORSPolicy",
     "CircuitBreakers",
     "Cluster",

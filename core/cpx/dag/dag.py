@@ -27,6 +27,7 @@ import attrs
 
 from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.dag.nodes import (
+    AuthorityCheck,
     Cluster,
     CORSPolicy,
     CustomNode,
@@ -138,6 +139,11 @@ class SecureVirtualHost(VirtualHost):
     tcp_proxy: TCPProxy | None = None
     passthrough: bool = False
     fallback_certificate: Secret | None = None
+    # The 421 check of its SNI chain (None: the Host must be its SNI's host).
+    authority_check: AuthorityCheck | None = None
+    # Other secure hosts of the listener whose routes its chain serves too (by name): a TLS
+    # connection its SNI chose may ask for them (e.g. a catch-all ``*`` host serving named ones).
+    serves_hosts_of: tuple[str, ...] = ()
 
     def valid(self) -> bool:
         if self._frozen:

@@ -331,6 +331,16 @@ class IPFilter:
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
+class AuthorityCheck:
+    """Which ``:authority`` (Host) a TLS connection whose SNI selected a virtual host may carry; the
+    others are answered 421 (misdirected request).  Names are exact, ``*.example.com`` (one or more
+    labels under it) or ``*`` (any).  Without one, the Host must be the SNI's host (Contour's rule)."""
+
+    accept: str
+    refuse: tuple[str, ...] = ()  # names other hosts own, answered 421 although accepted
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
 class CORSPolicy:
     allow_origin: tuple[str, ...]  # "*", exact origins, or RE2 regexes (prefixed "regex:")
     allow_methods: tuple[str, ...]

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 from cpx import ObjectKey, SourceView, blame, parse_status_addresses
-from cpx.dag import DAG, Secret
+from cpx.dag import DAG, AuthorityCheck, Secret
 
 from cpx_gatewayapi import conditions as cond
 from cpx_gatewayapi import listeners as ls
@@ -63,7 +63,40 @@ def resolve(dag: DAG, source: SourceView, settings: Settings) -> Resolution:
         key = ObjectKey.of(obj)
         with blame(key):
             gateways[key] = _GatewayResolver(dag, source, settings, ports, key, obj).resolve(class_verdict)
-    return Resolution(gateways, classes={key: verdict for key, verdict in classes.values()})
+    return Resolution(
+        _with_authority_checks(gateways), classes={key: verdict for key, verdict in classes.values()}
+    )
+
+
+def _with_authority_checks(gateways: dict[ObjectKey, ResolvedGateway]) -> dict[ObjectKey, ResolvedGateway]:
+    """Each programmed HTTPS listener's 421 rule (gatewayapi.md 4.2): a Host owned by another
+    listener on its port (a more specific hostname) is misdirected, another Host it matches is not."""
+    on_port: dict[str, set[str | None]] = {}
+    for gateway in gateways.values():
+        for listener in gateway.listeners:
+            if listener.protocol == ls.HTTPS and listener.dag_listener is not None:
+                on_port.setdefault(listener.dag_listener, set()).add(listener.hostname)
+    if not on_port:
+        return gateways
+    return {
+        key: attrs.evolve(gw, listeners=tuple(_checked(listener, on_port) for listener in gw.listeners))
+        for key, gw in gateways.items()
+    }
+
+
+def _checked(listener: GatewayListener, on_port: Mapping[str, set[str | None]]) -> GatewayListener:
+    if listener.protocol != ls.HTTPS or listener.dag_listener is None:
+        return listener
+    own = listener.hostname
+    refuse = sorted(
+        name
+        for name in on_port[listener.dag_listener]
+        if name is not None
+        and name != own
+        and (own is None or (own.startswith("*.") and name.endswith(own[1:])))
+    )
+    check = AuthorityCheck(accept=own or "*", refuse=tuple(refuse))
+    return attrs.evolve(listener, authority_check=check)
 
 
 def _our_classes(source: SourceView, settings: Settings) -> dict[str, tuple[ObjectKey, Verdict]]:

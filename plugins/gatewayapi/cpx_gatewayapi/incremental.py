@@ -104,6 +104,7 @@ def merge(vhost: VirtualHost, host: HostKey, plans: Iterable[RoutePlan]) -> dict
         for contribution in plan.targets[host]:
             if isinstance(vhost, SecureVirtualHost) and vhost.secret is None:
                 vhost.secret = contribution.listener.secret  # a host another object serves keeps its own
+                vhost.authority_check = contribution.listener.authority_check
             for route in contribution.routes:
                 match = route.match_key()
                 if match in seen:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 from cpx import ObjectKey
-from cpx.dag import Secret
+from cpx.dag import AuthorityCheck, Secret
 
 from cpx_gatewayapi.kinds import GROUP
 
@@ -68,6 +68,9 @@ class GatewayListener:
     address: str
     envoy_port: int
     secret: Secret | None = None  # HTTPS / TLS Terminate: the certificate to serve
+    # HTTPS: which Hosts a connection whose SNI chose one of its hosts may ask for (421 for the
+    # others): its hostname, minus the more specific hostnames of the other listeners on its port.
+    authority_check: AuthorityCheck | None = None
     # Its status conditions (None only in records built by hand, e.g. in tests).
     status: ListenerStatus | None = None
 

@@ -67,8 +67,20 @@ def _catch_all_hosts(dag: DAG, resolution: Resolution) -> None:
                 continue
             if listener.dag_listener is None or listener.secret is None:
                 continue
-            if "*" in dag.listeners[listener.dag_listener].secure_virtual_hosts:
-                continue  # routes without hostname made it (or an earlier listener on the port)
+            hosts = dag.listeners[listener.dag_listener].secure_virtual_hosts
+            # The hosts of this listener (those no more specific listener on the port owns): a
+            # connection with another SNI may ask for them (upstream ...DetectMisdirectedRequests).
+            check = listener.authority_check
+            refused = () if check is None else check.refuse
+            served = tuple(name for name in hosts if name != "*" and not _owned(name, refused))
             vhost = dag.ensure_secure_virtual_host(listener.dag_listener, "*")
-            vhost.secret = listener.secret
-            vhost.serve_without_routes = True
+            if vhost.secret is None:  # routes without hostname made it, or an earlier listener
+                vhost.secret = listener.secret
+                vhost.serve_without_routes = True
+                vhost.authority_check = check
+            vhost.serves_hosts_of = served
+
+
+def _owned(name: str, hostnames: tuple[str, ...]) -> bool:
+    """Whether a host falls under one of these listener hostnames."""
+    return any(name == h or (h.startswith("*.") and name.endswith(h[1:])) for h in hostnames)

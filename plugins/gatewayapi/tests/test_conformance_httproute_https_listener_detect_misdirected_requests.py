@@ -8,16 +8,9 @@ a 404 (or 421 where the SNI's listener has a hostname).
 
 from __future__ import annotations
 
-import pytest
-
 from cpx_gatewayapi.testing import HTTPS_GATEWAY, INFRA_NS, INFRA_V1, INFRA_V2, INFRA_V3, Conformance, Expect
 
 MANIFEST = "httproute-https-listener-detect-misdirected-requests.yaml"
-# What the plugin does not do yet (strict: the test must fail until it does):
-XFAIL = (
-    "plugin: 421 where the SNI's own listener owns the Host (hostname-less or same wildcard "
-    "listener), and a TLS reset for an unknown SNI"
-)
 ROUTES = [(INFRA_NS, f"https-listener-detect-misdirected-requests-test-{n}") for n in range(1, 5)]
 # (SNI, Host, status, backend)
 CASES = [
@@ -39,7 +32,6 @@ CASES = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason=XFAIL)
 def test_httproute_https_listener_detect_misdirected_requests(upstream: Conformance) -> None:
     upstream.wait_routes_accepted(HTTPS_GATEWAY, *ROUTES)
     upstream.expect_all(

@@ -562,10 +562,13 @@ def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) ->
     names = {c["name"] for c in result.envoy_json()["routes"]}
     assert "https-443-127_0_0_10/https/a.example.com" in names
     assert conditions(parents(result, "r")[0])["Accepted"] == ("True", "Accepted")
-    # The listener has no hostname: any other SNI gets its certificate and a 404 (a catch-all
-    # host without routes), not a reset handshake.
+    # The listener has no hostname: any other SNI gets its certificate (a catch-all host without
+    # routes: 404), not a reset handshake, and may ask for the listener's named hosts.
     (catch_all,) = [c for c in result.envoy_json()["routes"] if c["name"] == "https-443-127_0_0_10/https/*"]
-    assert [(v["domains"], v.get("routes")) for v in catch_all["virtualHosts"]] == [(["*"], None)]
+    assert [(v["domains"], bool(v.get("routes"))) for v in catch_all["virtualHosts"]] == [
+        (["*"], False),
+        (["a.example.com"], True),
+    ]
 
 
 def test_cors(cpx_translate: Translate) -> None:

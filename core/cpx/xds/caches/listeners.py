@@ -31,7 +31,7 @@ from envoy.config.listener.v3 import listener_pb2 as listener_v3
 
 from cpx.config import Config
 from cpx.dag.dag import DAG, Listener, Protocol, SecureVirtualHost
-from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.dag.nodes import AuthorityCheck, Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
 from cpx.objects import ObjectKey
 from cpx.records import FilterSite, ListenerKindSpec
@@ -69,6 +69,7 @@ class _SecureChain:
     secret: Secret | None
     tls: TLSParams
     tcp_proxy: TCPProxy | None
+    authority_check: AuthorityCheck | None = None
 
     @classmethod
     def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
@@ -80,6 +81,7 @@ class _SecureChain:
             secret=None if vhost.passthrough else vhost.secret,
             tls=vhost.tls,
             tcp_proxy=vhost.tcp_proxy,
+            authority_check=vhost.authority_check,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -94,7 +96,12 @@ class _SecureChain:
         else:
             # The connection manager keeps the listener's stat prefix (dashboards rely on it).
             secure = self.secret is not None
-            site = FilterSite(listener=self.stat_prefix, virtual_host=self.fqdn, secure=secure)
+            site = FilterSite(
+                listener=self.stat_prefix,
+                virtual_host=self.fqdn,
+                secure=secure,
+                authority_check=self.authority_check,
+            )
             chosen = connection_manager_filters(http_filters, site)
             filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
             alpn = HTTP_ALPN

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from operator import attrgetter, itemgetter
 
 import attrs
@@ -34,7 +34,7 @@ from envoy.config.route.v3 import route_pb2 as route_v3
 
 from cpx.config import Config
 from cpx.dag.attachments import NO_ATTACHMENTS
-from cpx.dag.dag import DAG, Listener, VirtualHost
+from cpx.dag.dag import DAG, Listener, SecureVirtualHost, VirtualHost
 from cpx.dag.nodes import PathKind, PathMatch, Route
 from cpx.dag.sorting import route_key
 from cpx.isolation import Fault
@@ -184,7 +184,10 @@ class RouteCache:
             if vhost.tcp_proxy is not None or not vhost.serves_http():
                 continue
             entry = builder.vhost(listener, vhost, secure=True)
-            configs.setdefault(listener.secure_route_config_name(vhost.name), []).append(entry)
+            config = configs.setdefault(listener.secure_route_config_name(vhost.name), [])
+            config.append(entry)
+            for other in _shared_hosts(listener, vhost):
+                config.append(builder.vhost(listener, other, secure=True))
             if vhost.fallback_certificate is not None:
                 configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
                 members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
@@ -481,3 +484,11 @@ def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[Object
         if not breaks(attrs.evolve(route, attachments=NO_ATTACHMENTS, clusters=clusters)):
             return attached
     return frozenset((route.origin,)) if route.origin is not None else frozenset()
+
+
+def _shared_hosts(listener: Listener, vhost: SecureVirtualHost) -> Iterator[SecureVirtualHost]:
+    """The other HTTP hosts whose routes ``vhost``'s chain serves too (``serves_hosts_of``)."""
+    for name in vhost.serves_hosts_of:
+        other = listener.secure_virtual_hosts.get(name)
+        if other is not None and other is not vhost and other.tcp_proxy is None and other.serves_http():
+            yield other

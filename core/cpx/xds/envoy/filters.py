@@ -57,6 +57,7 @@ from envoy.type.v3 import percent_pb2 as percent
 from google.protobuf import struct_pb2
 
 from cpx.dag.nodes import (
+    AuthorityCheck,
     CookieRewrite,
     CORSPolicy,
     HashPolicy,
@@ -100,6 +101,38 @@ function envoy_on_request(request_handle)
 \t\t\tstring.format("misdirected request to %%q", host)
 \t\t)
 \tend
+end
+"""
+
+# The 421 check of a virtual host with an AuthorityCheck: the Host must match `accept` and none of
+# `refuse` (names other hosts own).  A name is exact, "*.suffix" (one or more labels) or "*".
+_AUTHORITY_LUA = """
+local accept = %s
+local refuse = {%s}
+
+local function matches(host, name)
+	if name == "*" then
+		return true
+	end
+	if string.sub(name, 1, 2) == "*." then
+		local suffix = string.sub(name, 2)
+		return #host > #suffix and string.sub(host, -#suffix) == suffix
+	end
+	return host == name
+end
+
+function envoy_on_request(request_handle)
+	local host = string.lower(request_handle:headers():get(":authority") or "")
+	host = string.gsub(host, ":%%d+$", "")
+	local misdirected = not matches(host, accept)
+	for _, name in ipairs(refuse) do
+		if matches(host, name) then
+			misdirected = true
+		end
+	end
+	if misdirected then
+		request_handle:respond({[":status"] = "421"}, string.format("misdirected request to %%q", host))
+	end
 end
 """
 
@@ -219,6 +252,17 @@ def misdirected_request_lua(fqdn: str) -> lua.Lua:
     else:
         target = '"' + fqdn.lower() + '"'
     code = _MISDIRECTED_LUA % target
+    return lua.Lua(default_source_code=core_base.DataSource(inline_string=code))
+
+
+def _lua_string(text: str) -> str:
+    return '"' + text.lower().replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@functools.cache
+def authority_check_lua(check: AuthorityCheck) -> lua.Lua:
+    """The Lua filter answering 421 to a Host ``check`` does not accept (see AuthorityCheck)."""
+    code = _AUTHORITY_LUA % (_lua_string(check.accept), ", ".join(_lua_string(n) for n in check.refuse))
     return lua.Lua(default_source_code=core_base.DataSource(inline_string=code))
 
 
