@@ -72,7 +72,7 @@ def _catch_all_hosts(dag: DAG, resolution: Resolution) -> None:
             # connection with another SNI may ask for them (upstream ...DetectMisdirectedRequests).
             check = listener.authority_check
             refused = () if check is None else check.refuse
-            served = tuple(name for name in hosts if name != "*" and not _owned(name, refused))
+            served = tuple(sorted(name for name in hosts if name != "*" and not _owned(name, refused)))
             vhost = dag.ensure_secure_virtual_host(listener.dag_listener, "*")
             if vhost.secret is None:  # routes without hostname made it, or an earlier listener
                 vhost.secret = listener.secret
