@@ -388,7 +388,8 @@ def cpx_fuzz_strategies() -> Iterable[KindStrategy]:
 
     **Returns**: an iterable of :class:`cpx.testing.strategies.KindStrategy` (a kind and a
     function from the shared :class:`~cpx.testing.strategies.World` to a strategy of
-    schema-plausible objects); the fuzzer adds type-confused mutations itself.
+    schema-plausible objects, and optionally an ``environment``: valid objects those mostly need
+    beside them, e.g. the Gateway routes attach to); the fuzzer adds type-confused mutations itself.
 
     **Ordering and conflicts**: every record is used; two for one kind both generate objects.
 

@@ -59,6 +59,10 @@ class KindStrategy:
 
     gvk: GroupVersionKind
     objects: Callable[[World], Strategy[KubeObject]]
+    # Valid objects the kind's generated ones mostly need beside them (e.g. the Gateway routes
+    # attach to), added to :func:`environment` by :func:`object_sets`: random draws of several
+    # kinds would rarely meet.
+    environment: Callable[[World], list[KubeObject]] | None = None
 
 
 # -- leaves: hostile but plausible values -------------------------------------------------------
@@ -511,11 +515,16 @@ def object_sets(
 ) -> Strategy[list[KubeObject]]:
     """Lists of objects that refer to each other (names may repeat: later ones replace earlier).
 
-    Mostly the :func:`environment` first, so that what follows finds the Services and Secrets it
-    names, and routes, clusters, endpoints and secrets are really published; then objects of the
-    core's kinds, then at least one of the plugins' kinds (tenants' objects).
+    Mostly the :func:`environment` first (with the kinds' own ``environment`` objects), so that
+    what follows finds the Services and Secrets it names, and routes, clusters, endpoints and
+    secrets are really published; then objects of the core's kinds, then at least one of the
+    plugins' kinds (tenants' objects).
     """
-    backbone = mostly(st.builds(lambda: environment(world)), st.just([]))
+    extras = [k.environment for k in kinds if k.environment is not None]
+    backbone = mostly(
+        st.builds(lambda: [*environment(world), *(obj for extra in extras for obj in extra(world))]),
+        st.just([]),
+    )
     core = [k for k in kinds if k.gvk in CORE_KINDS]
     tenant = [k for k in kinds if k.gvk not in CORE_KINDS] or core
     parts = st.tuples(

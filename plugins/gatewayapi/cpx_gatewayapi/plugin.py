@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from cpx import (
     Config,
@@ -126,3 +127,10 @@ def cpx_secret_access_permitted(
     if referrer.group != GROUP or referrer.kind != "Gateway":
         return None
     return grants.permitted(source, secret_reference(referrer, secret_namespace, secret_name))
+
+
+@hookimpl
+def cpx_fuzz_strategies() -> Iterator[Any]:
+    from cpx_gatewayapi.strategies import STRATEGIES  # noqa: PLC0415 - hypothesis only when fuzzing
+
+    yield from STRATEGIES
