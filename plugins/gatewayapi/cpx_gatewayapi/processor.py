@@ -19,7 +19,7 @@ from cpx.dag import DAG
 from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.incremental import RouteMemo
-from cpx_gatewayapi.kinds import GROUP
+from cpx_gatewayapi.kinds import GATEWAY_CLASS, GROUP
 from cpx_gatewayapi.listeners import HTTPS
 from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, Resolution
 from cpx_gatewayapi.settings import Settings
@@ -45,7 +45,10 @@ class GatewayAPIProcessor:
         l4routes.apply(dag, source, resolution, attachments, self.settings)
         _catch_all_hosts(dag, resolution)
         gateways.report(dag, source, resolution, attachments, self.settings)
-        self._stabilize(dag)
+        # No GatewayClass: nothing of ours carries a condition, and a build of Ingresses and
+        # HTTPProxies alone need not pass over their statuses.
+        if self._statuses or source.count(GATEWAY_CLASS):
+            self._stabilize(dag)
 
     def _stabilize(self, dag: DAG) -> None:
         # A comprehension, not a loop: it passes over every HTTPRoute's status too.
