@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import attrs
 
+from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.dag.nodes import AuthorityCheck
 from cpx.objects import GroupVersionKind
 
@@ -280,6 +281,9 @@ class FilterSite:
     virtual_host: str | None  # the SNI filter chain's fqdn; None for a plain HTTP or the fallback chain
     secure: bool  # TLS-terminating chain
     authority_check: AuthorityCheck | None = None  # the SNI chain's virtual host's (421 rule)
+    # The SNI chain's virtual host's attachments (empty on plain HTTP and fallback chains): a
+    # filter whose config is per host (e.g. external authorization) reads its data here.
+    attachments: Attachments = NO_ATTACHMENTS
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)

@@ -290,3 +290,29 @@ def test_cluster_attachments_change_neither_its_name_nor_its_cds_resource() -> N
     assert tagged != plain
     assert cluster_name(tagged) == cluster_name(plain)
     assert cds_shape(tagged) == plain
+
+
+def test_a_chain_level_config_reads_its_sni_hosts_attachments() -> None:
+    # Per-host filters (external authorization, JWT) configure the SNI chain from its host's data.
+    def tagged_chain(site: Any) -> header_mutation.HeaderMutation | None:
+        tag = site.attachments.get(VHOST_TAG)
+        if tag is None:
+            return None
+        return header_mutation.HeaderMutation(
+            mutations=header_mutation.Mutations(request_mutations=[{"remove": tag.value}])
+        )
+
+    host = PluginHost.from_modules(
+        [("core", core), _plugin("tags", HttpFilterSpec(name="test.chain", config=tagged_chain))]
+    )
+    dag = _dag("tagged.example.com", "plain.example.com", plain_hosts=("http.example.com",))
+    vhost = dag.listeners[HTTPS].secure_virtual_hosts["tagged.example.com"]
+    vhost.attachments = vhost.attachments.set(VHOST_TAG, Tag("x-chain"))
+    managers = _managers(_translate(host, dag)[0])
+    names = {name: [f.name for f in manager.http_filters] for name, manager in managers.items()}
+    assert "test.chain" in names["tagged.example.com"]
+    assert "test.chain" not in names["plain.example.com"] and "test.chain" not in names[HTTP]
+    (chosen,) = [f for f in managers["tagged.example.com"].http_filters if f.name == "test.chain"]
+    config = header_mutation.HeaderMutation()
+    assert chosen.typed_config.Unpack(config)
+    assert config.mutations.request_mutations[0].remove == "x-chain"

@@ -30,6 +30,7 @@ from envoy.config.listener.v3 import listener_components_pb2 as listener_compone
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 
 from cpx.config import Config
+from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.dag.dag import DAG, Listener, Protocol, SecureVirtualHost
 from cpx.dag.nodes import AuthorityCheck, Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
@@ -70,6 +71,7 @@ class _SecureChain:
     tls: TLSParams
     tcp_proxy: TCPProxy | None
     authority_check: AuthorityCheck | None = None
+    attachments: Attachments = NO_ATTACHMENTS
 
     @classmethod
     def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
@@ -82,6 +84,7 @@ class _SecureChain:
             tls=vhost.tls,
             tcp_proxy=vhost.tcp_proxy,
             authority_check=vhost.authority_check,
+            attachments=vhost.attachments,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -101,6 +104,7 @@ class _SecureChain:
                 virtual_host=self.fqdn,
                 secure=secure,
                 authority_check=self.authority_check,
+                attachments=self.attachments,
             )
             chosen = connection_manager_filters(http_filters, site)
             filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
