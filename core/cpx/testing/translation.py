@@ -20,6 +20,7 @@ from cpx.objects import ObjectKey
 from cpx.offline import redact_secrets
 from cpx.plugins import GROUP, PluginHost
 from cpx.snapshot import SnapshotHandler, UnknownKindError
+from cpx.sources.manifests import default_namespace
 from cpx.xds.resource import Snapshot
 
 
@@ -100,6 +101,8 @@ def translate_yaml(
         if not obj:
             continue
         try:
+            # As `cpx translate` and kubectl do: a namespaced object without one is in "default".
+            default_namespace(obj, handler.watch_for(obj).gvk.namespaced)
             handler.upsert(obj, validate=True)  # invalid objects are kept out; their status says why
         except UnknownKindError as err:
             unknown[ObjectKey.of(obj)] = str(err)
