@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 import yaml
 
+from cpx.testing import translate_yaml
 from cpx.testing.tls import make_ca_secret, make_tls_secret
+from cpx.xds.constraints.envoycheck import EnvoyValidator
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
 
@@ -140,6 +142,10 @@ def _service(namespace: str, name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": []}}
 
 
+def _with_support(objects: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all([*objects, *_support(objects)])
+
+
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
     return obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", "default")
 
@@ -153,7 +159,7 @@ def test_contour_docs_example(path: Path, cpx_translate: Any, request: pytest.Fi
     if path.stem in NOT_YET:
         request.applymarker(pytest.mark.xfail(reason=NOT_YET[path.stem], strict=True))
     objects = [o for o in yaml.safe_load_all(path.read_text()) if o]
-    result = cpx_translate(yaml.safe_dump_all([*objects, *_support(objects)]))
+    result = cpx_translate(_with_support(objects))
     assert not result.unknown, f"kinds no enabled plugin serves: {result.unknown}"
     routing = [o for o in objects if o["kind"] in ("HTTPProxy", "Ingress")]
     if path.stem in REFUSED:
@@ -170,3 +176,12 @@ def test_contour_docs_example(path: Path, cpx_translate: Any, request: pytest.Fi
             assert "cpx" not in status, (obj["metadata"]["name"], status)  # no problem noted
     if any(_is_root(o) for o in routing):
         assert result.envoy_json()["listeners"], "nothing reached Envoy"
+
+
+@pytest.mark.e2e
+def test_envoy_accepts_what_the_served_examples_become() -> None:
+    served = [p for p in sorted(EXAMPLES.glob("*.yaml")) if p.stem not in REFUSED and p.stem not in NOT_YET]
+    texts = [_with_support([o for o in yaml.safe_load_all(p.read_text()) if o]) for p in served]
+    snapshots = [translate_yaml(text).snapshot for text in texts]
+    verdicts = EnvoyValidator().check_batch(snapshots)  # `envoy --mode validate`, batched
+    assert {p.stem: v for p, v in zip(served, verdicts, strict=True) if v is not None} == {}
