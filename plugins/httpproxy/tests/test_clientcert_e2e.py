@@ -29,11 +29,13 @@ from cpx.testing import (
     client_tls_context,
     envoy_binary,
     eventually,
+    make_ca_secret,
+    make_crl,
+    make_crl_secret,
     make_tls_secret,
     request,
     write_manifest,
 )
-from cpx.testing.tls import make_ca_secret, make_crl, make_crl_secret
 
 from cpx_httpproxy.testing import root, route, service, tls
 

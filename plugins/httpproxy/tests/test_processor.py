@@ -41,10 +41,13 @@ from cpx.testing import (
     ListenerProcessor,
     SecretPolicy,
     SourceCache,
+    default_ca,
+    make_ca_secret,
+    make_crl,
+    make_crl_secret,
     make_tls_secret,
     same_namespace_only,
 )
-from cpx.testing.tls import default_ca, make_ca_secret, make_crl, make_crl_secret
 
 from cpx_httpproxy import status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
