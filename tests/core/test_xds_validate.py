@@ -575,6 +575,9 @@ def _removes(header: str) -> Any:
 
 
 # (label, kind of resource, builder, (path, rule) expected first; None: valid)
+_CLIENT_VALIDATION = "filter_chains[0].transport_socket.typed_config.common_tls_context.validation_context"
+
+
 ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
     (
         "header value CR/LF",
@@ -805,8 +808,50 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
         ),
     ),
     ("client CA bundle", "tls-listener", lambda: _tls_listener("served", client_ca_pem=_keypair()[0]), None),
+    (
+        "client CRL without a CA",
+        "tls-listener",
+        lambda: _tls_listener("served", skip_verification=True, crl=_crl_secret(_test_crl())),
+        (_CLIENT_VALIDATION + ".crl", "envoy.tls: CRL needs a trusted CA"),
+    ),
+    (
+        "client CA and CRL, leaf only, optional",
+        "tls-listener",
+        lambda: _tls_listener(
+            "served",
+            client_ca_pem=_test_ca_pem(),
+            crl=_crl_secret(_test_crl() + _test_crl()),
+            crl_only_verify_leaf=True,
+            optional=True,
+        ),
+        None,
+    ),
+    (
+        "client certificate not verified",
+        "tls-listener",
+        lambda: _tls_listener("served", skip_verification=True),
+        None,
+    ),
     ("TLS Secret, P-384", "secret", lambda: _secret(*_keypair(curve=_curve("SECP384R1"))), None),
 ]
+
+
+def _test_ca_pem() -> bytes:
+    from cpx.testing.tls import default_ca
+
+    return default_ca().cert_pem
+
+
+def _test_crl() -> bytes:
+    from cpx.testing.tls import default_ca, issue_cert, make_crl
+
+    return make_crl(default_ca(), [issue_cert(["revoked.example.com"], client=True)])
+
+
+def _crl_secret(pem: bytes) -> Any:
+    from cpx.dag.nodes import Secret
+
+    return Secret(namespace="default", name="crl", crl_pem=pem)
 
 
 def _curve(name: str) -> Any:
@@ -925,23 +970,26 @@ def _sni_listener(*names: list[str]) -> Any:
     return listener
 
 
-def _tls_listener(secret_name: str, client_ca_pem: bytes = b"") -> Any:
+def _tls_listener(secret_name: str, client_ca_pem: bytes = b"", **validation: Any) -> Any:
     """cpx's HTTPS listener serving the static secret ``secret_name`` (checking client
-    certificates against ``client_ca_pem`` if given)."""
+    certificates against ``client_ca_pem`` if given, or as ``validation``, DownstreamValidation's
+    fields, says)."""
     from envoy.config.listener.v3 import listener_pb2
     from envoy.extensions.transport_sockets.tls.v3 import tls_pb2
 
-    from cpx.dag.nodes import Secret, TLSParams
+    from cpx.dag.nodes import DownstreamValidation, Secret, TLSParams
     from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, listener_head
 
     secret = Secret(namespace="default", name="tls")
-    transport = downstream_tls(secret, TLSParams(), HTTPSettings(), ["h2"])
+    checks = None
+    if client_ca_pem:
+        validation["ca"] = Secret(namespace="default", name="ca", ca_pem=client_ca_pem)
+    if validation:
+        checks = DownstreamValidation(**validation)
+    transport = downstream_tls(secret, TLSParams(), HTTPSettings(), ["h2"], checks)
 
     context = tls_pb2.DownstreamTlsContext()
     transport.typed_config.Unpack(context)
-    if client_ca_pem:  # as a plugin's own listener would check client certificates
-        context.common_tls_context.validation_context.trusted_ca.inline_bytes = client_ca_pem
-        context.require_client_certificate.value = True
     sds = context.common_tls_context.tls_certificate_sds_secret_configs[0]
     sds.name = secret_name
     sds.ClearField("sds_config")  # a name alone refers to a static secret
@@ -1025,10 +1073,12 @@ def test_everything_cpx_generates_passes() -> None:
     from cpx.dag.dag import DAG, Protocol
     from cpx.dag.nodes import (
         CircuitBreakers,
+        ClientCertificateDetails,
         Cluster,
         CookieRewrite,
         CORSPolicy,
         DirectResponse,
+        DownstreamValidation,
         Duration,
         HashPolicy,
         HeaderMatch,
@@ -1057,6 +1107,7 @@ def test_everything_cpx_generates_passes() -> None:
         UpstreamValidation,
     )
     from cpx.ops import certgen
+    from cpx.testing.tls import make_crl
     from cpx.xds.caches.clusters import ClusterCache
     from cpx.xds.caches.listeners import ListenerCache
     from cpx.xds.caches.routes import RouteCache
@@ -1130,6 +1181,11 @@ def test_everything_cpx_generates_passes() -> None:
         )
         secure = dag.ensure_secure_virtual_host("https", fqdn)
         secure.secret = secret
+        secure.downstream_validation = DownstreamValidation(
+            ca=ca_secret,
+            crl=Secret(namespace="default", name="crl", crl_pem=make_crl(ca)),
+            forward_client_certificate=ClientCertificateDetails(subject=True, cert=True, dns=True),
+        )
         for route in routes:
             vhost.add_route(route)
             secure.add_route(route)

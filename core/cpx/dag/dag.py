@@ -31,6 +31,7 @@ from cpx.dag.nodes import (
     Cluster,
     CORSPolicy,
     CustomNode,
+    DownstreamValidation,
     IPFilter,
     LocalRateLimit,
     Route,
@@ -144,6 +145,24 @@ class SecureVirtualHost(VirtualHost):
     # Other secure hosts of the listener whose routes its chain serves too (by name): a TLS
     # connection its SNI chose may ask for them (e.g. a catch-all ``*`` host serving named ones).
     serves_hosts_of: tuple[str, ...] = ()
+    # Client certificates its SNI chain asks for (and the details its connection manager forwards).
+    downstream_validation: DownstreamValidation | None = None
+
+    def referenced_secrets(self) -> tuple[Secret, ...]:
+        """Every Secret its chain is built from: certificates (served over SDS) and the client
+        validation's CA and CRL (inline)."""
+        validation = self.downstream_validation
+        found = (
+            self.secret,
+            self.fallback_certificate,
+            *((validation.ca, validation.crl) if validation else ()),
+        )
+        return tuple(secret for secret in found if secret is not None)
+
+    def through_fallback(self) -> bool:
+        """Whether connections without a matching SNI reach it through the fallback certificate's
+        chain; never with client validation, which that shared chain could not enforce."""
+        return self.fallback_certificate is not None and self.downstream_validation is None
 
     def valid(self) -> bool:
         if self._frozen:

@@ -99,6 +99,7 @@ class Secret:
     cert_pem: bytes = attrs.field(repr=False, default=b"")
     key_pem: bytes = attrs.field(repr=False, default=b"")
     ca_pem: bytes = attrs.field(repr=False, default=b"")
+    crl_pem: bytes = attrs.field(repr=False, default=b"")  # PEM CRLs (a ``crl.pem`` Secret)
 
     @property
     def ref(self) -> str:
@@ -156,6 +157,39 @@ class UpstreamValidation:
     subject_names: tuple[str, ...] = ()  # DNS subject alternative names, one must match
     # URI subject alternative names (e.g. SPIFFE IDs): a match of one of these also passes.
     uri_subject_names: tuple[str, ...] = ()
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class ClientCertificateDetails:
+    """Which parts of a validated client certificate Envoy puts in ``x-forwarded-client-cert``
+    (the hash is always there)."""
+
+    subject: bool = False
+    cert: bool = False  # URL-encoded PEM
+    chain: bool = False  # URL-encoded PEM, the leaf included
+    dns: bool = False  # DNS subject alternative names
+    uri: bool = False  # URI subject alternative names
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class DownstreamValidation:
+    """Client certificate validation on a secure virtual host's SNI chain (Contour's
+    PeerValidationContext on a SecureVirtualHost).
+
+    ``ca`` (a CA bundle) verifies the client's chain, ``crl`` (CRLs) revokes certificates: of every
+    CA in the chain, or of the leaf only with ``crl_only_verify_leaf``; a CRL needs a CA.  With
+    ``skip_verification`` a certificate is requested but any is accepted; with ``optional`` a
+    connection without one is accepted too (one that is sent is still verified).  With
+    ``forward_client_certificate`` the connection manager replaces ``x-forwarded-client-cert`` by
+    those details of the connection's certificate (and removes it when there is none).
+    """
+
+    ca: Secret | None = None
+    crl: Secret | None = None
+    skip_verification: bool = False
+    optional: bool = False
+    crl_only_verify_leaf: bool = False
+    forward_client_certificate: ClientCertificateDetails | None = None
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -32,7 +32,7 @@ from cpx.dag.nodes import Secret
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import WatchSpec
 from cpx.sources.externalname import ExternalNamePolicy
-from cpx.sources.secrets import SecretError, validate_ca_secret, validate_tls_secret
+from cpx.sources.secrets import SecretError, validate_ca_secret, validate_crl_secret, validate_tls_secret
 from cpx.sources.view import Lookups, ReadIndex, ReadOnlySource, SourceView
 
 SecretPolicy = Callable[[str, str, ObjectKey, SourceView], bool]
@@ -137,6 +137,7 @@ class SourceCache:
     # Validated Secrets, memoised until the Secret changes (Contour does the same).
     _secret_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     _ca_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
+    _crl_results: dict[tuple[str, str], Secret | SecretError] = attrs.field(factory=dict)
     # What the last DAG build read (only changes to Services/Secrets in it trigger a rebuild),
     # per translated object what its translation read, and that inverted (when first asked).
     _build_reads: Lookups = attrs.field(factory=Lookups)
@@ -179,6 +180,7 @@ class SourceCache:
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
             self._ca_results.pop((key.namespace, key.name), None)
+            self._crl_results.pop((key.namespace, key.name), None)
             return key in self._build_reads
         if key.group_kind == k8s.SERVICE.group_kind:
             return key in self._build_reads
@@ -200,6 +202,7 @@ class SourceCache:
         if key.group_kind == k8s.SECRET.group_kind:
             self._secret_results.pop((key.namespace, key.name), None)
             self._ca_results.pop((key.namespace, key.name), None)
+            self._crl_results.pop((key.namespace, key.name), None)
             return key in self._build_reads
         if key.group_kind == k8s.SERVICE.group_kind:
             return key in self._build_reads
@@ -377,6 +380,12 @@ class SourceCache:
         The same access rules as :meth:`lookup_tls_secret` (Contour's ``LookupCASecret``).
         """
         return self._lookup_secret(namespace, name, referrer, self._ca_results, validate_ca_secret)
+
+    def lookup_crl_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated CRL Secret (PEM CRLs under ``crl.pem``, in ``crl_pem``), or SecretError
+        saying why not.  The same access rules as :meth:`lookup_tls_secret` (Contour's
+        ``LookupCRLSecret``)."""
+        return self._lookup_secret(namespace, name, referrer, self._crl_results, validate_crl_secret)
 
     def _lookup_secret(
         self,

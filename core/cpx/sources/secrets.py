@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from cpx import objects as k8s
 from cpx.dag.nodes import Secret
 
 TLS_SECRET_TYPE = "kubernetes.io/tls"
+OPAQUE_SECRET_TYPE = "Opaque"
 
 
 class SecretError(ValueError):
@@ -89,20 +91,49 @@ def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
     )
 
 
-def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:
-    """Check a Secret carrying a CA bundle under ``ca.crt``."""
+def _bundle(obj: Mapping[str, Any], field: str) -> bytes:
+    """The non-empty ``field`` of a ``kubernetes.io/tls`` or ``Opaque`` Secret (Contour's
+    validCASecret and validCRLSecret accept only those types)."""
     where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
+    secret_type = obj.get("type", OPAQUE_SECRET_TYPE)
+    if secret_type not in (TLS_SECRET_TYPE, OPAQUE_SECRET_TYPE):
+        raise SecretError(f"{where}: secret type is not {TLS_SECRET_TYPE!r} or {OPAQUE_SECRET_TYPE!r}")
     try:
-        ca_pem = _decode(obj, "ca.crt")
+        pem = _decode(obj, field)
     except SecretError as err:
         raise SecretError(f"{where}: {err}") from None
-    if not ca_pem:
-        raise SecretError(f"{where} has no ca.crt")
+    if not pem:
+        raise SecretError(f"{where} has no {field}")
+    return pem
+
+
+def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:
+    """Check a Secret carrying a CA bundle under ``ca.crt``."""
+    ca_pem = _bundle(obj, "ca.crt")
     try:
         _load_certs(ca_pem, "ca.crt")
     except SecretError as err:
-        raise SecretError(f"{where}: {err}") from None
+        raise SecretError(f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}: {err}") from None
     return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), ca_pem=ca_pem)
+
+
+def validate_crl_secret(obj: Mapping[str, Any]) -> Secret:
+    """Check a Secret carrying PEM certificate revocation lists under ``crl.pem``: each parses
+    (Envoy refuses the whole listener otherwise)."""
+    crl_pem = _bundle(obj, "crl.pem")
+    blocks = _PEM_BLOCK.findall(crl_pem)
+    where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
+    if not blocks:
+        raise SecretError(f"{where}: crl.pem holds no X509 CRL")
+    for block in blocks:
+        try:
+            x509.load_pem_x509_crl(block)
+        except ValueError:
+            raise SecretError(f"{where}: crl.pem is not a PEM-encoded certificate revocation list") from None
+    return Secret(namespace=k8s.namespace_of(obj), name=k8s.name_of(obj), crl_pem=crl_pem)
+
+
+_PEM_BLOCK = re.compile(rb"-----BEGIN X509 CRL-----.+?-----END X509 CRL-----", re.DOTALL)
 
 
 def _read(path: str | Path, flag: str) -> bytes:

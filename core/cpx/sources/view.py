@@ -156,6 +156,9 @@ class SourceView(Protocol):
     def lookup_ca_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
         """The validated CA Secret, or :class:`~cpx.sources.secrets.SecretError` saying why not."""
 
+    def lookup_crl_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        """The validated CRL Secret (``crl_pem``), or :class:`~cpx.sources.secrets.SecretError`."""
+
     def secret_access_permitted(self, namespace: str, name: str, referrer: ObjectKey) -> bool:
         """Whether ``referrer`` may use that Secret (the ``cpx_secret_access_permitted`` policy)."""
 
@@ -224,6 +227,9 @@ class ReadOnlySource:
 
     def lookup_ca_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
         return self._cache.lookup_ca_secret(namespace, name, referrer)
+
+    def lookup_crl_secret(self, namespace: str, name: str, referrer: ObjectKey) -> Secret:
+        return self._cache.lookup_crl_secret(namespace, name, referrer)
 
     def secret_access_permitted(self, namespace: str, name: str, referrer: ObjectKey) -> bool:
         return self._cache.secret_access_permitted(namespace, name, referrer)

@@ -20,7 +20,8 @@ Names                                        What for
 ``eventually`` ``free_port``                 polling and ports
 ``wait_for_port``
 ``make_tls_secret`` ``make_ca_secret``       TLS material from a per-process CA, and clients that
-``self_signed`` ``default_ca``               present any SNI
+``self_signed`` ``default_ca``               present any SNI; CRLs and their Secrets
+``make_crl`` ``make_crl_secret``
 ``issue_cert`` ``client_tls_context``
 ``http_get`` ``https_get`` ``request``
 ``Response``
@@ -77,6 +78,8 @@ if TYPE_CHECKING:
         https_get,
         issue_cert,
         make_ca_secret,
+        make_crl,
+        make_crl_secret,
         make_tls_secret,
         request,
         self_signed,
@@ -118,6 +121,8 @@ _LAZY = {
     "https_get": "cpx.testing.tls",
     "issue_cert": "cpx.testing.tls",
     "make_ca_secret": "cpx.testing.tls",
+    "make_crl": "cpx.testing.tls",
+    "make_crl_secret": "cpx.testing.tls",
     "make_tls_secret": "cpx.testing.tls",
     "private_imports": "cpx.testing.contract",
     "request": "cpx.testing.tls",
@@ -168,6 +173,8 @@ __all__ = [
     "https_get",
     "issue_cert",
     "make_ca_secret",
+    "make_crl",
+    "make_crl_secret",
     "make_tls_secret",
     "private_imports",
     "request",

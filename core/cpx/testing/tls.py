@@ -67,14 +67,38 @@ def make_tls_secret(namespace: str, name: str, hosts: Iterable[str]) -> tuple[di
 def make_ca_secret(namespace: str, name: str, ca_pem: str | bytes | None = None) -> dict[str, Any]:
     """An Opaque Secret holding only ``ca.crt`` (upstream and client certificate validation)."""
     pem = ca_pem if ca_pem is not None else default_ca().cert_pem
-    data = pem.encode() if isinstance(pem, str) else pem
+    return _opaque_secret(namespace, name, "ca.crt", pem.encode() if isinstance(pem, str) else pem)
+
+
+def _opaque_secret(namespace: str, name: str, key: str, data: bytes) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": name, "namespace": namespace},
         "type": "Opaque",
-        "data": {"ca.crt": base64.b64encode(data).decode()},
+        "data": {key: base64.b64encode(data).decode()},
     }
+
+
+def make_crl(ca: certgen.KeyPair, revoked: Iterable[certgen.KeyPair] = (), *, days: int = 30) -> bytes:
+    """A PEM certificate revocation list of ``ca`` revoking ``revoked`` (by serial number)."""
+    now = dt.datetime.now(dt.UTC)
+    builder = (
+        x509.CertificateRevocationListBuilder()
+        .issuer_name(ca.cert.subject)
+        .last_update(now - dt.timedelta(minutes=5))
+        .next_update(now + dt.timedelta(days=days))
+    )
+    for pair in revoked:
+        entry = x509.RevokedCertificateBuilder().serial_number(pair.cert.serial_number).revocation_date(now)
+        builder = builder.add_revoked_certificate(entry.build())
+    crl = builder.sign(ca.private_key(), hashes.SHA256())
+    return crl.public_bytes(serialization.Encoding.PEM)
+
+
+def make_crl_secret(namespace: str, name: str, crl_pem: bytes) -> dict[str, Any]:
+    """An Opaque Secret holding ``crl.pem`` (client certificate revocation)."""
+    return _opaque_secret(namespace, name, "crl.pem", crl_pem)
 
 
 @attrs.frozen

@@ -24,12 +24,8 @@ from cpx_httpproxy.tls import ResolvedTLS, resolve_tls
 
 
 def unsupported_vhost_fields(vhost: model.VirtualHost) -> list[str]:
-    """Virtual host fields cpx cannot honour yet (routebuild's list plus client certificate
-    validation); a root using one is not served."""
-    found = [f"spec.virtualhost.{field}" for field in routebuild.unsupported_vhost_fields(vhost)]
-    if vhost.tls is not None and vhost.tls.client_validation is not None:
-        found.append("spec.virtualhost.tls.clientValidation")
-    return found
+    """Virtual host fields cpx cannot honour yet (routebuild's list); a root using one is not served."""
+    return [f"spec.virtualhost.{field}" for field in routebuild.unsupported_vhost_fields(vhost)]
 
 
 @attrs.frozen(eq=False)
@@ -222,5 +218,7 @@ def _configure_secure(secure: SecureVirtualHost, tls: ResolvedTLS, tcp_proxy: TC
         secure.tls = attrs.evolve(secure.tls, min_version=tls.min_version, max_version=tls.max_version)
     if tls.fallback is not None:
         secure.fallback_certificate = tls.fallback
+    if tls.client_validation is not None:
+        secure.downstream_validation = tls.client_validation
     if tcp_proxy is not None:
         secure.tcp_proxy = tcp_proxy

@@ -1,5 +1,6 @@
-"""A root's ``spec.virtualhost.tls``: passthrough or a certificate, protocol versions and the
-fallback certificate, checked in Contour's order (``httpproxy_processor.go``, computeSecureVirtualHost).
+"""A root's ``spec.virtualhost.tls``: passthrough or a certificate, protocol versions, the
+fallback certificate and client validation (:mod:`cpx_httpproxy.clientcert`), checked in Contour's
+order (``httpproxy_processor.go``, computeSecureVirtualHost).
 
 Each failure is recorded on the root's status with Contour's reason and message; the root is then
 not served.
@@ -9,10 +10,11 @@ from __future__ import annotations
 
 import attrs
 from cpx import DelegationNotPermittedError, ObjectKey, SecretError, SourceView
-from cpx.dag import Secret
+from cpx.dag import DownstreamValidation, Secret
 
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
+from cpx_httpproxy.clientcert import resolve_client_validation
 from cpx_httpproxy.status import ProxyStatus
 
 TLS_VERSIONS = ("1.2", "1.3")
@@ -27,6 +29,7 @@ class ResolvedTLS:
     min_version: str = "1.2"
     max_version: str = "1.3"
     fallback: Secret | None = None
+    client_validation: DownstreamValidation | None = None
 
 
 @attrs.frozen
@@ -71,13 +74,32 @@ def resolve_tls(
             "Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version",
         )
         return None
+    if tls.enable_fallback_certificate and tls.client_validation is not None:
+        status.add_error(
+            st.TLS_ERROR,
+            "TLSIncompatibleFeatures",
+            "Spec.Virtualhost.TLS fallback & client validation are incompatible",
+        )
+        return None
     fallback = None
     if tls.enable_fallback_certificate:
         fallback = _fallback(source, fallback_certificate, referrer, status)
         if fallback is None:
             return None
+    client_validation = None
+    if tls.client_validation is not None:
+        client_validation = resolve_client_validation(
+            tls.client_validation, referrer=referrer, source=source, status=status
+        )
+        if client_validation is None:
+            return None
     return ResolvedTLS(
-        passthrough=False, secret=secret, min_version=min_version, max_version=max_version, fallback=fallback
+        passthrough=False,
+        secret=secret,
+        min_version=min_version,
+        max_version=max_version,
+        fallback=fallback,
+        client_validation=client_validation,
     )
 
 
@@ -93,6 +115,11 @@ def _mode_error(tls: model.TLS) -> tuple[str, str] | None:
         return "TLSConfigNotValid", "Spec.VirtualHost.TLS: both Passthrough and SecretName were specified"
     if not has_secret and not tls.passthrough:
         return "TLSConfigNotValid", "Spec.VirtualHost.TLS: neither Passthrough nor SecretName were specified"
+    if tls.passthrough and tls.client_validation is not None:
+        return (
+            "TLSIncompatibleFeatures",
+            "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation",
+        )
     return None
 
 

@@ -23,6 +23,7 @@ from cpx import (
 )
 from cpx.dag import (
     DAG,
+    ClientCertificateDetails,
     DirectResponse,
     HeaderMatch,
     HeaderMatchKind,
@@ -40,6 +41,10 @@ from cpx.testing import (
     ListenerProcessor,
     SecretPolicy,
     SourceCache,
+    default_ca,
+    make_ca_secret,
+    make_crl,
+    make_crl_secret,
     make_tls_secret,
     same_namespace_only,
 )
@@ -392,13 +397,182 @@ def test_unsupported_virtual_host_features_drop_the_proxy(vhost: dict[str, Any],
     assert dag.listeners == {}
 
 
-def test_client_validation_is_not_supported() -> None:
-    tls = {"secretName": "tls", "clientValidation": {"caSecret": "ca"}}
+# -- client certificate validation (tls.clientValidation) -------------------------------------------
+
+
+def _client_validation(**fields: Any) -> dict[str, Any]:
+    return {"secretName": "tls", "clientValidation": fields}
+
+
+def test_client_validation_with_ca_and_crl_reaches_the_secure_virtual_host() -> None:
+    tls = _client_validation(
+        caSecret="ca",
+        crlSecret="crl",
+        crlOnlyVerifyLeafCert=True,
+        optionalClientCertificate=True,
+        forwardClientCertificate={"subject": True, "dns": True},
+    )
+    crl = make_crl_secret("default", "crl", make_crl(default_ca()))
+    dag = build(
+        service(), tls_secret(), make_ca_secret("default", "ca"), crl, httpproxy(routes=[route()], tls=tls)
+    )
+    assert errors(dag) == []
+    svhost = secure_vhost(dag)
+    assert svhost is not None and svhost.downstream_validation is not None
+    validation = svhost.downstream_validation
+    assert validation.ca is not None and validation.ca.ca_pem == default_ca().cert_pem
+    assert validation.crl is not None and validation.crl.crl_pem.startswith(b"-----BEGIN X509 CRL")
+    assert (validation.optional, validation.skip_verification, validation.crl_only_verify_leaf) == (
+        True,
+        False,
+        True,
+    )
+    assert validation.forward_client_certificate == ClientCertificateDetails(subject=True, dns=True)
+    # The plain host is unaffected.
+    assert http_routes(dag)
+
+
+def test_skipped_validation_needs_no_ca() -> None:
+    tls = _client_validation(skipClientCertValidation=True)
     dag = build(service(), tls_secret(), httpproxy(routes=[route()], tls=tls))
-    assert errors(dag) == [
-        ("SpecError", "NotImplemented", "spec.virtualhost.tls.clientValidation is not supported by cpx yet")
-    ]
-    assert dag.listeners == {}
+    assert errors(dag) == []
+    svhost = secure_vhost(dag)
+    assert svhost is not None and svhost.downstream_validation is not None
+    assert svhost.downstream_validation.skip_verification and svhost.downstream_validation.ca is None
+
+
+_BAD_TYPE = {**make_ca_secret("default", "ca"), "type": "kubernetes.io/basic-auth"}
+_INVALID = "Spec.VirtualHost.TLS client validation is invalid"
+
+
+@pytest.mark.parametrize(
+    ("tls", "objects", "error"),
+    [
+        (
+            _client_validation(),
+            [],
+            ("TLSError", "ClientValidationInvalid", f"{_INVALID}: CA Secret must be specified"),
+        ),
+        (
+            _client_validation(caSecret="ca"),
+            [_BAD_TYPE],
+            (
+                "TLSError",
+                "ClientValidationInvalid",
+                f'{_INVALID}: invalid CA Secret "default/ca": Secret default/ca: secret type is not '
+                "'kubernetes.io/tls' or 'Opaque'",
+            ),
+        ),
+        (
+            _client_validation(caSecret="ca"),
+            [make_crl_secret("default", "ca", b"")],
+            (
+                "TLSError",
+                "ClientValidationInvalid",
+                f'{_INVALID}: invalid CA Secret "default/ca": Secret default/ca has no ca.crt',
+            ),
+        ),
+        (
+            _client_validation(caSecret="missing"),
+            [],
+            (
+                "TLSError",
+                "ClientValidationInvalid",
+                f'{_INVALID}: invalid CA Secret "default/missing": Secret default/missing not found',
+            ),
+        ),
+        (
+            _client_validation(caSecret="certs/ca"),
+            [make_ca_secret("certs", "ca")],
+            (
+                "TLSError",
+                "DelegationNotPermitted",
+                'Spec.VirtualHost.TLS CA Secret "certs/ca" is invalid: certificate delegation not permitted',
+            ),
+        ),
+        (
+            _client_validation(caSecret="ca", crlSecret="crl"),
+            [make_ca_secret("default", "ca"), make_ca_secret("default", "crl")],
+            (
+                "TLSError",
+                "ClientValidationInvalid",
+                f'{_INVALID}: invalid CRL Secret "default/crl": Secret default/crl has no crl.pem',
+            ),
+        ),
+        (
+            _client_validation(caSecret="ca", crlSecret="certs/crl"),
+            [make_ca_secret("default", "ca"), make_crl_secret("certs", "crl", make_crl(default_ca()))],
+            (
+                "TLSError",
+                "DelegationNotPermitted",
+                'Spec.VirtualHost.TLS CRL Secret "certs/crl" is invalid: '
+                "certificate delegation not permitted",
+            ),
+        ),
+        (
+            _client_validation(skipClientCertValidation=True, crlSecret="crl"),
+            [make_crl_secret("default", "crl", make_crl(default_ca()))],
+            ("TLSError", "ClientValidationInvalid", f"{_INVALID}: a CRL Secret requires a CA Secret"),
+        ),
+        (
+            {"passthrough": True, "clientValidation": {"caSecret": "ca"}},
+            [],
+            (
+                "TLSError",
+                "TLSIncompatibleFeatures",
+                "Spec.VirtualHost.TLS passthrough cannot be combined with tls.clientValidation",
+            ),
+        ),
+        (
+            {**_client_validation(caSecret="ca"), "enableFallbackCertificate": True},
+            [make_ca_secret("default", "ca")],
+            (
+                "TLSError",
+                "TLSIncompatibleFeatures",
+                "Spec.Virtualhost.TLS fallback & client validation are incompatible",
+            ),
+        ),
+    ],
+    ids=[
+        "no-ca",
+        "wrong-type",
+        "no-ca-crt",
+        "missing",
+        "ca-not-delegated",
+        "no-crl-pem",
+        "crl-not-delegated",
+        "crl-without-ca",
+        "passthrough",
+        "fallback",
+    ],
+)
+def test_invalid_client_validation_takes_only_that_root_offline(
+    tls: dict[str, Any], objects: list[KubeObject], error: tuple[str, str, str]
+) -> None:
+    other = httpproxy("other", fqdn="other.example.com", routes=[route()], tls={"secretName": "tls"})
+    dag = build(service(), tls_secret(), *objects, httpproxy(routes=[route()], tls=tls), other)
+    assert errors(dag) == [error]
+    assert secure_vhost(dag) is None and not http_routes(dag)
+    assert errors(dag, key("other")) == [] and secure_vhost(dag, "other.example.com") is not None
+
+
+def test_delegated_client_validation_secrets() -> None:
+    tls = _client_validation(caSecret="certs/ca", crlSecret="certs/crl")
+    crl = make_crl_secret("certs", "crl", make_crl(default_ca()))
+    objects = (
+        service(),
+        tls_secret(),
+        make_ca_secret("certs", "ca"),
+        crl,
+        httpproxy(routes=[route()], tls=tls),
+    )
+    dag = build(*objects, secret_policy=allow_all)
+    assert errors(dag) == []
+    svhost = secure_vhost(dag)
+    assert svhost is not None and svhost.downstream_validation is not None
+    assert (
+        svhost.downstream_validation.crl is not None and svhost.downstream_validation.crl.ref == "certs/crl"
+    )
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from cpx.config import Config
 from cpx.dag.attachments import NO_ATTACHMENTS, Attachments
 from cpx.dag.dag import DAG, Listener, Protocol, SecureVirtualHost
-from cpx.dag.nodes import AuthorityCheck, Secret, TCPProxy, TLSParams
+from cpx.dag.nodes import AuthorityCheck, DownstreamValidation, Secret, TCPProxy, TLSParams
 from cpx.isolation import Fault
 from cpx.objects import ObjectKey
 from cpx.records import FilterSite, ListenerKindSpec
@@ -72,6 +72,7 @@ class _SecureChain:
     tcp_proxy: TCPProxy | None
     authority_check: AuthorityCheck | None = None
     attachments: Attachments = NO_ATTACHMENTS
+    validation: DownstreamValidation | None = None
 
     @classmethod
     def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
@@ -85,6 +86,8 @@ class _SecureChain:
             tcp_proxy=vhost.tcp_proxy,
             authority_check=vhost.authority_check,
             attachments=vhost.attachments,
+            # Passthrough: the backend, not Envoy, sees the client's certificate.
+            validation=None if vhost.passthrough else vhost.downstream_validation,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -107,11 +110,15 @@ class _SecureChain:
                 attachments=self.attachments,
             )
             chosen = connection_manager_filters(http_filters, site)
-            filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
+            forward = None if self.validation is None else self.validation.forward_client_certificate
+            manager = http_connection_manager(
+                self.route_config, self.stat_prefix, settings, chosen, forward_client_certificate=forward
+            )
+            filters = [manager]
             alpn = HTTP_ALPN
         socket = None
         if self.secret is not None:
-            socket = downstream_tls(self.secret, self.tls, settings, alpn)
+            socket = downstream_tls(self.secret, self.tls, settings, alpn, self.validation)
         # "*" has no SNI to match on: such a chain takes any TLS connection (Contour's FilterChainTLS).
         if self.fqdn == "*":
             return filter_chain(filters, transport_protocol="tls", transport_socket=socket)
@@ -338,9 +345,8 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
     if vhost is None:
         return frozenset()
     found = {r.origin for r in vhost.routes.values() if r.origin is not None}
-    for secret in (vhost.secret, vhost.fallback_certificate):
-        if secret is not None:
-            found.add(ObjectKey("", "Secret", secret.namespace, secret.name))
+    for secret in vhost.referenced_secrets():
+        found.add(ObjectKey("", "Secret", secret.namespace, secret.name))
     return frozenset(found)
 
 
@@ -379,11 +385,12 @@ def _fallback_chain(listener: Listener) -> _FallbackChain | None:
     """One chain for all virtual hosts with a fallback certificate (first by name supplies it)."""
     for name in sorted(listener.secure_virtual_hosts):
         vhost = listener.secure_virtual_hosts[name]
-        if vhost.fallback_certificate is not None and vhost.tcp_proxy is None and _servable(vhost):
+        fallback = vhost.fallback_certificate
+        if fallback is not None and vhost.through_fallback() and vhost.tcp_proxy is None and _servable(vhost):
             return _FallbackChain(
                 stat_prefix=listener.name,
                 route_config=FALLBACK_ROUTE_CONFIG,
-                secret=vhost.fallback_certificate,
+                secret=fallback,
             )
     return None
 

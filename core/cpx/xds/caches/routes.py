@@ -188,7 +188,7 @@ class RouteCache:
             config.append(entry)
             for other in _shared_hosts(listener, vhost):
                 config.append(builder.vhost(listener, other, secure=True))
-            if vhost.fallback_certificate is not None:
+            if vhost.through_fallback():
                 configs.setdefault(FALLBACK_ROUTE_CONFIG, []).append(entry)
                 members.setdefault(FALLBACK_ROUTE_CONFIG, []).append(vhost)
 

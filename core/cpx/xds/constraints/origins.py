@@ -47,9 +47,8 @@ def _listener_origins(listener: Listener) -> set[ObjectKey]:
         listener.secure_virtual_hosts.values()
     )
     for vhost in listener.secure_virtual_hosts.values():
-        for secret in (vhost.secret, vhost.fallback_certificate):
-            if secret is not None:
-                found.add(secret_key(secret.namespace, secret.name))
+        for secret in vhost.referenced_secrets():
+            found.add(secret_key(secret.namespace, secret.name))
     return found
 
 
@@ -95,7 +94,7 @@ def _route_config_origins(dag: DAG, source: SourceCache | None) -> Origins:
         for vhost in listener.secure_virtual_hosts.values():
             found = _route_origins(vhost.routes.values())
             out.setdefault(listener.secure_route_config_name(vhost.name), set()).update(found)
-            if vhost.fallback_certificate is not None:
+            if vhost.through_fallback():
                 out.setdefault(FALLBACK_ROUTE_CONFIG, set()).update(found)
     return out
 

@@ -360,6 +360,13 @@ def trusted_ca(context: Any, scope: Scope) -> Iterator[Finding]:
         yield "trusted_ca", "envoy.tls: trusted CA parses", "Failed to load trusted CA certificates"
 
 
+def crl(context: Any, scope: Scope) -> Iterator[Finding]:
+    """CRLs come with the CA they are checked against (text that holds no CRL Envoy ignores)."""
+    if context.HasField("crl") and not context.HasField("trusted_ca"):
+        text = "Failed to load CRL from <inline> without trusted CA"
+        yield "crl", "envoy.tls: CRL needs a trusted CA", text
+
+
 _ROUTE = "envoy.config.route.v3."
 _TLS = "envoy.extensions.transport_sockets.tls.v3."
 
@@ -378,7 +385,7 @@ ENVOY_RULES: dict[str, tuple[SemanticRule, ...]] = {
     "envoy.config.core.v3.SocketAddress": (socket_address,),
     "envoy.config.core.v3.CidrRange": (cidr_range,),
     _TLS + "TlsCertificate": (tls_certificate,),
-    _TLS + "CertificateValidationContext": (trusted_ca,),
+    _TLS + "CertificateValidationContext": (trusted_ca, crl),
 }
 
 ENVOY_SCOPES: dict[str, ScopeRule] = {

@@ -21,7 +21,7 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 from google.protobuf import wrappers_pb2
 
 from cpx.config import Config
-from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.dag.nodes import ClientCertificateDetails, DownstreamValidation, Secret, TCPProxy, TLSParams
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
 from cpx.xds.envoy.scoped import scope_selector, scoped_routes, upgrade_guard
 from cpx.xds.naming import cluster_name, secret_name
@@ -106,6 +106,7 @@ def http_connection_manager(
     http_filters: Sequence[hcm.HttpFilter],
     *,
     scoped: bool = False,
+    forward_client_certificate: ClientCertificateDetails | None = None,
 ) -> listener_components.Filter:
     """Contour's HTTPConnectionManagerBuilder with its default settings.
 
@@ -113,6 +114,8 @@ def http_connection_manager(
     :mod:`cpx.xds.httpfilters`), the router last.  ``scoped``: routes come through Scoped RDS,
     one RouteConfiguration per exact host named after ``route_config_name``
     (:mod:`cpx.xds.envoy.scoped`), and the scope selector runs first.
+    ``forward_client_certificate``: ``x-forwarded-client-cert`` carries those details of the
+    connection's client certificate, whatever the client sent in it (SANITIZE_SET).
     """
     manager = hcm.HttpConnectionManager(
         stat_prefix=stat_prefix,
@@ -141,7 +144,23 @@ def http_connection_manager(
         common.SetInParent()  # Contour always sets the message, leaving Envoy's default (1 h)
     if settings.stream_idle_timeout is not None:
         manager.stream_idle_timeout.CopyFrom(seconds(settings.stream_idle_timeout))
+    if forward_client_certificate is not None:
+        _forward_client_certificate(manager, forward_client_certificate)
     return listener_components.Filter(name=HCM_FILTER, typed_config=to_any(manager))
+
+
+def _forward_client_certificate(
+    manager: hcm.HttpConnectionManager, details: ClientCertificateDetails
+) -> None:
+    manager.forward_client_cert_details = hcm.HttpConnectionManager.SANITIZE_SET
+    current = manager.set_current_client_cert_details
+    current.subject.value = details.subject
+    current.cert, current.chain, current.dns, current.uri = (
+        details.cert,
+        details.chain,
+        details.dns,
+        details.uri,
+    )
 
 
 # -- TCP -------------------------------------------------------------------------------------------
@@ -171,8 +190,10 @@ def downstream_tls(
     params: TLSParams,
     settings: HTTPSettings,
     alpn: Sequence[str],
+    validation: DownstreamValidation | None = None,
 ) -> core_base.TransportSocket:
-    """A DownstreamTlsContext serving ``secret`` by SDS name over ADS (the key never sits in LDS)."""
+    """A DownstreamTlsContext serving ``secret`` by SDS name over ADS (the key never sits in LDS);
+    with ``validation``, asking for client certificates (see :func:`client_validation_context`)."""
     # The configured minimum is a floor: a virtual host may ask for more, never for less.
     floor = tls_version(settings.min_tls_version, tls_common.TlsParameters.TLSv1_2)
     minimum = max(floor, tls_version(params.min_version, floor))
@@ -187,7 +208,26 @@ def downstream_tls(
         alpn_protocols=list(alpn),
     )
     context = tls.DownstreamTlsContext(common_tls_context=common)
+    if validation is not None:
+        context.common_tls_context.validation_context.CopyFrom(client_validation_context(validation))
+        context.require_client_certificate.value = not validation.optional
     return core_base.TransportSocket(name=TLS_TRANSPORT_SOCKET, typed_config=to_any(context))
+
+
+def client_validation_context(validation: DownstreamValidation) -> tls_common.CertificateValidationContext:
+    """Contour's validationContext for downstream peers: the CA and CRLs inline (public data,
+    and a chain changes with them anyway), the trust chain verified unless skipped."""
+    context = tls_common.CertificateValidationContext(
+        trust_chain_verification=tls_common.CertificateValidationContext.ACCEPT_UNTRUSTED
+        if validation.skip_verification
+        else tls_common.CertificateValidationContext.VERIFY_TRUST_CHAIN
+    )
+    if validation.ca is not None and validation.ca.ca_pem:
+        context.trusted_ca.inline_bytes = validation.ca.ca_pem
+    if validation.crl is not None and validation.crl.crl_pem:
+        context.crl.inline_bytes = validation.crl.crl_pem
+        context.only_verify_leaf_cert_crl = validation.crl_only_verify_leaf
+    return context
 
 
 # -- assembling ------------------------------------------------------------------------------------
