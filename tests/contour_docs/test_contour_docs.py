@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from cpx.testing import translate_yaml
-from cpx.testing.tls import make_ca_secret, make_tls_secret
+from cpx.testing.tls import default_ca, make_ca_secret, make_crl, make_crl_secret, make_tls_secret
 from cpx.xds.constraints.envoycheck import EnvoyValidator
 
 EXAMPLES = Path(__file__).resolve().parent / "examples"
@@ -53,13 +53,7 @@ NOT_YET: dict[str, str] = {
     "rate-limiting-8": "rateLimitPolicy.global (global rate limiting)",
     "tls-delegation-2": _DELEGATION,
     "tls-delegation-3": _DELEGATION,
-    "tls-termination-3": _CLIENT_CERTS,
-    "tls-termination-5": _DELEGATION,
-    "tls-termination-6": _CLIENT_CERTS,
-    "tls-termination-7": _CLIENT_CERTS,
-    "tls-termination-8": _CLIENT_CERTS,
-    "tls-termination-9": _CLIENT_CERTS,
-    "tls-termination-10": _CLIENT_CERTS,
+    "tls-termination-3": _DELEGATION + " for the fallback certificate",
 }
 
 
@@ -88,7 +82,7 @@ def _services(obj: dict[str, Any]) -> Iterator[tuple[str, int | str]]:
 
 
 def _secret_refs(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
-    """(namespace-qualified name, kind "tls"|"ca", host) of each Secret the object names."""
+    """(namespace-qualified name, kind "tls"|"ca"|"crl", host) of each Secret the object names."""
     spec = obj.get("spec") or {}
     if obj["kind"] == "Ingress":
         for tls in spec.get("tls") or []:
@@ -99,8 +93,11 @@ def _secret_refs(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     fqdn = vhost.get("fqdn", "example.com")
     if "secretName" in tls:
         yield tls["secretName"], "tls", fqdn
-    if "caSecret" in (tls.get("clientValidation") or {}):
-        yield tls["clientValidation"]["caSecret"], "ca", fqdn
+    client = tls.get("clientValidation") or {}
+    if "caSecret" in client:
+        yield client["caSecret"], "ca", fqdn
+    if "crlSecret" in client:
+        yield client["crlSecret"], "crl", fqdn
     for route in spec.get("routes") or []:
         for service in route.get("services") or []:
             if "caSecret" in (service.get("validation") or {}):
@@ -121,12 +118,16 @@ def _support(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 secret_ns, _, secret_name = ref.rpartition("/")
                 key = ("Secret", secret_ns or namespace, secret_name)
                 if key not in defined and key not in added:
-                    added[key] = (
-                        make_tls_secret(key[1], key[2], [host])[0]
-                        if kind == "tls"
-                        else make_ca_secret(key[1], key[2])
-                    )
+                    added[key] = _secret(kind, key[1], key[2], host)
     return [o for k, o in added.items() if k not in defined]
+
+
+def _secret(kind: str, namespace: str, name: str, host: str) -> dict[str, Any]:
+    if kind == "tls":
+        return make_tls_secret(namespace, name, [host])[0]
+    if kind == "crl":
+        return make_crl_secret(namespace, name, make_crl(default_ca()))
+    return make_ca_secret(namespace, name)
 
 
 def _add_port(ports: list[dict[str, Any]], port: int | str) -> None:
