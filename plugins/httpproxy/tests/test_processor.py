@@ -377,10 +377,6 @@ def test_nothing_defined() -> None:
     [
         ({"authorization": {"extensionRef": {"name": "authz"}}}, "spec.virtualhost.authorization"),
         (
-            {"jwtProviders": [{"name": "p", "remoteJWKS": {"uri": "https://x"}}]},
-            "spec.virtualhost.jwtProviders",
-        ),
-        (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "spec.virtualhost.rateLimitPolicy.global",
         ),
@@ -405,7 +401,6 @@ def test_client_validation_is_not_supported() -> None:
     ("extra", "field"),
     [
         ({"authPolicy": {"disabled": True}}, "authPolicy"),
-        ({"jwtVerificationPolicy": {"require": "p"}}, "jwtVerificationPolicy"),
         (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "rateLimitPolicy.global",
