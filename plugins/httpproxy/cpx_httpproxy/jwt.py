@@ -351,13 +351,15 @@ def require_on_routes(
 ) -> list[Route] | None:
     """The routes with the provider each requires (their own choice, else the default); None after
     recording JWTProviderNotDefined for a route requiring a provider the root does not define."""
+    if providers is None and not any(JWT_ROUTE_POLICY in route.attachments for route in routes):
+        return routes  # most hosts: nothing to resolve, no route to copy
     names = providers.names() if providers is not None else frozenset()
     default = providers.default if providers is not None else ""
     out = []
     for route in routes:
         own = route.attachments.get(JWT_ROUTE_POLICY)
         required = default if own is None else own
-        attachments = route.attachments.remove(JWT_ROUTE_POLICY)
+        attachments = route.attachments if own is None else route.attachments.remove(JWT_ROUTE_POLICY)
         if required:
             if required not in names:
                 status.add_error(

@@ -94,7 +94,7 @@ class RootBuilder:
             if tcp_proxy is None:
                 return None
         routes = self.walker.routes(proxy, enforce_tls=tls is not None)
-        if tls is not None and not tls.passthrough and tcp_proxy is None:
+        if tls is not None and tcp_proxy is None:  # Contour checks where routes go over TLS
             required = jwt.require_on_routes(routes, providers, origin=proxy.key, status=status)
             if required is None:
                 return None
