@@ -107,7 +107,7 @@ class Keys:
 
 
 class JWKSServer:
-    """Serves ``/jwks.json`` over HTTPS on 127.0.0.1; counts the fetches."""
+    """Serves ``/jwks.json`` over HTTPS on 127.0.0.1."""
 
     def __init__(self, jwks: bytes, workdir: Path) -> None:
         pair = issue_cert(["localhost", "127.0.0.1"])
@@ -115,15 +115,12 @@ class JWKSServer:
         (workdir / "jwks.key").write_bytes(pair.key_pem)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(workdir / "jwks.crt", workdir / "jwks.key")
-        self.fetches = 0
-        owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
             def do_GET(self) -> None:
-                owner.fetches += 1
                 body = jwks if self.path == "/jwks.json" else b"{}"
                 self.send_response(200 if self.path == "/jwks.json" else 404)
                 self.send_header("Content-Type", "application/json")
