@@ -14,6 +14,7 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls_v3
 from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http_options_v3
 from envoy.type.v3 import http_pb2 as http_type_v3
 
+from cpx.builtin import plugin as builtin
 from cpx.config import Config
 from cpx.dag import AttachmentKey, Attachments
 from cpx.dag.dag import DAG, Protocol
@@ -21,6 +22,7 @@ from cpx.dag.nodes import (
     CircuitBreakers,
     Cluster,
     CookieRewrite,
+    DNSNameCluster,
     Duration,
     HeadersPolicy,
     HeaderValue,
@@ -39,7 +41,7 @@ from cpx.objects import ObjectKey
 from cpx.records import ClusterKindSpec
 from cpx.xds import resource
 from cpx.xds.caches import clusters as cds
-from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.clusters import ClusterCache, dns_name_cluster
 from cpx.xds.contributions import Contributions
 from cpx.xds.naming import cluster_name
 
@@ -517,3 +519,55 @@ def test_versions_are_content_hashes_across_caches() -> None:
     two.on_change(dag_of(copy(a)))
     assert [r.version for r in one.contents().values()] == [r.version for r in two.contents().values()]
     assert [r.body for r in one.contents().values()] == [r.body for r in two.contents().values()]
+
+
+# -- the core's dnsname cluster kind ------------------------------------------------------------------
+
+
+def test_dns_name_cluster_is_contours() -> None:
+    ca = Secret(namespace="default", name="ca", ca_pem=b"CA")
+    node = DNSNameCluster(
+        address="idp.example.com",
+        port=8443,
+        dns_lookup_family="v4",
+        validation=UpstreamValidation(ca=ca, subject_names=("idp.example.com",)),
+    )
+    msg = dns_name_cluster(node)
+    assert msg.name == "dnsname/https/idp.example.com"
+    assert msg.type == cluster_v3.Cluster.STRICT_DNS
+    assert msg.dns_lookup_family == cluster_v3.Cluster.V4_ONLY
+    assert msg.connect_timeout.seconds == 2
+    [endpoint] = msg.load_assignment.endpoints[0].lb_endpoints
+    assert (
+        endpoint.endpoint.address.socket_address.address,
+        endpoint.endpoint.address.socket_address.port_value,
+    ) == (
+        "idp.example.com",
+        8443,
+    )
+    context = tls_v3.UpstreamTlsContext()
+    msg.transport_socket.typed_config.Unpack(context)
+    assert context.sni == "idp.example.com"
+    assert context.common_tls_context.validation_context.trusted_ca.inline_bytes == b"CA"
+    every_family = dns_name_cluster(
+        DNSNameCluster(address="10.0.0.1", port=80, scheme="http", dns_lookup_family="all")
+    )
+    assert every_family.type == cluster_v3.Cluster.LOGICAL_DNS
+    assert not every_family.HasField("transport_socket")
+
+
+def test_dns_name_clusters_of_several_objects_are_one_cluster() -> None:
+    first = ObjectKey("example.com", "Thing", "default", "a")
+    second = ObjectKey("example.com", "Thing", "default", "b")
+    dag = DAG()
+    dag.add_cluster_node(DNSNameCluster(address="idp.example.com", port=443, origin=first))
+    dag.add_cluster_node(DNSNameCluster(address="idp.example.com", port=443, origin=second))
+    dag.add_cluster_node(DNSNameCluster(address="idp.example.com", port=8443, origin=second))
+    [node] = dag.cluster_nodes()
+    assert node.origin == first
+    # Another port under the same (Contour's) name: the later object's note says so.
+    assert [n.reason for n in dag.notes.get(second, [])] == ["NameConflict"]
+    cache = ClusterCache(Config())
+    cache.bind_contributions(Contributions(cluster_kinds=tuple(builtin.cpx_cluster_kinds())))
+    cache.on_change(dag)
+    assert list(cache.contents()) == ["dnsname/https/idp.example.com"]

@@ -23,7 +23,7 @@ from cpx import ClusterKindSpec, ListenerKindSpec, hookimpl
 from cpx.builtin import plugin as builtin
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
-from cpx.dag.nodes import PathKind, PathMatch, Route, Secret
+from cpx.dag.nodes import DNSNameCluster, PathKind, PathMatch, Route, Secret
 from cpx.errors import PluginError
 from cpx.objects import ObjectKey
 from cpx.plugins import PluginHost
@@ -261,7 +261,8 @@ class Namesake:
 def test_host_lists_the_kinds() -> None:
     host = PluginHost.from_modules([("core", builtin), ("tcpecho", tcpecho)])
     contributions = host.xds_contributions()
-    assert [k.node_type for k in contributions.cluster_kinds] == [tcpecho.EchoCluster]
+    # The core's own dnsname kind first (cpx.dag.DNSNameCluster), then the plugin's.
+    assert [k.node_type for k in contributions.cluster_kinds] == [DNSNameCluster, tcpecho.EchoCluster]
     assert [k.node_type for k in contributions.listener_kinds] == [tcpecho.EchoListener]
 
 

@@ -15,16 +15,25 @@ from cpx.builtin import filters
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
+from cpx.dag.nodes import DNSNameCluster
 from cpx.errors import ConfigError
 from cpx.hookspecs import hookimpl
 from cpx.objects import ObjectKey
 from cpx.plugins import TRACE_OPTION
-from cpx.records import HttpFilterSpec, OptionSpec, Phase, ProcessorSpec, ResourceCacheSpec, WatchSpec
+from cpx.records import (
+    ClusterKindSpec,
+    HttpFilterSpec,
+    OptionSpec,
+    Phase,
+    ProcessorSpec,
+    ResourceCacheSpec,
+    WatchSpec,
+)
 from cpx.sources import externalname, ingressclass
 from cpx.sources.view import SourceView
 from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
-from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.clusters import ClusterCache, dns_name_cluster
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
@@ -110,6 +119,16 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
 @hookimpl
 def cpx_http_filters() -> Iterator[HttpFilterSpec]:
     yield from filters.http_filters()
+
+
+@hookimpl
+def cpx_cluster_kinds() -> Iterator[ClusterKindSpec]:
+    yield ClusterKindSpec(
+        name="dnsname",
+        node_type=DNSNameCluster,
+        build=dns_name_cluster,
+        description="a cluster to a DNS name or IP address (Contour's dnsname/<scheme>/<address>)",
+    )
 
 
 @hookimpl(trylast=True)

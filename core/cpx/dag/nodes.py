@@ -260,6 +260,34 @@ class CustomNode(typing.Protocol):
     def origin(self) -> ObjectKey | None: ...
 
 
+DNS_LOOKUP_FAMILIES = ("auto", "v4", "v6", "all")
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class DNSNameCluster:
+    """A cluster to one DNS name or IP address and port, not a Kubernetes Service (Contour's
+    ``DNSNameCluster``: a JWKS server, an OAuth endpoint ...), over TLS when ``scheme`` is
+    ``https`` (checked against ``validation`` when given, SNI ``address``).  Add it with
+    ``dag.add_cluster_node``; the core's ``dnsname`` cluster kind builds it, named
+    ``dnsname/<scheme>/<address>`` as Contour names it.
+
+    ``origin`` does not take part in equality: several objects naming the same server share one
+    cluster (the first one added is blamed if Envoy refuses it); the same name with other
+    settings is a ``NameConflict`` of the later object.
+    """
+
+    address: str  # a DNS name or an IP literal (without brackets)
+    port: int
+    scheme: str = "https"  # "http" or "https"
+    dns_lookup_family: str = "auto"  # one of DNS_LOOKUP_FAMILIES
+    validation: UpstreamValidation | None = None
+    origin: ObjectKey | None = attrs.field(default=None, eq=False)
+
+    @property
+    def name(self) -> str:
+        return f"dnsname/{self.scheme}/{self.address}"
+
+
 @attrs.frozen(cache_hash=True, kw_only=True)
 class RetryPolicy:
     retry_on: str = "5xx"

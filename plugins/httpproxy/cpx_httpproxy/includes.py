@@ -18,6 +18,7 @@ from cpx.dag import DirectResponse, PathKind, PathMatch, Route, TCPProxy
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, routebuild
 from cpx_httpproxy import status as st
+from cpx_httpproxy.jwt import NO_JWT
 from cpx_httpproxy.proxies import Proxy, ProxyRegistry, not_supported
 from cpx_httpproxy.status import ProxyStatus
 
@@ -263,6 +264,7 @@ def _dag_route(
         local_rate_limit=parts.local_rate_limit,
         ip_filter=parts.ip_filter,
         origin=origin,
+        attachments=parts.attachments,
     )
 
 
@@ -285,5 +287,7 @@ def _bad_gateway(
             query=cond.merge_query(chain),
             direct_response=DirectResponse(status_code=502),
             origin=origin,
+            # Contour's stand-in requires no token even under a default JWT provider.
+            attachments=NO_JWT,
         )
     ]

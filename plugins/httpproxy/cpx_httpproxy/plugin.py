@@ -12,6 +12,7 @@ from typing import Any
 
 from cpx import (
     Config,
+    HttpFilterSpec,
     OptionSpec,
     Phase,
     ProcessorSpec,
@@ -21,7 +22,7 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import schema, status
+from cpx_httpproxy import jwt, schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -70,6 +71,11 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
     )
+
+
+@hookimpl
+def cpx_http_filters() -> Iterator[HttpFilterSpec]:
+    yield jwt.http_filter()
 
 
 @hookimpl

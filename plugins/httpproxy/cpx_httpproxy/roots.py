@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import attrs
-from cpx import SourceView
+from cpx import ObjectKey, SourceView
 from cpx.dag import DAG, Route, SecureVirtualHost, TCPProxy, VirtualHost
 
-from cpx_httpproxy import model, routebuild
+from cpx_httpproxy import jwt, model, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -41,6 +41,8 @@ class Served:
     policies: routebuild.VhostPolicies
     tls: ResolvedTLS | None
     tcp_proxy: TCPProxy | None
+    jwt_providers: jwt.Providers | None = None
+    origin: ObjectKey | None = None
 
 
 @attrs.frozen
@@ -74,15 +76,25 @@ class RootBuilder:
                 source=self.source,
                 fallback_certificate=self.fallback_certificate,
                 status=status,
+                fallback_conflict=jwt.fallback_conflict(vhost),
             )
             if tls is None:
                 return None
+        errors = len(status.errors)
+        providers = jwt.resolve_providers(vhost, referrer=proxy.key, source=self.source, status=status)
+        if len(status.errors) > errors:
+            return None
         tcp_proxy: TCPProxy | None = None
         if proxy.spec.tcpproxy is not None:
             tcp_proxy = self._tcp_proxy(proxy, tls, status)
             if tcp_proxy is None:
                 return None
         routes = self.walker.routes(proxy, enforce_tls=tls is not None)
+        if tls is not None and tcp_proxy is None:  # Contour checks where routes go over TLS
+            required = jwt.require_on_routes(routes, providers, origin=proxy.key, status=status)
+            if required is None:
+                return None
+            routes = required
         policies = routebuild.build_vhost_policies(vhost, status=status)
         if policies is None:
             return None
@@ -90,7 +102,7 @@ class RootBuilder:
         secure = {
             k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
         }
-        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy)
+        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy, providers, proxy.key)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
     def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -99,6 +111,7 @@ class RootBuilder:
             _has_fqdn(proxy, vhost, status)
             and self._in_root_namespace(proxy, vhost, status)
             and _defines_something(proxy, vhost, status)
+            and jwt.permitted(vhost, status)
             and _only_supported_fields(proxy, vhost, status)
             and _valid_ip_filters(proxy, vhost, status)
             and self._has_listeners(proxy, vhost, status)
@@ -173,6 +186,11 @@ def serve_secure(dag: DAG, served: Served) -> None:
     if tcp_proxy is not None:
         return  # routes are not attached to a TCP-proxying virtual host
     _apply(secure, served.policies, served.secure_routes)
+    providers = served.jwt_providers
+    if providers is not None:
+        secure.attachments = secure.attachments.set(jwt.JWT_PROVIDERS, providers, origin=served.origin)
+        for cluster in providers.clusters():
+            dag.add_cluster_node(cluster)
 
 
 def _has_fqdn(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:

@@ -22,6 +22,7 @@ from typing import NoReturn
 import attrs
 from cpx import Config, ObjectKey, ServicePortError, SourceView
 from cpx.dag import (
+    Attachments,
     Cluster,
     CookieRewrite,
     CORSPolicy,
@@ -40,7 +41,7 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_httpproxy import model, policies
+from cpx_httpproxy import jwt, model, policies
 from cpx_httpproxy.headers import (
     CONTOUR_NAMESPACE,
     CONTOUR_SERVICE_NAME,
@@ -61,6 +62,7 @@ from cpx_httpproxy.services import (
 from cpx_httpproxy.status import (
     CORS_ERROR,
     IP_FILTER_ERROR,
+    JWT_VERIFICATION_ERROR,
     PREFIX_REPLACE_ERROR,
     ROUTE_ERROR,
     SERVICE_ERROR,
@@ -84,6 +86,7 @@ __all__ = [
 PERMIT_INSECURE_OPTION = "disable_permit_insecure"
 _NO_TIMEOUTS = TimeoutPolicy()
 _NO_HEADERS = HeadersPolicy()
+_NO_ATTACHMENTS = Attachments()
 
 
 @attrs.frozen(kw_only=True)
@@ -110,6 +113,8 @@ class RouteParts:
     # (prefix, replacement) pairs, resolved by the processor against the merged prefix with
     # resolve_prefix_rewrite (then expand_prefix_routes over the proxy's routes).
     replace_prefix: tuple[tuple[str, str], ...] = ()
+    # Data for the plugin's HTTP filters (the route's own JWT verification policy).
+    attachments: Attachments = _NO_ATTACHMENTS
 
 
 @attrs.frozen(kw_only=True)
@@ -129,8 +134,6 @@ def unsupported_route_fields(route: model.Route) -> tuple[str, ...]:
     found = []
     if route.rate_limit_policy is not None and route.rate_limit_policy.global_ is not None:
         found.append("rateLimitPolicy.global")
-    if route.jwt_verification_policy is not None:
-        found.append("jwtVerificationPolicy")
     if route.auth_policy is not None:
         found.append("authPolicy")
     return tuple(found)
@@ -141,8 +144,6 @@ def unsupported_vhost_fields(vhost: model.VirtualHost) -> tuple[str, ...]:
     found = []
     if vhost.authorization is not None:
         found.append("authorization")
-    if vhost.jwt_providers:
-        found.append("jwtProviders")
     if vhost.rate_limit_policy is not None and vhost.rate_limit_policy.global_ is not None:
         found.append("rateLimitPolicy.global")
     return tuple(found)
@@ -255,6 +256,8 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         idle_connection_timeout=idle_connection,
     )
     clusters, mirrors = _upstreams(ctx, defaults)
+    with _drop_on(status, JWT_VERIFICATION_ERROR, "InvalidJWTVerificationPolicy", catch=jwt.JWTPolicyError):
+        attachments = jwt.route_attachments(route)
     ip_filter = _route_ip_filter(ctx)
     return RouteParts(
         clusters=clusters,
@@ -273,6 +276,7 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         ip_filter=ip_filter,
         permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
         replace_prefix=replace_prefix,
+        attachments=attachments,
     )
 
 

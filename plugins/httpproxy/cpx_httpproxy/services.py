@@ -56,6 +56,37 @@ def with_protocol(service: model.Service, upstream: ServicePort, ctx: Context) -
     return attrs.evolve(upstream, protocol=protocol)
 
 
+class ValidationProblem(ValueError):
+    """An upstream validation policy Contour's LookupUpstreamValidation refuses (its words)."""
+
+
+def ca_secret_ref(validation: model.UpstreamValidation, namespace: str) -> tuple[str, str]:
+    """(namespace, name) of the CA Secret (``name`` or ``namespace/name``)."""
+    ca_namespace, _, name = validation.ca_secret.rpartition("/")
+    return ca_namespace or namespace, name
+
+
+def lookup_validation(
+    validation: model.UpstreamValidation, namespace: str, source: SourceView, referrer: ObjectKey
+) -> UpstreamValidation:
+    """Contour's LookupUpstreamValidation: DelegationNotPermittedError, or ValidationProblem."""
+    ca_namespace, name = ca_secret_ref(validation, namespace)
+    try:
+        ca = source.lookup_ca_secret(ca_namespace, name, referrer)
+    except DelegationNotPermittedError:
+        raise
+    except SecretError as err:
+        raise ValidationProblem(f"invalid CA Secret {quote(f'{ca_namespace}/{name}')}: {err}") from None
+    if not validation.subject_name:
+        raise ValidationProblem("missing subject alternative name")
+    names = validation.subject_names or (validation.subject_name,)
+    if names[0] != validation.subject_name:
+        raise ValidationProblem(
+            f"first entry of SubjectNames ({names[0]}) does not match SubjectName ({validation.subject_name})"
+        )
+    return UpstreamValidation(ca=ca, subject_names=tuple(names))
+
+
 def upstream_validation(
     service: model.Service, upstream: ServicePort, ctx: Context
 ) -> UpstreamValidation | None:
@@ -63,12 +94,9 @@ def upstream_validation(
     validation = service.validation
     if validation is None or upstream.protocol not in (UpstreamProtocol.TLS, UpstreamProtocol.H2):
         return None
-    namespace, _, name = validation.ca_secret.rpartition("/")
-    namespace = namespace or ctx.namespace
-    ref = quote(f"{namespace}/{name}")
-    problem = f"Service [{service.name}:{service.port}] TLS upstream validation policy error: "
+    ref = quote("/".join(ca_secret_ref(validation, ctx.namespace)))
     try:
-        ca = ctx.source.lookup_ca_secret(namespace, name, ctx.referrer)
+        return lookup_validation(validation, ctx.namespace, ctx.source, ctx.referrer)
     except DelegationNotPermittedError:
         ctx.status.add_error(
             TLS_ERROR,
@@ -77,26 +105,10 @@ def upstream_validation(
             "is not configured for certificate delegation",
         )
         raise ServiceProblem(ref) from None
-    except SecretError as err:
-        ctx.status.add_error(
-            SERVICE_ERROR, "TLSUpstreamValidation", f"{problem}invalid CA Secret {ref}: {err}"
-        )
+    except ValidationProblem as err:
+        problem = f"Service [{service.name}:{service.port}] TLS upstream validation policy error: "
+        ctx.status.add_error(SERVICE_ERROR, "TLSUpstreamValidation", f"{problem}{err}")
         raise ServiceProblem(ref) from None
-    if not validation.subject_name:
-        ctx.status.add_error(
-            SERVICE_ERROR, "TLSUpstreamValidation", f"{problem}missing subject alternative name"
-        )
-        raise ServiceProblem(ref)
-    names = validation.subject_names or (validation.subject_name,)
-    if names[0] != validation.subject_name:
-        ctx.status.add_error(
-            SERVICE_ERROR,
-            "TLSUpstreamValidation",
-            f"{problem}first entry of SubjectNames ({names[0]}) does not match SubjectName "
-            f"({validation.subject_name})",
-        )
-        raise ServiceProblem(ref)
-    return UpstreamValidation(ca=ca, subject_names=tuple(names))
 
 
 def sni(route_request: HeadersPolicy, cluster_request: HeadersPolicy, upstream: ServicePort) -> str:

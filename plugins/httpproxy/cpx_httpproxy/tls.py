@@ -48,8 +48,11 @@ def resolve_tls(
     source: SourceView,
     fallback_certificate: tuple[str, str] | None,
     status: ProxyStatus,
+    fallback_conflict: tuple[str, str, str] | None = None,
 ) -> ResolvedTLS | None:
-    """The root's TLS settings; None after recording why they are unusable."""
+    """The root's TLS settings; None after recording why they are unusable.  ``fallback_conflict``:
+    the (type, reason, message) recorded when the fallback certificate is enabled beside a feature
+    it cannot serve (a feature configured per virtual host)."""
     problem = _mode_error(tls)
     if problem is not None:
         status.add_error(st.TLS_ERROR, *problem)
@@ -82,6 +85,9 @@ def resolve_tls(
         )
         return None
     fallback = None
+    if tls.enable_fallback_certificate and fallback_conflict is not None:
+        status.add_error(*fallback_conflict)
+        return None
     if tls.enable_fallback_certificate:
         fallback = _fallback(source, fallback_certificate, referrer, status)
         if fallback is None:

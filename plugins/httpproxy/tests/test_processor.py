@@ -382,10 +382,6 @@ def test_nothing_defined() -> None:
     [
         ({"authorization": {"extensionRef": {"name": "authz"}}}, "spec.virtualhost.authorization"),
         (
-            {"jwtProviders": [{"name": "p", "remoteJWKS": {"uri": "https://x"}}]},
-            "spec.virtualhost.jwtProviders",
-        ),
-        (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "spec.virtualhost.rateLimitPolicy.global",
         ),
@@ -579,7 +575,6 @@ def test_delegated_client_validation_secrets() -> None:
     ("extra", "field"),
     [
         ({"authPolicy": {"disabled": True}}, "authPolicy"),
-        ({"jwtVerificationPolicy": {"require": "p"}}, "jwtVerificationPolicy"),
         (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "rateLimitPolicy.global",

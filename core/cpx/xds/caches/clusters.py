@@ -28,6 +28,7 @@ from cpx.dag.nodes import (
     CircuitBreakers,
     Cluster,
     CustomNode,
+    DNSNameCluster,
     Duration,
     HeadersPolicy,
     HealthCheck,
@@ -240,6 +241,35 @@ def external_name_assignment(up: ServicePort) -> endpoint_v3.ClusterLoadAssignme
     address.address = up.external_name or ""
     address.port_value = up.port
     return cla
+
+
+_DNS_LOOKUP_FAMILIES = {
+    "v4": cluster_v3.Cluster.V4_ONLY,
+    "v6": cluster_v3.Cluster.V6_ONLY,
+    "all": cluster_v3.Cluster.ALL,
+}
+
+
+def dns_name_cluster(node: DNSNameCluster) -> cluster_v3.Cluster:
+    """Contour's ``DNSNameCluster``: one DNS endpoint (LOGICAL_DNS when every address family is
+    looked up, STRICT_DNS otherwise), over TLS for https with the address as SNI."""
+    msg = _defaults("RoundRobin")
+    msg.name = node.name
+    family = _DNS_LOOKUP_FAMILIES.get(node.dns_lookup_family, cluster_v3.Cluster.AUTO)
+    msg.dns_lookup_family = family
+    msg.type = (
+        cluster_v3.Cluster.LOGICAL_DNS if family == cluster_v3.Cluster.ALL else cluster_v3.Cluster.STRICT_DNS
+    )
+    msg.load_assignment.cluster_name = node.name
+    address = msg.load_assignment.endpoints.add().lb_endpoints.add().endpoint.address.socket_address
+    address.address = node.address
+    address.port_value = node.port
+    if node.scheme == "https":
+        msg.transport_socket.name = TLS_TRANSPORT_SOCKET
+        msg.transport_socket.typed_config.CopyFrom(
+            to_any(upstream_tls_context(node.validation, node.address))
+        )
+    return msg
 
 
 def health_check(hc: HealthCheck, protocol: UpstreamProtocol) -> health_check_v3.HealthCheck:
