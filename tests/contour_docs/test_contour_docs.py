@@ -13,6 +13,7 @@ be valid and reach Envoy, except:
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +49,6 @@ _DELEGATION = "TLSCertificateDelegation (the tlsdelegation plugin)"
 _CLIENT_CERTS = "tls.clientValidation (client certificates)"
 # example -> the feature cpx does not serve yet.
 NOT_YET: dict[str, str] = {
-    "jwt-verification-3": "jwtProviders (JWT verification)",
     "rate-limiting-7": "rateLimitPolicy.global (global rate limiting)",
     "rate-limiting-8": "rateLimitPolicy.global (global rate limiting)",
     "tls-delegation-2": _DELEGATION,
@@ -82,7 +82,7 @@ def _services(obj: dict[str, Any]) -> Iterator[tuple[str, int | str]]:
 
 
 def _secret_refs(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
-    """(namespace-qualified name, kind "tls"|"ca"|"crl", host) of each Secret the object names."""
+    """(namespace/name, kind "tls"|"ca"|"crl"|"jwks:<key>", host) of each Secret the object names."""
     spec = obj.get("spec") or {}
     if obj["kind"] == "Ingress":
         for tls in spec.get("tls") or []:
@@ -98,6 +98,12 @@ def _secret_refs(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
         yield client["caSecret"], "ca", fqdn
     if "crlSecret" in client:
         yield client["crlSecret"], "crl", fqdn
+    for provider in vhost.get("jwtProviders") or []:
+        local = provider.get("localJWKS") or {}
+        if "secretName" in local:
+            yield local["secretName"], "jwks:" + local.get("key", "jwks.json"), fqdn
+        if "caSecret" in ((provider.get("remoteJWKS") or {}).get("validation") or {}):
+            yield provider["remoteJWKS"]["validation"]["caSecret"], "ca", fqdn
     for route in spec.get("routes") or []:
         for service in route.get("services") or []:
             if "caSecret" in (service.get("validation") or {}):
@@ -127,6 +133,11 @@ def _secret(kind: str, namespace: str, name: str, host: str) -> dict[str, Any]:
         return make_tls_secret(namespace, name, [host])[0]
     if kind == "crl":
         return make_crl_secret(namespace, name, make_crl(default_ca()))
+    if kind.startswith("jwks:"):  # a key set with one symmetric key
+        jwks = b'{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}'
+        data = {kind.removeprefix("jwks:"): base64.b64encode(jwks).decode()}
+        meta = {"namespace": namespace, "name": name}
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": meta, "type": "Opaque", "data": data}
     return make_ca_secret(namespace, name)
 
 

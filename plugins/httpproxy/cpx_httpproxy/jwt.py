@@ -32,7 +32,7 @@ from cpx.dag import AttachmentKey, Attachments, DNSNameCluster, Route, UpstreamV
 from envoy.extensions.filters.http.jwt_authn.v3 import config_pb2 as jwt_v3
 from google.protobuf import duration_pb2
 
-from cpx_httpproxy import model
+from cpx_httpproxy import jwks, model
 from cpx_httpproxy.durations import DurationError, parse_go_duration_nanos, quote
 from cpx_httpproxy.services import ValidationProblem, ca_secret_ref, lookup_validation
 from cpx_httpproxy.status import JWT_VERIFICATION_ERROR, TLS_ERROR, ProxyStatus
@@ -330,6 +330,8 @@ def jwks_from_secret(source: SourceView, key: ObjectKey, field: str) -> str:
         raise ValueError('JWKS must contain a "keys" array')
     if not isinstance(parsed["keys"], list):
         raise ValueError('JWKS "keys" must be an array')
+    if not any(jwks.usable(key) for key in parsed["keys"]):
+        raise ValueError("JWKS has no valid public key")  # Envoy would refuse the provider
     return data.decode()
 
 

@@ -41,6 +41,18 @@ class _SecretErrors:
     invalid: tuple[str, str]
 
 
+def _fallback_conflict(
+    tls: model.TLS, per_host_feature: tuple[str, str, str] | None
+) -> tuple[str, str, str] | None:
+    """Why the fallback certificate cannot be enabled beside this host's other TLS settings."""
+    if not tls.enable_fallback_certificate:
+        return None
+    if tls.client_validation is not None:
+        message = "Spec.Virtualhost.TLS fallback & client validation are incompatible"
+        return (st.TLS_ERROR, "TLSIncompatibleFeatures", message)
+    return per_host_feature
+
+
 def resolve_tls(
     tls: model.TLS,
     *,
@@ -77,17 +89,11 @@ def resolve_tls(
             "Spec.Virtualhost.TLS the minimum protocol version is greater than the maximum protocol version",
         )
         return None
-    if tls.enable_fallback_certificate and tls.client_validation is not None:
-        status.add_error(
-            st.TLS_ERROR,
-            "TLSIncompatibleFeatures",
-            "Spec.Virtualhost.TLS fallback & client validation are incompatible",
-        )
+    conflict = _fallback_conflict(tls, fallback_conflict)
+    if conflict is not None:
+        status.add_error(*conflict)
         return None
     fallback = None
-    if tls.enable_fallback_certificate and fallback_conflict is not None:
-        status.add_error(*fallback_conflict)
-        return None
     if tls.enable_fallback_certificate:
         fallback = _fallback(source, fallback_certificate, referrer, status)
         if fallback is None:

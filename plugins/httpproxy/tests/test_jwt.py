@@ -22,6 +22,7 @@ from cpx.testing import (
     make_tls_secret,
     translate_yaml,
 )
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from cpx_httpproxy import jwt, model
 from cpx_httpproxy.kinds import HTTPPROXY, HTTPS_LISTENER
@@ -183,8 +184,59 @@ def test_remote_jwks_validation_uses_the_ca_secret() -> None:
     ]
 
 
+ONE_KEY = '{"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}'
+LOCAL = {"name": "p", "issuer": "example.com", "localJWKS": {"secretName": "my-jwks", "key": "jwks.json"}}
+OTHER_KEY = '{"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}'
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [
+        [],
+        [{"kty": "oct"}],
+        [{"kty": "RSA", "n": "", "e": "AQAB"}],
+        [{"kty": "EC", "crv": "P-256", "x": "AQ", "y": "AQ"}],  # not a point on the curve
+        [{"kty": "OKP", "crv": "X25519", "x": "11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}],
+        [{"kty": "dsa"}, "not a key"],
+    ],
+)
+def test_a_local_jwks_without_a_usable_key_is_refused_as_envoy_would(keys: list[Any]) -> None:
+    secret = jwks_secret(json.dumps({"keys": keys}))
+    provider = {
+        "name": "p",
+        "issuer": "example.com",
+        "localJWKS": {"secretName": "my-jwks", "key": "jwks.json"},
+    }
+    result = translate(proxy(providers=[provider]), secret)
+    message = (
+        'Spec.VirtualHost.JWTProviders.LocalJWKS for provider "p" is invalid: JWKS has no valid public key'
+    )
+    assert ("JWTVerificationError", "LocalJWKSInvalid", message) in errors(result)
+
+
+def test_a_local_jwks_with_real_rsa_and_ec_keys_is_used() -> None:
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048).public_key().public_numbers()
+    ec_key = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+
+    def b64(number: int, size: int) -> str:
+        return base64.urlsafe_b64encode(number.to_bytes(size, "big")).decode().rstrip("=")
+
+    keys = [
+        {"kty": "RSA", "n": b64(rsa_key.n, 256), "e": b64(rsa_key.e, 3)},
+        {"kty": "EC", "crv": "P-256", "x": b64(ec_key.x, 32), "y": b64(ec_key.y, 32)},
+    ]
+    for key in keys:
+        provider = {
+            "name": "p",
+            "issuer": "e.com",
+            "localJWKS": {"secretName": "my-jwks", "key": "jwks.json"},
+        }
+        result = translate(proxy(providers=[provider]), jwks_secret(json.dumps({"keys": [key]})))
+        assert JWT_FILTER in https_chain_filters(result), key
+
+
 def test_local_jwks_from_an_opaque_secret() -> None:
-    jwks = '{"keys": []}'
+    jwks = ONE_KEY
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -451,9 +503,7 @@ def test_replayed_and_rebuilt_roots_keep_providers_and_clusters_in_step() -> Non
     processor = HTTPProxyProcessor.from_config(config)
     builder = Builder([("listeners", ListenerProcessor(config)), ("httpproxy", processor)])
     local = {"name": "local", "localJWKS": {"secretName": "my-jwks", "key": "jwks.json"}}
-    for obj in yaml.safe_load_all(
-        objects_yaml(proxy(providers=[PROVIDER, local]), jwks_secret('{"keys": []}'))
-    ):
+    for obj in yaml.safe_load_all(objects_yaml(proxy(providers=[PROVIDER, local]), jwks_secret(ONE_KEY))):
         source.insert(obj)
 
     def providers(dag: DAG) -> jwt.Providers | None:
@@ -464,7 +514,7 @@ def test_replayed_and_rebuilt_roots_keep_providers_and_clusters_in_step() -> Non
         )
 
     first = providers(builder.build(source))
-    assert first is not None and first.items[1].local_jwks == '{"keys": []}'
+    assert first is not None and first.items[1].local_jwks == ONE_KEY
     # An unrelated change: the root is replayed, with its providers and its JWKS cluster.
     source.insert({**jwks_secret("{}"), "metadata": {"name": "unrelated", "namespace": "default"}})
     dag = builder.build(source)
@@ -472,10 +522,10 @@ def test_replayed_and_rebuilt_roots_keep_providers_and_clusters_in_step() -> Non
     assert providers(dag) == first
     assert [n.name for n in dag.cluster_nodes()] == ["dnsname/https/jwks.example.com"]
     # The Secret it read changes: rebuilt with the new keys; made unusable: the root is dropped.
-    source.insert(jwks_secret('{"keys": [{"kty": "oct"}]}'))
+    source.insert(jwks_secret(OTHER_KEY))
     rebuilt = providers(builder.build(source))
     assert processor.built == 1 and rebuilt is not None
-    assert rebuilt.items[1].local_jwks == '{"keys": [{"kty": "oct"}]}'
+    assert rebuilt.items[1].local_jwks == OTHER_KEY
     source.insert(jwks_secret("[]"))
     dag = builder.build(source)
     assert HTTPS_LISTENER not in dag.listeners  # its only host is gone
