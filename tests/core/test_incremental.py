@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from cpx import objects as k8s
 from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
@@ -237,3 +239,24 @@ def test_builder_seals_the_dag_and_walks_it_once() -> None:
     assert dag.sealed
     assert dag.unique_clusters() is dag.unique_clusters()
     assert dag.cluster_set() == frozenset(dag.clusters())
+
+
+@pytest.mark.parametrize(
+    ("field", "before", "after"),
+    [
+        ("stringData", {"tls.crt": "a"}, {"tls.crt": "b"}),  # standalone manifests often use it
+        ("binaryData", {"ca.crt": "YQ=="}, {"ca.crt": "Yg=="}),
+        ("addressType", "IPv4", "IPv6"),
+    ],
+)
+def test_a_change_to_any_content_field_is_a_change(field: str, before: Any, after: Any) -> None:
+    source = SourceCache()
+    meta = {"namespace": "default", "name": "x", "resourceVersion": "1"}
+    obj = {"apiVersion": "v1", "kind": "Secret", "metadata": meta, field: before}
+    source.insert(obj)
+    start = source.revision
+    changed = {**obj, "metadata": {**meta, "resourceVersion": "2"}, field: after}
+    source.insert(changed)
+    assert source.changes_since(start) == [ObjectKey("", "Secret", "default", "x")]
+    source.insert({**changed, "metadata": {**meta, "resourceVersion": "3"}})  # the same content
+    assert source.changes_since(start) == [ObjectKey("", "Secret", "default", "x")]

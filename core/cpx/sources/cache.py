@@ -85,18 +85,21 @@ class _ChangeLog(Generic[T]):
         return self._items[bisect.bisect_right(self._revisions, revision) :]
 
 
+_NOT_CONTENT = frozenset({"metadata", "status", "apiVersion", "kind"})
+
+
 def _unchanged(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Contour's IsObjectEqual, simplified: same resourceVersion, or same content that matters."""
     old_meta, new_meta = k8s.meta(old), k8s.meta(new)
     rv = new_meta.get("resourceVersion")
     if rv and rv == old_meta.get("resourceVersion"):
         return True
+    # Every top-level field but metadata and status is content (spec, data, stringData, binaryData,
+    # type, endpoints, ports, addressType, ...): naming them would miss a kind's own.
+    if old.keys() - _NOT_CONTENT != new.keys() - _NOT_CONTENT:
+        return False
     return (
-        old.get("spec") == new.get("spec")
-        and old.get("data") == new.get("data")
-        and old.get("endpoints") == new.get("endpoints")
-        and old.get("ports") == new.get("ports")
-        and old.get("type") == new.get("type")
+        all(old[k] == new[k] for k in new.keys() - _NOT_CONTENT)
         and old_meta.get("annotations") == new_meta.get("annotations")
         and old_meta.get("labels") == new_meta.get("labels")
         and old_meta.get("generation") == new_meta.get("generation")
