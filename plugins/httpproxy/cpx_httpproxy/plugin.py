@@ -12,6 +12,7 @@ from typing import Any
 
 from cpx import (
     Config,
+    HttpFilterSpec,
     OptionSpec,
     Phase,
     ProcessorSpec,
@@ -22,6 +23,7 @@ from cpx import (
 )
 
 from cpx_httpproxy import schema, status
+from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -66,7 +68,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         phase=Phase.ROUTES,
         # Contour runs Ingress first: an HTTPProxy route with the same match replaces an
         # Ingress one.  A constraint on a processor that is not loaded is ignored.
-        after=("listeners", "ingress"),
+        after=("listeners", "ingress", "extsvc"),
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
     )
@@ -82,6 +84,11 @@ def cpx_status_writers() -> Iterator[StatusWriterSpec]:
         load_balancer=status.envoy_load_balancer,
         refused=status.refused,
     )
+
+
+@hookimpl
+def cpx_http_filters() -> Iterator[HttpFilterSpec]:
+    yield EXT_AUTHZ_FILTER
 
 
 @hookimpl

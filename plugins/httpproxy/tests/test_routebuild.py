@@ -1094,9 +1094,5 @@ def test_unsupported_route_fields() -> None:
             "authPolicy": {"disabled": True},
         }
     )
-    assert unsupported_route_fields(route) == (
-        "rateLimitPolicy.global",
-        "jwtVerificationPolicy",
-        "authPolicy",
-    )
+    assert unsupported_route_fields(route) == ("rateLimitPolicy.global", "jwtVerificationPolicy")
     assert unsupported_route_fields(model.Route.from_dict(svc_route(rateLimitPolicy={"local": {}}))) == ()
