@@ -22,7 +22,7 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import schema, status
+from cpx_httpproxy import globalauth, schema, status
 from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
@@ -48,6 +48,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         type=bool,
         default=False,
     )
+    yield from globalauth.options()
 
 
 @hookimpl

@@ -256,3 +256,55 @@ def test_without_the_extsvc_plugin_the_message_names_it(cpx_translate: Any) -> N
             "(ExtensionServices need the 'extsvc' plugin, which is not enabled)",
         )
     ]
+
+
+GLOBAL = {"global_ext_auth_extension_service": "default/authz", "global_ext_auth_context": ("k=v",)}
+
+
+def test_global_authorization_covers_roots_without_their_own(cpx_translate: Any) -> None:
+    objects = [*BASE, extension(), proxy(None)]
+    result = cpx_translate(yaml.safe_dump_all(objects), ["httpproxy", "extsvc"], options=GLOBAL)
+    assert errors(result) == []
+    config = ext_authz(result)  # the secure chain's (the plain listener's has the same)
+    assert (
+        config is not None and config["grpcService"]["envoyGrpc"]["clusterName"] == "extension/default/authz"
+    )
+    assert per_route(result)["/"] == {
+        "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute",
+        "checkSettings": {"contextExtensions": {"k": "v"}},
+    }
+    plain = [c for c in result.envoy_json()["listeners"] if c["name"] == "ingress_http"]
+    assert "envoy.filters.http.ext_authz" in str(plain)
+
+
+def test_a_root_opts_out_of_global_authorization(cpx_translate: Any) -> None:
+    objects = [*BASE, extension(), proxy({"authPolicy": {"disabled": True}})]
+    result = cpx_translate(yaml.safe_dump_all(objects), ["httpproxy", "extsvc"], options=GLOBAL)
+    assert errors(result) == []
+    decided = per_route(result)["/"]
+    assert decided is not None and decided["disabled"] is True
+
+
+def test_a_missing_global_extension_service_is_every_roots_error(cpx_translate: Any) -> None:
+    # The TLS root is left out at its secure virtual host (Contour's order: no second check).
+    result = cpx_translate(yaml.safe_dump_all([*BASE, proxy(None)]), ["httpproxy", "extsvc"], options=GLOBAL)
+    assert [r for _t, r, _m in errors(result)] == ["ExtensionServiceNotFound"]
+    assert "envoy.filters.http.ext_authz" not in str(result.envoy_json()["listeners"])
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"global_ext_auth_extension_service": "authz"}, "expected namespace/name"),
+        ({**GLOBAL, "global_ext_auth_context": ("novalue",)}, "expected key=value"),
+        ({**GLOBAL, "global_ext_auth_response_timeout": "soon"}, "unable to parse timeout string"),
+        ({**GLOBAL, "global_ext_auth_service_type": "thrift"}, "expected grpc or http"),
+    ],
+)
+def test_bad_global_options_refuse_the_start(options: dict[str, Any], problem: str) -> None:
+    from cpx import Config, ConfigError
+
+    from cpx_httpproxy.processor import Settings
+
+    with pytest.raises(ConfigError, match=problem):
+        Settings.from_config(Config(options=options))
