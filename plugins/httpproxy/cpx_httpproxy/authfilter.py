@@ -57,6 +57,11 @@ def _ext_authz(auth: ExternalAuthorization) -> Message:
         config.http_service.server_uri.CopyFrom(uri)
         if auth.http_path_prefix:
             config.http_service.path_prefix = auth.http_path_prefix
+        for kind, value, ignore_case in auth.allowed_authorization_headers:
+            config.allowed_headers.patterns.add(ignore_case=ignore_case, **{kind: value})
+        upstream = config.http_service.authorization_response.allowed_upstream_headers
+        for kind, value, ignore_case in auth.allowed_upstream_headers:
+            upstream.patterns.add(ignore_case=ignore_case, **{kind: value})
     else:
         service = grpc_service_pb2.GrpcService()
         service.envoy_grpc.cluster_name = auth.cluster

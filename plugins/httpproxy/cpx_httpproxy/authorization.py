@@ -43,6 +43,9 @@ class ExternalAuthorization:
     # (max_request_bytes, allow_partial_message, pack_as_bytes), or None: no body sent.
     with_request_body: tuple[int, bool, bool] | None = None
     http_path_prefix: str = ""
+    # HTTP servers: (kind, value, ignore_case) name matchers, kind exact|prefix|suffix|contains.
+    allowed_authorization_headers: tuple[tuple[str, str, bool], ...] = ()
+    allowed_upstream_headers: tuple[tuple[str, str, bool], ...] = ()
 
 
 @attrs.frozen(cache_hash=True)
@@ -155,6 +158,20 @@ class Authorizer:
                 "AuthContextForHTTP",
                 "Spec.Virtualhost.Authorization.AuthPolicy.Context are only applied to grpc service type",
             )
+        settings = auth.http_settings or model.HTTPAuthorizationServerSettings()
+        allowed = {}
+        for field, headers in (
+            ("AllowedAuthorizationHeaders", settings.allowed_authorization_headers),
+            ("AllowedUpstreamHeaders", settings.allowed_upstream_headers),
+        ):
+            problem = allowed_headers_problem(headers)
+            if problem is not None:
+                status.add_error(
+                    st.AUTH_ERROR,
+                    "AuthBadAllowedHeader",
+                    f"Spec.Virtualhost.Authorization.HTTPServerSettings.{field} is invalid: {problem}",
+                )
+            allowed[field] = () if problem is not None else tuple(_matcher(h) for h in headers)
         body = auth.with_request_body
         return ExternalAuthorization(
             cluster=upstream.cluster_name,
@@ -170,7 +187,9 @@ class Authorizer:
                 body.allow_partial_message,
                 body.pack_as_bytes,
             ),
-            http_path_prefix=auth.http_settings.path_prefix if auth.http_settings is not None else "",
+            http_path_prefix=settings.path_prefix,
+            allowed_authorization_headers=allowed["AllowedAuthorizationHeaders"],
+            allowed_upstream_headers=allowed["AllowedUpstreamHeaders"],
         )
 
     def routes(self, vhost: model.VirtualHost, routes: Mapping[str, Route]) -> dict[str, Route]:
@@ -199,6 +218,25 @@ class Authorizer:
                 attachments = attachments.set(ROUTE_AUTHORIZATION, decided)
             out[match_key] = attrs.evolve(route, attachments=attachments)
         return out
+
+
+_MATCH_KINDS = ("exact", "prefix", "suffix", "contains")
+
+
+def allowed_headers_problem(headers: tuple[model.HTTPAuthorizationHeaderMatcher, ...]) -> str | None:
+    """Contour's ExternalAuthAllowedHeadersValid: exactly one match kind per header."""
+    for header in headers:
+        count = sum(1 for kind in _MATCH_KINDS if getattr(header, kind))
+        if count == 0:
+            return "one of prefix, suffix, exact or contains is required for each allowedHeader"
+        if count > 1:
+            return "only one of prefix, suffix, exact, and contains should be set in the allowedHeader"
+    return None
+
+
+def _matcher(header: model.HTTPAuthorizationHeaderMatcher) -> tuple[str, str, bool]:
+    kind = next(kind for kind in _MATCH_KINDS if getattr(header, kind))
+    return kind, str(getattr(header, kind)), header.ignore_case
 
 
 def _without_policy(route: Route) -> Route:

@@ -308,3 +308,32 @@ def test_bad_global_options_refuse_the_start(options: dict[str, Any], problem: s
 
     with pytest.raises(ConfigError, match=problem):
         Settings.from_config(Config(options=options))
+
+
+def test_http_servers_allowed_headers(cpx_translate: Any) -> None:
+    settings = {
+        "allowedAuthorizationHeaders": [{"exact": "cookie"}, {"prefix": "x-", "ignoreCase": True}],
+        "allowedUpstreamHeaders": [{"suffix": "-user"}],
+    }
+    auth = {"extensionRef": {"name": "authz"}, "serviceType": "http", "httpSettings": settings}
+    config = ext_authz(translate(cpx_translate, extension(), proxy(auth)))
+    assert config is not None
+    assert config["allowedHeaders"] == {
+        "patterns": [{"exact": "cookie"}, {"prefix": "x-", "ignoreCase": True}]
+    }
+    upstream = config["httpService"]["authorizationResponse"]["allowedUpstreamHeaders"]
+    assert upstream == {"patterns": [{"suffix": "-user"}]}
+
+
+def test_an_allowed_header_needs_exactly_one_match(cpx_translate: Any) -> None:
+    settings = {"allowedUpstreamHeaders": [{"exact": "a", "prefix": "b"}]}
+    auth = {"extensionRef": {"name": "authz"}, "serviceType": "http", "httpSettings": settings}
+    result = translate(cpx_translate, extension(), proxy(auth))
+    assert errors(result) == [
+        (
+            "AuthError",
+            "AuthBadAllowedHeader",
+            "Spec.Virtualhost.Authorization.HTTPServerSettings.AllowedUpstreamHeaders is invalid: "
+            "only one of prefix, suffix, exact, and contains should be set in the allowedHeader",
+        )
+    ]
