@@ -63,12 +63,17 @@ class AuthServer(external_auth_pb2_grpc.AuthorizationServicer):  # type: ignore[
 
 
 @contextmanager
-def auth_server() -> Iterator[tuple[AuthServer, int]]:
-    """Serve :class:`AuthServer` over h2c on 127.0.0.1; yields it and its port."""
+def auth_server(tls: tuple[bytes, bytes] | None = None) -> Iterator[tuple[AuthServer, int]]:
+    """Serve :class:`AuthServer` on 127.0.0.1, over h2c or, given ``tls`` (certificate and key
+    PEM), over TLS (h2); yields it and its port."""
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
     servicer = AuthServer()
     external_auth_pb2_grpc.add_AuthorizationServicer_to_server(servicer, server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    if tls is None:
+        port = server.add_insecure_port("127.0.0.1:0")
+    else:
+        credentials = grpc.ssl_server_credentials([(tls[1], tls[0])])
+        port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
     try:
         yield servicer, port

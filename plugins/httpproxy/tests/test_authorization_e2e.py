@@ -21,6 +21,8 @@ from cpx.testing import (
     envoy_binary,
     eventually,
     free_port,
+    issue_cert,
+    make_ca_secret,
     make_tls_secret,
     request,
     write_manifest,
@@ -32,7 +34,17 @@ from .authserver import AuthServer, auth_server
 
 pytestmark = pytest.mark.e2e
 
-HOSTS = ("auth.test", "timeout.test", "open.test", "closed.test", "missing.test", "plain.test")
+HOSTS = (
+    "auth.test",
+    "timeout.test",
+    "open.test",
+    "closed.test",
+    "missing.test",
+    "plain.test",
+    "tls.test",
+    "badname.test",
+)
+AUTH_NAME = "authz.example.com"  # the TLS authorization server's certificate name
 
 
 def extension(name: str, service_name: str, **spec: Any) -> dict[str, Any]:
@@ -56,9 +68,17 @@ def authorized(host: str, authorization: dict[str, Any] | None, *routes: dict[st
     return proxy
 
 
-def manifest(auth_port: int) -> list[dict[str, Any]]:
+def manifest(auth_port: int, tls_port: int) -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = [*backend("authsvc", auth_port), *backend("authdown", free_port())]
     objects += [extension("authz", "authsvc"), extension("down", "authdown")]
+    # The default protocol, h2: TLS to the server, its certificate checked against the CA Secret.
+    objects += [*backend("authtls", tls_port), make_ca_secret("default", "auth-ca")]
+    for name, subject in (("tlsauthz", AUTH_NAME), ("badname", "other.example.com")):
+        ext = extension(name, "authtls", validation={"caSecret": "auth-ca", "subjectName": subject})
+        del ext["spec"]["protocol"]
+        objects.append(ext)
+    objects.append(authorized("tls.test", {"extensionRef": {"name": "tlsauthz"}}))
+    objects.append(authorized("badname.test", {"extensionRef": {"name": "badname"}}))
     objects.append(
         authorized(
             "auth.test",
@@ -86,6 +106,7 @@ class Stack:
     cpx: CpxProcess
     envoy: EnvoyProcess
     auth: AuthServer
+    tls_auth: AuthServer
     ca_pem: str
 
     def https(self, path: str, host: str, **kwargs: Any) -> Response:
@@ -108,11 +129,16 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     echo = EchoServer("echo").start()
     manifests = workdir / "manifests"
     try:
-        with auth_server() as (auth, port):
-            write_manifest(manifests, "all.yaml", [*backend("echo", echo.port), *secrets, *manifest(port)])
+        pair = issue_cert([AUTH_NAME])
+        with (
+            auth_server() as (auth, port),
+            auth_server((pair.cert_pem, pair.key_pem)) as (tls_auth, tls_port),
+        ):
+            objects = [*backend("echo", echo.port), *secrets, *manifest(port, tls_port)]
+            write_manifest(manifests, "all.yaml", objects)
             with cpx_with_envoy(manifests, workdir, plugins=["httpproxy", "extsvc"]) as (cpx, envoy):
                 envoy.wait_ready()
-                stack = Stack(cpx, envoy, auth, ca_pem)
+                stack = Stack(cpx, envoy, auth, tls_auth, ca_pem)
                 eventually(lambda: _served(stack, "plain.test"), timeout=20)
                 eventually(lambda: _served(stack, "auth.test"), timeout=20)
                 yield stack
@@ -181,3 +207,13 @@ def test_a_missing_extension_service_leaves_the_host_out_and_the_rest_served(sta
         stack.https("/", "missing.test")
     assert stack.https("/", "plain.test").status == 200
     assert stack.https("/", "auth.test").status == 200
+
+
+def test_an_h2_extension_service_is_reached_over_tls_with_its_name_checked(stack: Stack) -> None:
+    response = stack.https("/over-tls", "tls.test")
+    assert response.status == 200
+    assert response.json()["headers"]["x-auth-user"] == "alice"
+    assert len(stack.tls_auth.seen("/over-tls")) == 1
+    # A server whose certificate does not carry the subject name is never asked.
+    assert stack.https("/wrong-name", "badname.test").status == 403
+    assert stack.tls_auth.seen("/wrong-name") == []
