@@ -31,6 +31,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         name="extsvc",
         factory=ExtensionServiceProcessor,
         phase=Phase.LISTENERS,  # before the route processors that reference ExtensionServices
+        after=("listeners",),  # the core's static listeners stay the first processor
         description="projectcontour.io/v1alpha1 ExtensionService clusters, published for referrers",
         accessors_only=True,
         publishes=(EXTENSION_UPSTREAMS.name,),
