@@ -145,7 +145,10 @@ def test_no_weight_at_all_spreads_evenly(cpx_translate: Any) -> None:
 
 
 def test_circuit_breakers_and_load_balancer_policy(cpx_translate: Any) -> None:
-    spec = {"circuitBreakerPolicy": {"maxRequests": 7}, "loadBalancerPolicy": {"strategy": "Random"}}
+    spec: dict[str, Any] = {
+        "circuitBreakerPolicy": {"maxRequests": 7},
+        "loadBalancerPolicy": {"strategy": "Random"},
+    }
     cluster = clusters(translate(cpx_translate, extension(**spec)))["extension/auth/ext"]
     assert cluster["lbPolicy"] == "RANDOM"
     assert cluster["circuitBreakers"]["thresholds"][0]["maxRequests"] == 7

@@ -20,7 +20,7 @@ from google.rpc import code_pb2, status_pb2
 
 
 @attrs.frozen
-class Check:
+class SeenCheck:
     path: str
     context: dict[str, str]
     body: str
@@ -29,12 +29,12 @@ class Check:
 
 @attrs.define
 class AuthServer(external_auth_pb2_grpc.AuthorizationServicer):  # type: ignore[misc]
-    checks: list[Check] = attrs.field(factory=list)
+    checks: list[SeenCheck] = attrs.field(factory=list)
     lock: threading.Lock = attrs.field(factory=threading.Lock)
 
     def Check(self, request: Any, context: grpc.ServicerContext) -> Any:
         http = request.attributes.request.http
-        seen = Check(
+        seen = SeenCheck(
             path=http.path,
             context=dict(request.attributes.context_extensions),
             body=http.body,
@@ -57,7 +57,7 @@ class AuthServer(external_auth_pb2_grpc.AuthorizationServicer):  # type: ignore[
             ok_response=external_auth_pb2.OkHttpResponse(headers=[header]),
         )
 
-    def seen(self, path: str) -> list[Check]:
+    def seen(self, path: str) -> list[SeenCheck]:
         with self.lock:
             return [check for check in self.checks if check.path == path]
 

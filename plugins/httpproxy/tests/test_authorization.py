@@ -61,7 +61,8 @@ def ext_authz(result: Any) -> dict[str, Any] | None:
                 if EXT_AUTHZ in names:
                     assert names.index(EXT_AUTHZ) == names.index("envoy.filters.http.rbac") + 1
                     found: dict[str, Any] = f["typedConfig"]["httpFilters"][names.index(EXT_AUTHZ)]
-                    return found["typedConfig"]
+                    config: dict[str, Any] = found["typedConfig"]
+                    return config
     return None
 
 
