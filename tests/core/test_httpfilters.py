@@ -316,3 +316,11 @@ def test_a_chain_level_config_reads_its_sni_hosts_attachments() -> None:
     config = header_mutation.HeaderMutation()
     assert chosen.typed_config.Unpack(config)
     assert config.mutations.request_mutations[0].remove == "x-chain"
+
+    # A listener's own attachments configure its plain HTTP chain (e.g. a global ext_authz).
+    dag.listeners[HTTP].attachments = dag.listeners[HTTP].attachments.set(VHOST_TAG, Tag("x-listener"))
+    managers = _managers(_translate(host, dag)[0])
+    (chosen,) = [f for f in managers[HTTP].http_filters if f.name == "test.chain"]
+    assert chosen.typed_config.Unpack(config)
+    assert config.mutations.request_mutations[0].remove == "x-listener"
+    assert "test.chain" not in [f.name for f in managers["plain.example.com"].http_filters]

@@ -28,6 +28,7 @@ from cpx.dag.nodes import (
     DNSNameCluster,
     DownstreamValidation,
     Duration,
+    ExtensionUpstream,
     HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
@@ -37,6 +38,7 @@ from cpx.dag.nodes import (
     InternalRedirectPolicy,
     IPFilter,
     IPRule,
+    LoadAssignment,
     LocalRateLimit,
     MirrorPolicy,
     PathKind,
@@ -56,9 +58,15 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
+from cpx.dag.registry import Registries, RegistryKey
+
+# Extension services (authorization, rate limiting) by the object that declares them: the plugin
+# owning that kind publishes, HTTPProxy / Gateway API read (see cpx.dag.registry).
+EXTENSION_UPSTREAMS = RegistryKey("extension-upstreams", ExtensionUpstream)
 
 __all__ = [
     "DAG",
+    "EXTENSION_UPSTREAMS",
     "AttachmentKey",
     "Attachments",
     "AuthorityCheck",
@@ -72,6 +80,7 @@ __all__ = [
     "DirectResponse",
     "DownstreamValidation",
     "Duration",
+    "ExtensionUpstream",
     "HashPolicy",
     "HeaderMatch",
     "HeaderMatchKind",
@@ -82,6 +91,7 @@ __all__ = [
     "IPRule",
     "InternalRedirectPolicy",
     "Listener",
+    "LoadAssignment",
     "LocalRateLimit",
     "MirrorPolicy",
     "Note",
@@ -92,6 +102,8 @@ __all__ = [
     "QueryMatchKind",
     "Redirect",
     "RegexRewrite",
+    "Registries",
+    "RegistryKey",
     "RetryPolicy",
     "Route",
     "Secret",

@@ -40,6 +40,7 @@ from cpx.dag.nodes import (
     TCPProxy,
     TLSParams,
 )
+from cpx.dag.registry import Registries
 from cpx.objects import ObjectKey
 
 
@@ -193,6 +194,9 @@ class Listener:
     # A TCP listener's one destination (Protocol.TCP): every connection is proxied to these
     # clusters, with no TLS or HTTP inspection; such a listener serves no virtual hosts.
     tcp_proxy: TCPProxy | None = None
+    # Plugins' data for the listener's plain HTTP chain (read by HTTP filters from
+    # FilterSite.attachments, as SNI chains read their virtual host's), e.g. a global ext_authz.
+    attachments: Attachments = NO_ATTACHMENTS
 
     def serves(self) -> bool:
         """Whether Envoy gets this listener: it has something to serve."""
@@ -230,6 +234,8 @@ class DAG:
     # Computed status per source object (the object's status subresource content) and notes.
     statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
+    # Values processors publish by source object for later ones (cpx.dag.registry).
+    registries: Registries = attrs.field(factory=Registries)
     # Set by seal(): the DAG no longer changes, so walks over it can be memoised.
     _sealed: bool = attrs.field(default=False, init=False, repr=False)
     _frozen_hosts: bool = attrs.field(default=False, init=False, repr=False)  # added, maybe frozen

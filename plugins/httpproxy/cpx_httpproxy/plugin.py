@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 from cpx import (
     Config,
     HttpFilterSpec,
@@ -22,7 +23,8 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import jwt, schema, status
+from cpx_httpproxy import globalauth, jwt, schema, status
+from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -47,6 +49,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         type=bool,
         default=False,
     )
+    yield from globalauth.options()
 
 
 @hookimpl
@@ -67,7 +70,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         phase=Phase.ROUTES,
         # Contour runs Ingress first: an HTTPProxy route with the same match replaces an
         # Ingress one.  A constraint on a processor that is not loaded is ignored.
-        after=("listeners", "ingress"),
+        after=("listeners", "ingress", "extsvc"),
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
     )
@@ -75,7 +78,9 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
 
 @hookimpl
 def cpx_http_filters() -> Iterator[HttpFilterSpec]:
+    # Contour's order: jwt_authn, then ext_authz (both after the core's rbac).
     yield jwt.http_filter()
+    yield attrs.evolve(EXT_AUTHZ_FILTER, after=(*EXT_AUTHZ_FILTER.after, jwt.FILTER_NAME))
 
 
 @hookimpl

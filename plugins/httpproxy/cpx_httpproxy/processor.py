@@ -34,12 +34,15 @@ from cpx import (
     STATUS_ADDRESS_OPTION,
     Config,
     ConfigError,
+    ObjectKey,
     SourceView,
     load_balancer_status,
 )
 from cpx.dag import DAG
 
+from cpx_httpproxy import globalauth, model
 from cpx_httpproxy import status as st
+from cpx_httpproxy.authorization import VHOST_AUTHORIZATION, Authorizer
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -99,6 +102,7 @@ class Settings:
     root_namespaces: tuple[str, ...] = ()
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
+    global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -110,6 +114,7 @@ class Settings:
                 disable_permit_insecure=parse_bool(
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
                 ),
+                global_auth=globalauth.from_config(config),
             )
         except ValueError as err:
             raise ConfigError(str(err)) from None
@@ -176,9 +181,22 @@ class HTTPProxyProcessor:
                 memo.keep(name, build_root(builder, claims.roots[name], source))
                 self.built += 1
         memo.replay.apply(memo.results, registry, dag, claims.non_roots)
+        self._global_authorization(dag, source)
         # What the reused results read is what this build depends on, rebuilt or not.
         source.depend_on(memo.reads)
         return registry
+
+    def _global_authorization(self, dag: DAG, source: SourceView) -> None:
+        """Contour puts the global ext_authz filter on the plain HTTP listener too; cpx only while
+        its ExtensionService is valid (Envoy would refuse a filter on an unknown cluster)."""
+        auth = self.settings.global_auth
+        listener = dag.get_listener(HTTP_LISTENER)
+        if auth is None or listener is None:
+            return
+        # Errors go to no object: the roots that use the global server report them.
+        found = Authorizer(dag, source, auth).resolve(auth, ObjectKey("", "", "", ""), st.ProxyStatus())
+        if found is not None:
+            listener.attachments = listener.attachments.set(VHOST_AUTHORIZATION, found)
 
     def _root_builder(self, dag: DAG, source: SourceView, registry: ProxyRegistry) -> RootBuilder:
         return RootBuilder(
@@ -187,4 +205,5 @@ class HTTPProxyProcessor:
             IncludeWalker(RootScope(proxies=registry.proxies), source, self.config),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
+            global_auth=self.settings.global_auth,
         )

@@ -134,16 +134,12 @@ def unsupported_route_fields(route: model.Route) -> tuple[str, ...]:
     found = []
     if route.rate_limit_policy is not None and route.rate_limit_policy.global_ is not None:
         found.append("rateLimitPolicy.global")
-    if route.auth_policy is not None:
-        found.append("authPolicy")
     return tuple(found)
 
 
 def unsupported_vhost_fields(vhost: model.VirtualHost) -> tuple[str, ...]:
     """Virtual host fields cpx does not implement yet."""
     found = []
-    if vhost.authorization is not None:
-        found.append("authorization")
     if vhost.rate_limit_policy is not None and vhost.rate_limit_policy.global_ is not None:
         found.append("rateLimitPolicy.global")
     return tuple(found)

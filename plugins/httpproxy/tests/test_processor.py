@@ -380,7 +380,6 @@ def test_nothing_defined() -> None:
 @pytest.mark.parametrize(
     ("vhost", "field"),
     [
-        ({"authorization": {"extensionRef": {"name": "authz"}}}, "spec.virtualhost.authorization"),
         (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "spec.virtualhost.rateLimitPolicy.global",
@@ -574,7 +573,6 @@ def test_delegated_client_validation_secrets() -> None:
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        ({"authPolicy": {"disabled": True}}, "authPolicy"),
         (
             {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
             "rateLimitPolicy.global",

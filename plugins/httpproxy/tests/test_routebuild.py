@@ -1094,5 +1094,5 @@ def test_unsupported_route_fields() -> None:
             "authPolicy": {"disabled": True},
         }
     )
-    assert unsupported_route_fields(route) == ("rateLimitPolicy.global", "authPolicy")
+    assert unsupported_route_fields(route) == ("rateLimitPolicy.global",)
     assert unsupported_route_fields(model.Route.from_dict(svc_route(rateLimitPolicy={"local": {}}))) == ()

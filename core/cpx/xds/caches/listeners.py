@@ -151,9 +151,12 @@ class _HTTPChain:
     # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
     raw_only: bool = False
     scoped: bool = False  # routes per exact host through Scoped RDS (cpx.xds.envoy.scoped)
+    attachments: Attachments = NO_ATTACHMENTS  # the listener's
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
-        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=False)
+        site = FilterSite(
+            listener=self.stat_prefix, virtual_host=None, secure=False, attachments=self.attachments
+        )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(
             self.route_config, self.stat_prefix, settings, chosen, scoped=self.scoped
@@ -363,6 +366,7 @@ def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
                 route_config=listener.http_route_config_name(),
                 raw_only=bool(secure),
                 scoped=scoped,
+                attachments=listener.attachments,
             )
         )
     secure.sort(key=_SecureChain.sort_key)
