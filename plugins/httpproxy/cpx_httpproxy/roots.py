@@ -88,13 +88,9 @@ class RootBuilder:
         if len(status.errors) > errors:
             return None
         authorizer = Authorizer(self.dag, self.source, self.global_auth)
-        vhost_auth: ExternalAuthorization | None = None
-        if tls is not None and tls.secret is not None:
-            if authorization.fallback_conflict(vhost, status):
-                return None
-            ok, vhost_auth = authorizer.secure_vhost(proxy.key, vhost, status)
-            if not ok:
-                return None
+        ok, vhost_auth = _secure_authorization(authorizer, proxy, vhost, tls, status)
+        if not ok:
+            return None
         tcp_proxy: TCPProxy | None = None
         if proxy.spec.tcpproxy is not None:
             tcp_proxy = self._tcp_proxy(proxy, tls, status)
@@ -160,6 +156,21 @@ class RootBuilder:
             )
             return None
         return self.walker.tcp_proxy(proxy)
+
+
+def _secure_authorization(
+    authorizer: Authorizer,
+    proxy: Proxy,
+    vhost: model.VirtualHost,
+    tls: ResolvedTLS | None,
+    status: ProxyStatus,
+) -> tuple[bool, ExternalAuthorization | None]:
+    """Whether the root may be served, and its secure virtual host's external authorization."""
+    if tls is None or tls.secret is None:
+        return True, None
+    if authorization.fallback_conflict(vhost, status):
+        return False, None
+    return authorizer.secure_vhost(proxy.key, vhost, status)
 
 
 def serve(dag: DAG, served: Served) -> None:
