@@ -326,4 +326,11 @@ class HttpFilterSpec:
     per_route: Callable[[Route], Message | None] | None = None
     per_route_at: Callable[[Route, RouteSite], Message | None] | None = None
     per_weighted_cluster: Callable[[Route, Cluster], Message | None] | None = None
+    # Fields the filter reads from the route's own RouteAction or VirtualHost rather than from
+    # typed_per_filter_config (the global rate limit's ``rate_limits``): a partial
+    # ``envoy.config.route.v3.RouteAction`` / ``VirtualHost`` merged into the one built (MergeFrom).
+    # ``route_action`` applies to routes that forward to clusters (redirects and direct responses
+    # have no RouteAction); ``virtual_host_fields`` may set only fields numbered after ``routes``.
+    route_action: Callable[[Route], Message | None] | None = None
+    virtual_host_fields: Callable[[VirtualHost], Message | None] | None = None
     description: str = ""

@@ -16,6 +16,7 @@ Names                                        What for
 ``ads_config_source``                        "over the ADS stream" config source (RDS, SDS)
 ``cluster_name`` ``secret_name``             the names the core gives a DAG ``Cluster`` / ``Secret``
 ``to_xds``                                   an envoy-data-plane (betterproto2) message as xds-protos
+``header_matcher``                           a DAG ``HeaderMatch`` as Envoy's route ``HeaderMatcher``
 ===========================================  ===========================================================
 
 Names are imported on first use (see :mod:`cpx._lazy`): they load protobuf and Envoy's messages.
@@ -29,6 +30,7 @@ from cpx._lazy import exporter
 
 if TYPE_CHECKING:
     from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
+    from cpx.xds.envoy.route import header_matcher
     from cpx.xds.interop import to_xds
     from cpx.xds.naming import cluster_name, secret_name
     from cpx.xds.resource import CLUSTER as CLUSTER_TYPE_URL
@@ -52,6 +54,7 @@ _LAZY = {
     "SECRET_TYPE_URL": "cpx.xds.resource:SECRET",
     "ads_config_source": "cpx.xds.envoy.common",
     "cluster_name": "cpx.xds.naming",
+    "header_matcher": "cpx.xds.envoy.route",
     "message_class": "cpx.xds.types",
     "seconds": "cpx.xds.envoy.common",
     "secret_name": "cpx.xds.naming",
@@ -72,6 +75,7 @@ __all__ = [
     "Resource",
     "ads_config_source",
     "cluster_name",
+    "header_matcher",
     "message_class",
     "seconds",
     "secret_name",
