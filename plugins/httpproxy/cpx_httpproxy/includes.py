@@ -13,13 +13,15 @@ from collections.abc import Sequence
 
 import attrs
 from cpx import Config, ObjectKey, SourceView, blame
-from cpx.dag import DirectResponse, PathKind, PathMatch, Route, TCPProxy
+from cpx.dag import Attachments, DirectResponse, PathKind, PathMatch, Route, TCPProxy
 
 from cpx_httpproxy import conditions as cond
-from cpx_httpproxy import model, routebuild
+from cpx_httpproxy import model, ratelimit, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.proxies import Proxy, ProxyRegistry, not_supported
 from cpx_httpproxy.status import ProxyStatus
+
+NO_ATTACHMENTS = Attachments()
 
 Conditions = tuple[model.MatchCondition, ...]
 # (type, reason, message) of a status error
@@ -263,7 +265,14 @@ def _dag_route(
         local_rate_limit=parts.local_rate_limit,
         ip_filter=parts.ip_filter,
         origin=origin,
+        attachments=_attachments(parts, origin),
     )
+
+
+def _attachments(parts: routebuild.RouteParts, origin: ObjectKey) -> Attachments:
+    if parts.global_rate_limit is None:
+        return NO_ATTACHMENTS
+    return NO_ATTACHMENTS.set(ratelimit.ROUTE_LIMITS, parts.global_rate_limit, origin=origin)
 
 
 def _bad_gateway(

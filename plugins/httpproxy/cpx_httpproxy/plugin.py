@@ -12,6 +12,7 @@ from typing import Any
 
 from cpx import (
     Config,
+    HttpFilterSpec,
     OptionSpec,
     Phase,
     ProcessorSpec,
@@ -21,7 +22,7 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import schema, status
+from cpx_httpproxy import ratelimit, schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -46,11 +47,18 @@ def cpx_options() -> Iterator[OptionSpec]:
         type=bool,
         default=False,
     )
+    yield from ratelimit.options()
 
 
 @hookimpl
 def cpx_configure(config: Config) -> None:
     Settings.from_config(config)  # ConfigError for an unusable value
+
+
+@hookimpl
+def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
+    # Contour's global rate limit filter: after RBAC (and, once merged, jwt_authn / ext_authz).
+    yield ratelimit.filter_spec(ratelimit.service_settings(config))
 
 
 @hookimpl

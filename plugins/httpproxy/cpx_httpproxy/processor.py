@@ -39,6 +39,7 @@ from cpx import (
 )
 from cpx.dag import DAG
 
+from cpx_httpproxy import model, ratelimit
 from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.incremental import Memo, RootScope, build_root
@@ -99,6 +100,8 @@ class Settings:
     root_namespaces: tuple[str, ...] = ()
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
+    # The rate limit service's default global policy (only with a service, as in Contour).
+    default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -109,6 +112,9 @@ class Settings:
                 fallback_certificate=parse_fallback_certificate(config.option(FALLBACK_CERTIFICATE)),
                 disable_permit_insecure=parse_bool(
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
+                ),
+                default_global_rate_limit=(
+                    ratelimit.default_policy(config) if ratelimit.service_settings(config) else None
                 ),
             )
         except ValueError as err:
@@ -187,4 +193,5 @@ class HTTPProxyProcessor:
             IncludeWalker(RootScope(proxies=registry.proxies), source, self.config),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
+            default_global_rate_limit=self.settings.default_global_rate_limit,
         )

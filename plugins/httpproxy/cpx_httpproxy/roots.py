@@ -12,9 +12,9 @@ from collections.abc import Mapping
 
 import attrs
 from cpx import SourceView
-from cpx.dag import DAG, Route, SecureVirtualHost, TCPProxy, VirtualHost
+from cpx.dag import DAG, Attachments, Route, SecureVirtualHost, TCPProxy, VirtualHost
 
-from cpx_httpproxy import model, routebuild
+from cpx_httpproxy import model, ratelimit, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -56,6 +56,7 @@ class RootBuilder:
     walker: IncludeWalker
     root_namespaces: tuple[str, ...]
     fallback_certificate: tuple[str, str] | None
+    default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     def build(self, proxy: Proxy) -> None:
         """Check ``proxy`` and add what it serves to the DAG."""
@@ -87,7 +88,9 @@ class RootBuilder:
             if tcp_proxy is None:
                 return None
         routes = self.walker.routes(proxy, enforce_tls=tls is not None)
-        policies = routebuild.build_vhost_policies(vhost, status=status)
+        policies = routebuild.build_vhost_policies(
+            vhost, status=status, default_global_rate_limit=self.default_global_rate_limit
+        )
         if policies is None:
             return None
         by_key = {route.match_key(): route for route in routes}
@@ -160,8 +163,20 @@ def add_plain(dag: DAG, served: Served, made: VirtualHost | None = None) -> None
 def new_plain(served: Served) -> VirtualHost:
     policies = served.policies
     return VirtualHost(
-        served.host, dict(served.routes), policies.cors, policies.local_rate_limit, policies.ip_filter
+        served.host,
+        dict(served.routes),
+        policies.cors,
+        policies.local_rate_limit,
+        policies.ip_filter,
+        attachments=_host_attachments(Attachments(), policies),
     )
+
+
+def _host_attachments(attachments: Attachments, policies: routebuild.VhostPolicies) -> Attachments:
+    """The host's attachments with the root's global rate limits (or without any)."""
+    if policies.global_rate_limit is None:
+        return attachments.remove(ratelimit.HOST_LIMITS)
+    return attachments.set(ratelimit.HOST_LIMITS, policies.global_rate_limit)
 
 
 def serve_secure(dag: DAG, served: Served) -> None:
@@ -212,6 +227,7 @@ def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Mappi
     vhost.cors = policies.cors
     vhost.local_rate_limit = policies.local_rate_limit
     vhost.ip_filter = policies.ip_filter
+    vhost.attachments = _host_attachments(vhost.attachments, policies)
     vhost.routes.update(routes)
 
 

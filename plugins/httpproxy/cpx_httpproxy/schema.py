@@ -220,6 +220,14 @@ def _scalar(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
             problems.append(_invalid(path, value, f"should be less than or equal to {maximum}"))
 
 
+def validate_global_rate_limit_policy(value: Any, path: str) -> list[str]:
+    """What the API server would refuse in a ``rateLimitPolicy.global`` given elsewhere (the rate
+    limit service's default policy)."""
+    problems: list[str] = []
+    _walk(value, crd.GLOBAL_RATE_LIMIT, path, problems)
+    return capped(problems)
+
+
 def validate(obj: Mapping[str, Any]) -> list[str]:
     """WatchSpec.validate: the problems the API server would refuse this HTTPProxy for."""
     anything: Any = obj  # a YAML document may be anything at all

@@ -380,10 +380,6 @@ def test_nothing_defined() -> None:
             {"jwtProviders": [{"name": "p", "remoteJWKS": {"uri": "https://x"}}]},
             "spec.virtualhost.jwtProviders",
         ),
-        (
-            {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
-            "spec.virtualhost.rateLimitPolicy.global",
-        ),
     ],
 )
 def test_unsupported_virtual_host_features_drop_the_proxy(vhost: dict[str, Any], field: str) -> None:
@@ -406,10 +402,6 @@ def test_client_validation_is_not_supported() -> None:
     [
         ({"authPolicy": {"disabled": True}}, "authPolicy"),
         ({"jwtVerificationPolicy": {"require": "p"}}, "jwtVerificationPolicy"),
-        (
-            {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
-            "rateLimitPolicy.global",
-        ),
     ],
 )
 def test_unsupported_route_features_drop_the_route_set(extra: dict[str, Any], field: str) -> None:

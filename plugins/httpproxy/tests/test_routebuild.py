@@ -1095,7 +1095,6 @@ def test_unsupported_route_fields() -> None:
         }
     )
     assert unsupported_route_fields(route) == (
-        "rateLimitPolicy.global",
         "jwtVerificationPolicy",
         "authPolicy",
     )
