@@ -284,6 +284,9 @@ class FilterSite:
     # The SNI chain's virtual host's attachments (empty on plain HTTP and fallback chains): a
     # filter whose config is per host (e.g. external authorization) reads its data here.
     attachments: Attachments = NO_ATTACHMENTS
+    # The DAG's own attachments (DAG.attachments), the same on every chain: a filter whose
+    # config depends on an object (e.g. the rate limit service's ExtensionService) reads it here.
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)

@@ -372,3 +372,41 @@ def test_a_chain_level_config_reads_its_sni_hosts_attachments() -> None:
     config = header_mutation.HeaderMutation()
     assert chosen.typed_config.Unpack(config)
     assert config.mutations.request_mutations[0].remove == "x-chain"
+
+
+def test_a_chain_level_config_reads_the_dags_attachments_on_every_chain() -> None:
+    # A filter whose settings an object decides (the rate limit service's ExtensionService).
+    def tagged_everywhere(site: Any) -> header_mutation.HeaderMutation | None:
+        tag = site.dag_attachments.get(VHOST_TAG)
+        if tag is None:
+            return None
+        return header_mutation.HeaderMutation(
+            mutations=header_mutation.Mutations(request_mutations=[{"remove": tag.value}])
+        )
+
+    host = PluginHost.from_modules(
+        [("core", core), _plugin("tags", HttpFilterSpec(name="test.dag", config=tagged_everywhere))]
+    )
+
+    def filters(tag: Tag | None) -> dict[str, list[str]]:
+        dag = _dag("secure.example.com", plain_hosts=("http.example.com",), fallback=True)
+        if tag is not None:
+            dag.attachments = dag.attachments.set(VHOST_TAG, tag)
+        managers = _managers(_translate(host, dag)[0])
+        return {
+            name: [
+                header_mutation.HeaderMutation.FromString(f.typed_config.value)
+                .mutations.request_mutations[0]
+                .remove
+                for f in manager.http_filters
+                if f.name == "test.dag"
+            ]
+            for name, manager in managers.items()
+        }
+
+    assert filters(Tag("x-dag")) == {
+        HTTP: ["x-dag"],
+        "secure.example.com": ["x-dag"],
+        "fallback-certificate": ["x-dag"],
+    }
+    assert filters(None) == {HTTP: [], "secure.example.com": [], "fallback-certificate": []}

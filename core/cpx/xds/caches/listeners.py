@@ -72,9 +72,10 @@ class _SecureChain:
     tcp_proxy: TCPProxy | None
     authority_check: AuthorityCheck | None = None
     attachments: Attachments = NO_ATTACHMENTS
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     @classmethod
-    def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
+    def of(cls, listener: Listener, vhost: SecureVirtualHost, dag_attachments: Attachments) -> _SecureChain:
         return cls(
             stat_prefix=listener.name,
             fqdn=vhost.name,
@@ -85,6 +86,7 @@ class _SecureChain:
             tcp_proxy=vhost.tcp_proxy,
             authority_check=vhost.authority_check,
             attachments=vhost.attachments,
+            dag_attachments=dag_attachments,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -105,6 +107,7 @@ class _SecureChain:
                 secure=secure,
                 authority_check=self.authority_check,
                 attachments=self.attachments,
+                dag_attachments=self.dag_attachments,
             )
             chosen = connection_manager_filters(http_filters, site)
             filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
@@ -123,13 +126,16 @@ class _FallbackChain:
     stat_prefix: str
     route_config: str
     secret: Secret
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     def sort_key(self) -> tuple[bool, str]:
         return (True, "")
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         # No virtual host: this chain serves every virtual host with a fallback certificate.
-        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=True)
+        site = FilterSite(
+            listener=self.stat_prefix, virtual_host=None, secure=True, dag_attachments=self.dag_attachments
+        )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
@@ -144,9 +150,12 @@ class _HTTPChain:
     # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
     raw_only: bool = False
     scoped: bool = False  # routes per exact host through Scoped RDS (cpx.xds.envoy.scoped)
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
-        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=False)
+        site = FilterSite(
+            listener=self.stat_prefix, virtual_host=None, secure=False, dag_attachments=self.dag_attachments
+        )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(
             self.route_config, self.stat_prefix, settings, chosen, scoped=self.scoped
@@ -209,7 +218,7 @@ class ListenerCache:
         resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
             listener = dag.listeners[name]
-            chains = _chains(listener, self.scoped)
+            chains = _chains(listener, self.scoped, dag.attachments)
             if not chains:
                 continue  # Envoy refuses a listener without filter chains
             body, kept = self._assemble(listener, chains, previous)
@@ -344,12 +353,16 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
     return frozenset(found)
 
 
-def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
+def _chains(listener: Listener, scoped: bool, dag_attachments: Attachments) -> list[_Chain]:
     if listener.protocol is Protocol.TCP:
         proxy = listener.tcp_proxy
         return [] if proxy is None else [_TCPChain(stat_prefix=listener.name, tcp_proxy=proxy)]
     chains: list[_Chain] = []
-    secure = [_SecureChain.of(listener, v) for v in listener.secure_virtual_hosts.values() if _servable(v)]
+    secure = [
+        _SecureChain.of(listener, v, dag_attachments)
+        for v in listener.secure_virtual_hosts.values()
+        if _servable(v)
+    ]
     if listener.virtual_hosts:
         chains.append(
             _HTTPChain(
@@ -357,11 +370,12 @@ def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
                 route_config=listener.http_route_config_name(),
                 raw_only=bool(secure),
                 scoped=scoped,
+                dag_attachments=dag_attachments,
             )
         )
     secure.sort(key=_SecureChain.sort_key)
     tls_chains: list[_SecureChain | _FallbackChain] = list(secure)
-    fallback = _fallback_chain(listener)
+    fallback = _fallback_chain(listener, dag_attachments)
     if fallback is not None:
         tls_chains.append(fallback)
     chains.extend(tls_chains)
@@ -375,7 +389,7 @@ def _servable(vhost: SecureVirtualHost) -> bool:
     return vhost.secret is not None and vhost.serves_http()
 
 
-def _fallback_chain(listener: Listener) -> _FallbackChain | None:
+def _fallback_chain(listener: Listener, dag_attachments: Attachments) -> _FallbackChain | None:
     """One chain for all virtual hosts with a fallback certificate (first by name supplies it)."""
     for name in sorted(listener.secure_virtual_hosts):
         vhost = listener.secure_virtual_hosts[name]
@@ -384,6 +398,7 @@ def _fallback_chain(listener: Listener) -> _FallbackChain | None:
                 stat_prefix=listener.name,
                 route_config=FALLBACK_ROUTE_CONFIG,
                 secret=vhost.fallback_certificate,
+                dag_attachments=dag_attachments,
             )
     return None
 
