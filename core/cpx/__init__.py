@@ -35,7 +35,11 @@ Names                                              What for
 ``load_balancer_status`` ``parse_status_addresses``
 ``capped`` ``json_type`` ``metadata_problems``     building ``WatchSpec.validate`` messages like the
 ``must_be`` ``shown``                              core's (API-server wording)
+``openapi_problems``                               a CRD's openAPIV3Schema checked like the API server
 ``MAX_ENVOY_DURATION_SECONDS``                     the largest duration Envoy accepts
+``parse_go_duration`` ``parse_timeout``            Go durations and Contour's timeouts, with Go's and
+``parse_go_duration_nanos`` ``DurationError``      Contour's messages (for status conditions)
+``go_quote``
 ``ConfigError`` ``PluginError``                    a plugin's refusal of its configuration
 =================================================  ====================================================
 """
@@ -47,6 +51,7 @@ from typing import TYPE_CHECKING
 from cpx._lazy import exporter
 from cpx.config import Config
 from cpx.dag.nodes import CustomNode
+from cpx.durations import DurationError, go_quote, parse_go_duration, parse_go_duration_nanos, parse_timeout
 from cpx.errors import ConfigError, PluginDeclined, PluginError
 from cpx.hookspecs import hookimpl
 from cpx.isolation import blame
@@ -84,6 +89,7 @@ from cpx.records import (
 from cpx.sources.view import Lookups, ReadIndex, SourceView
 
 if TYPE_CHECKING:
+    from cpx.builtin.openapi import openapi_problems
     from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
     from cpx.dag.services import ServicePortError, lookup_service_port
     from cpx.sources.cache import DelegationNotPermittedError, NotFoundError
@@ -112,6 +118,7 @@ _LAZY = {
     "load_balancer_status": "cpx.status.loadbalancer",
     "lookup_service_port": "cpx.dag.services",
     "metadata_problems": "cpx.builtin.typecheck",
+    "openapi_problems": "cpx.builtin.openapi",
     "must_be": "cpx.builtin.typecheck",
     "parse_status_addresses": "cpx.status.loadbalancer",
     "shown": "cpx.builtin.typecheck",
@@ -133,6 +140,7 @@ __all__ = [
     "ConfigError",
     "CustomNode",
     "DelegationNotPermittedError",
+    "DurationError",
     "EndpointsObserver",
     "FilterSite",
     "GroupVersionKind",
@@ -162,6 +170,7 @@ __all__ = [
     "annotations_of",
     "blame",
     "capped",
+    "go_quote",
     "hookimpl",
     "ingress_class_accepts",
     "ingress_class_matches",
@@ -173,6 +182,10 @@ __all__ = [
     "must_be",
     "name_of",
     "namespace_of",
+    "openapi_problems",
+    "parse_go_duration",
+    "parse_go_duration_nanos",
     "parse_status_addresses",
+    "parse_timeout",
     "shown",
 ]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from cpx.config import Config
     from cpx.dag.dag import DAG, Note, VirtualHost
-    from cpx.dag.nodes import Cluster, Route, Secret, ServicePort
+    from cpx.dag.nodes import Cluster, LoadAssignment, Route, Secret, ServicePort
     from cpx.isolation import Fault
     from cpx.sources.view import SourceView
     from cpx.xds.resource import Resource
@@ -132,6 +132,9 @@ class ProcessorSpec:
     before: tuple[str, ...] = ()
     description: str = ""
     accessors_only: bool = False
+    # Names of the DAG registries it publishes into (cpx.dag.registry): readers can then tell a
+    # missing object from a registry no enabled plugin fills.
+    publishes: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -238,6 +241,9 @@ class ClusterKindSpec:
     build: Callable[[Any], cluster_pb2.Cluster]  # the whole Cluster, name included
     service_ports: Callable[[Any], Iterable[ServicePort]] = _nothing
     secrets: Callable[[Any], Iterable[Secret]] = _nothing
+    # ClusterLoadAssignments merging several Service ports, each one weighted locality (point
+    # ``eds_cluster_config.service_name`` at ``LoadAssignment.name``).
+    load_assignments: Callable[[Any], Iterable[LoadAssignment]] = _nothing
     description: str = ""
 
 

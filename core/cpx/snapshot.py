@@ -141,7 +141,8 @@ class SnapshotHandler:
             if isinstance(cache, SourceBound):
                 cache.bind_source(source.view)
         writers = {w.gvk.group_kind: w for w in host.status_writers()}
-        builder = Builder(processors, accessors_only)
+        publishes = frozenset(name for spec in specs for name in spec.publishes)
+        builder = Builder(processors, accessors_only, publishes=publishes)
         return cls(host, config, source, builder, caches, watches, writers)
 
     # -- input -----------------------------------------------------------------------------------

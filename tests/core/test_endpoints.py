@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
@@ -30,15 +30,19 @@ from cpx.xds.contributions import Contributions
 HTTP = ServicePort(namespace="default", name="kuard", port=80, port_name="http", target_port=8080)
 
 
-Translate = Callable[[str, Iterable[eds.PortEndpoints]], endpoint_v3.ClusterLoadAssignment]
+Translate = Callable[
+    [str, Sequence[eds.PortEndpoints], Sequence[int] | None], endpoint_v3.ClusterLoadAssignment
+]
 
 
 def _recorded(calls: list[str], real: Translate) -> Translate:
     """``real``, noting the name of each cluster it translates."""
 
-    def translate(name: str, feeds: Iterable[eds.PortEndpoints]) -> endpoint_v3.ClusterLoadAssignment:
+    def translate(
+        name: str, feeds: Sequence[eds.PortEndpoints], weights: Sequence[int] | None = None
+    ) -> endpoint_v3.ClusterLoadAssignment:
         calls.append(name)
-        return real(name, feeds)
+        return real(name, feeds, weights)
 
     return translate
 

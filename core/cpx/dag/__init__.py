@@ -25,6 +25,7 @@ from cpx.dag.nodes import (
     CustomNode,
     DirectResponse,
     Duration,
+    ExtensionUpstream,
     HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
@@ -34,6 +35,7 @@ from cpx.dag.nodes import (
     InternalRedirectPolicy,
     IPFilter,
     IPRule,
+    LoadAssignment,
     LocalRateLimit,
     MirrorPolicy,
     PathKind,
@@ -53,9 +55,15 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
+from cpx.dag.registry import Registries, RegistryKey
+
+# Extension services (authorization, rate limiting) by the object that declares them: the plugin
+# owning that kind publishes, HTTPProxy / Gateway API read (see cpx.dag.registry).
+EXTENSION_UPSTREAMS = RegistryKey("extension-upstreams", ExtensionUpstream)
 
 __all__ = [
     "DAG",
+    "EXTENSION_UPSTREAMS",
     "AttachmentKey",
     "Attachments",
     "AuthorityCheck",
@@ -66,6 +74,7 @@ __all__ = [
     "CustomNode",
     "DirectResponse",
     "Duration",
+    "ExtensionUpstream",
     "HashPolicy",
     "HeaderMatch",
     "HeaderMatchKind",
@@ -76,6 +85,7 @@ __all__ = [
     "IPRule",
     "InternalRedirectPolicy",
     "Listener",
+    "LoadAssignment",
     "LocalRateLimit",
     "MirrorPolicy",
     "Note",
@@ -86,6 +96,8 @@ __all__ = [
     "QueryMatchKind",
     "Redirect",
     "RegexRewrite",
+    "Registries",
+    "RegistryKey",
     "RetryPolicy",
     "Route",
     "Secret",

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import attrs
 
 from cpx.dag.dag import DAG
+from cpx.dag.registry import Registries
 from cpx.errors import PluginError
 from cpx.isolation import attributing_reads
 from cpx.records import Processor, ProcessorSpec
@@ -61,9 +62,11 @@ class Builder:
     # What each processor read in the last build (the source keeps their union: see
     # SourceCache.build_recording).
     reads: dict[str, Lookups] = attrs.field(factory=dict)
+    # The registries the processors declare they publish (ProcessorSpec.publishes).
+    publishes: frozenset[str] = frozenset()
 
     def build(self, source: SourceCache) -> DAG:
-        dag = DAG()
+        dag = DAG(registries=Registries(declared=self.publishes))
         view = source.view
         self.reads = {}
         with source.build_recording(), attributing_reads(source):

@@ -39,6 +39,7 @@ from cpx.dag.nodes import (
     TCPProxy,
     TLSParams,
 )
+from cpx.dag.registry import Registries
 from cpx.objects import ObjectKey
 
 
@@ -214,6 +215,8 @@ class DAG:
     # Computed status per source object (the object's status subresource content) and notes.
     statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     notes: dict[ObjectKey, list[Note]] = attrs.field(factory=dict)
+    # Values processors publish by source object for later ones (cpx.dag.registry).
+    registries: Registries = attrs.field(factory=Registries)
     # Set by seal(): the DAG no longer changes, so walks over it can be memoised.
     _sealed: bool = attrs.field(default=False, init=False, repr=False)
     _frozen_hosts: bool = attrs.field(default=False, init=False, repr=False)  # added, maybe frozen

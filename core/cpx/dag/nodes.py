@@ -139,6 +139,39 @@ class Duration:
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
+class LoadAssignment:
+    """One ClusterLoadAssignment a plugin's cluster reads, merging several Service ports, each one
+    locality with its weight (Contour's ExtensionService upstreams): ``ClusterKindSpec.load_assignments``.
+    A weight of 0 leaves the locality's weight unset, as Contour does."""
+
+    name: str
+    ports: tuple[ServicePort, ...]
+    weights: tuple[int, ...]  # one per port
+
+    def __attrs_post_init__(self) -> None:
+        if len(self.weights) != len(self.ports):
+            raise ValueError(f"load assignment {self.name!r}: one weight per port")
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class ExtensionUpstream:
+    """A service Envoy's filters call out to (external authorization, rate limiting), as the plugin
+    that owns its kind publishes it for the plugins that reference it by name (the registry
+    :data:`cpx.dag.EXTENSION_UPSTREAMS`, keyed by the referenced object).
+
+    ``valid`` False: the object exists but is refused (its own status says why); referrers treat it
+    as Contour treats a missing extension.  ``response_timeout`` is the object's response timeout
+    (None: unset; ``Duration(None)``: infinity), the default of a filter's call timeout.
+    """
+
+    cluster_name: str
+    valid: bool = True
+    protocol: str = "h2"  # "h2" (TLS), "h2c" or "http/1.1"
+    sni: str = ""  # the TLS server name (and gRPC authority) the cluster uses, if any
+    response_timeout: Duration | None = None
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
 class HealthCheck:
     path: str = ""  # empty: TCP health check
     host: str = "contour-envoy-healthcheck"

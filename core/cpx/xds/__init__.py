@@ -15,6 +15,8 @@ Names                                        What for
 ``to_any`` ``seconds`` ``timeout``           packing typed config; ``Duration`` messages
 ``ads_config_source``                        "over the ADS stream" config source (RDS, SDS)
 ``cluster_name`` ``secret_name``             the names the core gives a DAG ``Cluster`` / ``Secret``
+``envoy_cluster``                            the Envoy Cluster the core makes of a DAG ``Cluster`` (a
+                                             cluster kind's starting point: rename, point EDS elsewhere)
 ``to_xds``                                   an envoy-data-plane (betterproto2) message as xds-protos
 ``header_matcher``                           a DAG ``HeaderMatch`` as Envoy's route ``HeaderMatcher``
 ===========================================  ===========================================================
@@ -29,6 +31,7 @@ from typing import TYPE_CHECKING
 from cpx._lazy import exporter
 
 if TYPE_CHECKING:
+    from cpx.xds.caches.clusters import cluster as envoy_cluster
     from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
     from cpx.xds.envoy.route import header_matcher
     from cpx.xds.interop import to_xds
@@ -54,6 +57,7 @@ _LAZY = {
     "SECRET_TYPE_URL": "cpx.xds.resource:SECRET",
     "ads_config_source": "cpx.xds.envoy.common",
     "cluster_name": "cpx.xds.naming",
+    "envoy_cluster": "cpx.xds.caches.clusters:cluster",
     "header_matcher": "cpx.xds.envoy.route",
     "message_class": "cpx.xds.types",
     "seconds": "cpx.xds.envoy.common",
@@ -75,6 +79,7 @@ __all__ = [
     "Resource",
     "ads_config_source",
     "cluster_name",
+    "envoy_cluster",
     "header_matcher",
     "message_class",
     "seconds",

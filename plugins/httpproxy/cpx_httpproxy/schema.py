@@ -1,18 +1,8 @@
 """The checks the API server makes on an HTTPProxy with cpx's CRD installed (for standalone mode).
 
-:func:`validate` walks :data:`cpx_httpproxy.crd.OPENAPI_SCHEMA` generically (types, required,
-enum, pattern, bounds, lengths, item counts) and runs the CRD's CEL rules, re-implemented in
-Python below.  Problems read like the API server's::
-
-    spec.virtualhost.fqdn: Required value
-    spec.routes[0].services[0].port: Invalid value: 70000: spec.routes[0].services[0].port in body \
-should be less than or equal to 65535
-
-One difference, on purpose: an API server with a structural schema silently prunes fields the
-schema does not know; standalone users are better served by being told (``spec.foo: unknown
-field``), because a misspelt field would otherwise just do nothing.  ``null`` values count as absent
-(the API server drops them), ``metadata`` is the API server's own business and ``status`` is ignored
-as the status subresource makes it be on create.
+:func:`validate` walks :data:`cpx_httpproxy.crd.OPENAPI_SCHEMA` with the core's generic walk
+(``cpx.openapi_problems``: the API server's wording, and unknown fields reported rather than
+pruned) and runs the CRD's CEL rules, re-implemented in Python below.
 """
 
 from __future__ import annotations
@@ -20,52 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import re2
-from cpx import capped, metadata_problems, shown
+from cpx import openapi_problems
 
 from cpx_httpproxy import crd
-
-Schema = Mapping[str, Any]
-
-# JSON type names, as the API server reports them.
-_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
-    (bool, "boolean"),  # before int: a bool is an int in Python
-    (int, "integer"),
-    (float, "number"),
-    (str, "string"),
-    (list, "array"),
-    (Mapping, "object"),
-)
-# The same for values of exactly these types (all of a parsed manifest), in one lookup.
-_EXACT_JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array"}
-_EXACT_JSON_TYPES[dict] = "object"
-
-
-def _json_type(value: Any) -> str:
-    exact = _EXACT_JSON_TYPES.get(type(value))
-    if exact is not None:
-        return exact
-    for python_type, name in _JSON_TYPES:
-        if isinstance(value, python_type):
-            return name
-    return type(value).__name__
-
-
-def _is_type(value: Any, expected: str) -> bool:
-    actual = _json_type(value)
-    if expected == "number":
-        return actual in ("integer", "number")
-    if expected == "integer" and actual == "number":
-        return float(value).is_integer()  # 3.0 from a JSON decoder is still the integer 3
-    return actual == expected
-
-
-def _shown(value: Any) -> str:
-    """A value as Go's field errors print it: strings quoted, numbers and booleans bare (bounded)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e18:
-        return str(int(value))
-    return shown(value)
-
 
 # -- the CEL rules of crd.py, in Python --------------------------------------------------------
 # Each takes the object the rule is attached to (a mapping, nulls removed) and says whether it holds.
@@ -101,156 +48,13 @@ CEL_RULES: Mapping[str, Callable[[Mapping[str, Any]], bool]] = {
     crd.RULE_MIRROR_WEIGHT[0]: _mirror_weight,
 }
 
-_patterns: dict[str, Any] = {}
-
-
-def _matches(pattern: str, value: str) -> bool:
-    compiled = _patterns.get(pattern)
-    if compiled is None:
-        compiled = _patterns[pattern] = re2.compile(pattern)
-    # The API server searches (ECMA-262 semantics); CRD patterns anchor themselves with ^...$.
-    return compiled.search(value) is not None
-
-
-def _invalid(path: str, value: Any, detail: str) -> str:
-    """A field.Invalid error whose detail is kube-openapi's "<path> in body <detail>"."""
-    return f"{path}: Invalid value: {_shown(value)}: {path} in body {detail}"
-
-
-def _wrong_type(path: str, actual: str, expected: str) -> str:
-    return f'{path}: Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
-
-
-# -- the walk -----------------------------------------------------------------------------------
-
-
-def _walk(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
-    expected = schema.get("type")
-    if expected is not None and not _is_type(value, expected):
-        actual = _json_type(value)
-        problems.append(
-            f'{path}: Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"'
-        )
-        return
-    if expected == "object":
-        _object(value, schema, path, problems)
-    elif expected == "array":
-        _array(value, schema, path, problems)
-    else:
-        _scalar(value, schema, path, problems)
-
-
-# What _scalar checks beyond the type.
-_SCALAR_RULES = frozenset(("enum", "minLength", "maxLength", "pattern", "minimum", "maximum"))
-_SCALAR_TYPES = frozenset(("string", "integer", "number", "boolean"))
-_plain_types: dict[int, str | None] = {}  # by id: the schemas are the CRD's, kept for the process
-
-
-def _plain_type(schema: Schema) -> str | None:
-    """The type of a scalar schema with no rule beyond its type, else None: a value of exactly that
-    type needs no walk (nor a path built for it), as nearly every field of every HTTPProxy."""
-    key = id(schema)
-    if key not in _plain_types:
-        kind = schema.get("type")
-        plain = kind in _SCALAR_TYPES and not _SCALAR_RULES.intersection(schema)
-        _plain_types[key] = kind if plain else None
-    return _plain_types[key]
-
-
-def _object(value: Mapping[str, Any], schema: Schema, path: str, problems: list[str]) -> None:
-    present = {k: v for k, v in value.items() if v is not None}
-    for name in schema.get("required", ()):
-        if name not in present:
-            problems.append(f"{path}.{name}: Required value")
-    properties: Mapping[str, Schema] = schema.get("properties", {})
-    additional: Schema | None = schema.get("additionalProperties")
-    for key, item in present.items():
-        if additional is not None:
-            if _plain_type(additional) != _EXACT_JSON_TYPES.get(type(item), ""):
-                _walk(item, additional, f"{path}[{key}]", problems)
-        elif key in properties:
-            field = properties[key]
-            if _plain_type(field) != _EXACT_JSON_TYPES.get(type(item), ""):
-                _walk(item, field, f"{path}.{key}", problems)
-        else:
-            problems.append(f"{path}.{key}: unknown field")
-    for rule in schema.get("x-kubernetes-validations", ()):
-        check = CEL_RULES.get(rule["rule"])
-        if check is not None and not check(present):
-            problems.append(f'{path}: Invalid value: "object": {rule["message"]}')
-
-
-def _array(value: list[Any], schema: Schema, path: str, problems: list[str]) -> None:
-    min_items, max_items = schema.get("minItems"), schema.get("maxItems")
-    if min_items is not None and len(value) < min_items:
-        problems.append(_invalid(path, len(value), f"should have at least {min_items} items"))
-    if max_items is not None and len(value) > max_items:
-        problems.append(f"{path}: Too many: {len(value)}: must have at most {max_items} items")
-    items: Schema | None = schema.get("items")
-    if items is None:
-        return
-    for i, item in enumerate(value):
-        if item is None:
-            # A null list item is not pruned; it is a type error for a non-nullable schema.
-            problems.append(_wrong_type(f"{path}[{i}]", "null", items.get("type", "object")))
-            continue
-        _walk(item, items, f"{path}[{i}]", problems)
-
-
-def _scalar(value: Any, schema: Schema, path: str, problems: list[str]) -> None:
-    enum = schema.get("enum")
-    if enum is not None and value not in enum:
-        supported = ", ".join(f'"{v}"' for v in enum)
-        problems.append(f"{path}: Unsupported value: {_shown(value)}: supported values: {supported}")
-        return
-    if isinstance(value, str):
-        min_length, max_length = schema.get("minLength"), schema.get("maxLength")
-        if min_length is not None and len(value) < min_length:
-            problems.append(_invalid(path, value, f"should be at least {min_length} chars long"))
-        if max_length is not None and len(value) > max_length:
-            problems.append(f"{path}: Too long: may not be more than {max_length} bytes")
-        pattern = schema.get("pattern")
-        if pattern is not None and not _matches(pattern, value):
-            problems.append(_invalid(path, value, f"should match '{pattern}'"))
-    elif not isinstance(value, bool):
-        minimum, maximum = schema.get("minimum"), schema.get("maximum")
-        if minimum is not None and value < minimum:
-            problems.append(_invalid(path, value, f"should be greater than or equal to {minimum}"))
-        if maximum is not None and value > maximum:
-            problems.append(_invalid(path, value, f"should be less than or equal to {maximum}"))
-
 
 def validate_global_rate_limit_policy(value: Any, path: str) -> list[str]:
     """What the API server would refuse in a ``rateLimitPolicy.global`` given elsewhere (the rate
     limit service's default policy)."""
-    problems: list[str] = []
-    _walk(value, crd.GLOBAL_RATE_LIMIT, path, problems)
-    return capped(problems)
+    return openapi_problems({path: value}, {"properties": {path: crd.GLOBAL_RATE_LIMIT}})
 
 
 def validate(obj: Mapping[str, Any]) -> list[str]:
     """WatchSpec.validate: the problems the API server would refuse this HTTPProxy for."""
-    anything: Any = obj  # a YAML document may be anything at all
-    if not isinstance(anything, Mapping):
-        return [_wrong_type("<object>", _json_type(anything), "object")]
-    problems: list[str] = []
-    root = crd.OPENAPI_SCHEMA
-    present = {k: v for k, v in obj.items() if v is not None}
-    for name in root["required"]:
-        if name not in present:
-            problems.append(f"{name}: Required value")
-    for key, value in present.items():
-        if key in ("metadata", "status"):
-            continue
-        if key not in root["properties"]:
-            problems.append(f"{key}: unknown field")
-            continue
-        _walk(value, root["properties"][key], key, problems)
-    meta = present.get("metadata")
-    if meta is not None and not isinstance(meta, Mapping):
-        problems.append(_wrong_type("metadata", _json_type(meta), "object"))
-    elif isinstance(meta, Mapping):
-        problems += metadata_problems(obj)  # labels and annotations: maps of strings
-        if not meta.get("name"):
-            problems.append("metadata.name: Required value: name or generateName is required")
-    return capped(problems)
+    return openapi_problems(obj, crd.OPENAPI_SCHEMA, cel_rules=CEL_RULES)

@@ -22,12 +22,12 @@ from envoy.config.endpoint.v3 import endpoint_pb2 as endpoint_v3
 from cpx import objects as k8s
 from cpx.config import Config
 from cpx.dag.dag import DAG
-from cpx.dag.nodes import Cluster, CustomNode, ServicePort
+from cpx.dag.nodes import Cluster, CustomNode, LoadAssignment, ServicePort
 from cpx.objects import KubeObject, ObjectKey
 from cpx.records import ClusterKindSpec
 from cpx.sources.view import SourceView
 from cpx.xds import resource
-from cpx.xds.caches.kinds import KindTranslator, node_service_ports
+from cpx.xds.caches.kinds import KindTranslator, node_load_assignments, node_service_ports
 from cpx.xds.contributions import Contributions
 from cpx.xds.resource import Resource
 
@@ -48,6 +48,8 @@ class Feed:
     port_name: str
     # Service port number that active health checks use, when it differs from the served port.
     health_port: int | None = None
+    # The locality's load balancing weight (a plugin's LoadAssignment; 0 leaves it unset).
+    weight: int = 1
 
     @classmethod
     def of(cls, port: ServicePort, health_port: int | None = None) -> Feed:
@@ -110,7 +112,11 @@ class EndpointCache:
         if plan is None or nodes is None or walk != self._walk:  # the very same nodes: the same plan
             nodes = (dag.cluster_set(), walk[1])
             if plan is None or nodes != self._nodes:
-                plan = self._plan_for(dag.unique_clusters(), node_service_ports(self._kinds, nodes[1]))
+                plan = self._plan_for(
+                    dag.unique_clusters(),
+                    node_service_ports(self._kinds, nodes[1]),
+                    node_load_assignments(self._kinds, nodes[1]),
+                )
         dirty = self._dirty_services(source)
         seen = source.revision
         if plan is self._plan and dirty is not None and not dirty:
@@ -153,7 +159,10 @@ class EndpointCache:
         return dirty
 
     def _plan_for(
-        self, clusters: tuple[Cluster, ...], node_ports: Iterable[ServicePort]
+        self,
+        clusters: tuple[Cluster, ...],
+        node_ports: Iterable[ServicePort],
+        node_assignments: Iterable[LoadAssignment] = (),
     ) -> dict[str, tuple[Feed, ...]]:
         """What :func:`assignments` computes, reusing each unchanged node's Feed objects."""
         previous = self._node_feeds
@@ -177,6 +186,15 @@ class EndpointCache:
         for up in node_ports:
             if up.external_name is None and up.eds_name not in plan:
                 plan[up.eds_name] = (Feed.of(up),)
+        for assignment in node_assignments:
+            plan.setdefault(
+                assignment.name,
+                tuple(
+                    Feed(port.namespace, port.name, port.port_name, weight=weight)
+                    for port, weight in zip(assignment.ports, assignment.weights, strict=True)
+                    if port.external_name is None
+                ),
+            )
         self._node_feeds = memo
         return {name: plan[name] for name in sorted(plan)}
 
@@ -216,10 +234,11 @@ class EndpointCache:
             port_endpoints(feed.port_name, health, slices)
             for feed, (health, slices) in zip(feeds, inputs, strict=True)
         )
-        # The message is a function of the name and the endpoints only.
-        if old is not None and old.endpoints == endpoints:
+        # The message is a function of the name, the endpoints and the weights only.
+        weights = tuple(feed.weight for feed in feeds)
+        if old is not None and old.endpoints == endpoints and tuple(f.weight for f in old.feeds) == weights:
             return _State(feeds, inputs, endpoints, old.resource)
-        message = cluster_load_assignment(name, endpoints)
+        message = cluster_load_assignment(name, endpoints, weights)
         return _State(feeds, inputs, endpoints, Resource.from_message(name, self.type_url, message))
 
 
@@ -323,14 +342,19 @@ def _tcp_ports(slice_: Mapping[str, Any]) -> list[tuple[str, int]]:
     ]
 
 
-def cluster_load_assignment(name: str, feeds: Iterable[PortEndpoints]) -> endpoint_v3.ClusterLoadAssignment:
-    """One locality (weight 1, as Contour's default service weight) per feed with endpoints."""
+def cluster_load_assignment(
+    name: str, feeds: Sequence[PortEndpoints], weights: Sequence[int] | None = None
+) -> endpoint_v3.ClusterLoadAssignment:
+    """One locality per feed with endpoints, of the feed's weight (default 1, as Contour's default
+    service weight; 0 leaves it unset, as Contour's UInt32OrNil)."""
     cla = endpoint_v3.ClusterLoadAssignment(cluster_name=name)
-    for addresses, health_check_port in feeds:
+    for index, (addresses, health_check_port) in enumerate(feeds):
         if not addresses:
             continue
         locality = cla.endpoints.add()
-        locality.load_balancing_weight.value = 1
+        weight = 1 if weights is None else weights[index]
+        if weight:
+            locality.load_balancing_weight.value = weight
         for address, port in addresses:
             endpoint = locality.lb_endpoints.add().endpoint
             endpoint.address.socket_address.address = address

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 from google.protobuf.message import Message
 
 from cpx.dag.dag import Note
-from cpx.dag.nodes import CustomNode, Secret, ServicePort
+from cpx.dag.nodes import CustomNode, LoadAssignment, Secret, ServicePort
 from cpx.isolation import ObjectFault, exception_note, sanitize
 from cpx.records import ClusterKindSpec, ListenerKindSpec
 from cpx.xds.constraints.notes import type_name, violation_note
@@ -161,3 +161,10 @@ def node_service_ports(
 ) -> list[ServicePort]:
     """The Service ports whose endpoints plugins' own cluster nodes read over EDS."""
     return [port for node in nodes for port in clusters.inputs(node, lambda spec: spec.service_ports)]
+
+
+def node_load_assignments(
+    clusters: KindTranslator[ClusterKindSpec], nodes: Iterable[CustomNode]
+) -> list[LoadAssignment]:
+    """The merged, weighted ClusterLoadAssignments plugins' own cluster nodes read over EDS."""
+    return [found for node in nodes for found in clusters.inputs(node, lambda spec: spec.load_assignments)]
