@@ -36,6 +36,8 @@ class IncludeWalker:
     proxies: ProxyRegistry
     source: SourceView
     config: Config
+    # Whether an enabled plugin publishes ExtensionServices (global rate limits need one).
+    extension_services: bool = True
 
     # -- routes ----------------------------------------------------------------------------------
     def routes(
@@ -117,6 +119,9 @@ class IncludeWalker:
         unsupported = routebuild.unsupported_route_fields(route)
         if unsupported:
             not_supported(status, (f"spec.routes[{index}].{field}" for field in unsupported))
+            return None
+        if not self.extension_services and ratelimit.needs_extension_service(route.rate_limit_policy):
+            ratelimit.refuse_without_plugin(status, f"spec.routes[{index}].rateLimitPolicy.global")
             return None
         chain = (*conditions, *route.conditions)
         problem = _route_conditions_problem(route.conditions, chain)

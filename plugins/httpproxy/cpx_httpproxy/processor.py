@@ -26,6 +26,7 @@ module holds the options and runs a build; the parts are modules of their own:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +38,7 @@ from cpx import (
     SourceView,
     load_balancer_status,
 )
-from cpx.dag import DAG
+from cpx.dag import DAG, EXTENSION_UPSTREAMS
 
 from cpx_httpproxy import model, ratelimit
 from cpx_httpproxy import status as st
@@ -46,6 +47,8 @@ from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_httpproxy.proxies import ProxyRegistry, Published
 from cpx_httpproxy.roots import RootBuilder
+
+log = logging.getLogger(__name__)
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
 ROOT_NAMESPACES = "root_namespaces"
@@ -100,7 +103,8 @@ class Settings:
     root_namespaces: tuple[str, ...] = ()
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
-    # The rate limit service's default global policy (only with a service, as in Contour).
+    # The rate limit service (Contour's rateLimitService) and its default global policy.
+    rate_limit_service: ratelimit.ServiceSettings | None = None
     default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     @classmethod
@@ -113,6 +117,7 @@ class Settings:
                 disable_permit_insecure=parse_bool(
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
                 ),
+                rate_limit_service=ratelimit.service_settings(config),
                 default_global_rate_limit=(
                     ratelimit.default_policy(config) if ratelimit.service_settings(config) else None
                 ),
@@ -144,6 +149,8 @@ class HTTPProxyProcessor:
     memo: Memo = attrs.field(factory=Memo)
     # How many roots the last build built (not replayed): for tests and benchmarks.
     built: int = 0
+    # Why the rate limit service could not be used last build ("" when it could): logged on change.
+    rate_limit_problem: str = ""
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPProxyProcessor:
@@ -154,6 +161,7 @@ class HTTPProxyProcessor:
         """One build: roots first (each walking its includes, or replayed), then every proxy's
         status."""
         try:
+            self._attach_rate_limit_service(dag, source)
             registry = self._build(dag, source)
             self.published = registry.publish(
                 dag,
@@ -167,6 +175,23 @@ class HTTPProxyProcessor:
             # to the statuses published from them): the next build starts from scratch.
             self.memo.reset()
             raise
+
+    def _attach_rate_limit_service(self, dag: DAG, source: SourceView) -> None:
+        """The configured rate limit service's upstream, for the filter on every connection manager."""
+        settings = self.settings.rate_limit_service
+        if settings is None:
+            return
+        upstream, problem = ratelimit.service_upstream(dag, source, settings)
+        if problem != self.rate_limit_problem:
+            if problem:
+                log.warning("global rate limiting is off: %s", problem)
+            else:
+                log.info(
+                    "global rate limiting uses ExtensionService %s/%s", settings.namespace, settings.name
+                )
+            self.rate_limit_problem = problem
+        if upstream is not None:
+            dag.attachments = dag.attachments.set(ratelimit.SERVICE_UPSTREAM, upstream)
 
     def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:
         memo = self.memo
@@ -190,7 +215,12 @@ class HTTPProxyProcessor:
         return RootBuilder(
             dag,
             source,
-            IncludeWalker(RootScope(proxies=registry.proxies), source, self.config),
+            IncludeWalker(
+                RootScope(proxies=registry.proxies),
+                source,
+                self.config,
+                extension_services=dag.registries.published_by_any(EXTENSION_UPSTREAMS),
+            ),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
             default_global_rate_limit=self.settings.default_global_rate_limit,

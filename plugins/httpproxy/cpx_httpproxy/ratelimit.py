@@ -16,13 +16,23 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import yaml
-from cpx import Config, ConfigError, FilterSite, HttpFilterSpec, OptionSpec
-from cpx.dag import AttachmentKey, HeaderMatch, Route, VirtualHost
+from cpx import Config, ConfigError, FilterSite, HttpFilterSpec, ObjectKey, OptionSpec, SourceView
+from cpx.dag import (
+    DAG,
+    EXTENSION_UPSTREAMS,
+    AttachmentKey,
+    ExtensionUpstream,
+    HeaderMatch,
+    Route,
+    VirtualHost,
+)
 
 from cpx_httpproxy import model
 from cpx_httpproxy.conditions import merge_headers
 from cpx_httpproxy.policies import PolicyError
+from cpx_httpproxy.proxies import NOT_IMPLEMENTED
 from cpx_httpproxy.schema import validate_global_rate_limit_policy
+from cpx_httpproxy.status import SPEC_ERROR, ProxyStatus
 
 if TYPE_CHECKING:
     from google.protobuf.message import Message
@@ -203,11 +213,6 @@ class ServiceSettings:
     x_ratelimit_headers: bool = False
     resource_exhausted: bool = False
 
-    @property
-    def cluster(self) -> str:
-        """Contour's ExtensionClusterName."""
-        return f"extension/{self.namespace}/{self.name}"
-
 
 def service_settings(config: Config) -> ServiceSettings | None:
     """The configured rate limit service, or None (ConfigError for a malformed reference)."""
@@ -309,8 +314,45 @@ def per_route(route: Route) -> Message | None:
     return _ignore_host_limits() if limits is not None and limits.ignore_virtual_host else None
 
 
-def filter_config(settings: ServiceSettings) -> Message:
-    """Contour's GlobalRateLimitFilter (the ExtensionService's timeout and SNI aside)."""
+# -- the rate limit service ---------------------------------------------------------------------------
+
+# The configured service's ExtensionService as its plugin published it, valid and speaking gRPC:
+# set on the DAG by the processor every build (absent: the filter is left off, see service_upstream).
+SERVICE_UPSTREAM = AttachmentKey("httpproxy/rate-limit-service", ExtensionUpstream)
+EXTENSION_SERVICE_GROUP = "projectcontour.io"
+EXTENSION_SERVICE_KIND = "ExtensionService"
+GRPC_PROTOCOLS = ("h2", "h2c")
+
+
+def service_key(settings: ServiceSettings) -> ObjectKey:
+    return ObjectKey(EXTENSION_SERVICE_GROUP, EXTENSION_SERVICE_KIND, settings.namespace, settings.name)
+
+
+def service_upstream(
+    dag: DAG, source: SourceView, settings: ServiceSettings
+) -> tuple[ExtensionUpstream | None, str]:
+    """The rate limit service's upstream through the ExtensionService contract (a read of it, so
+    that a change rebuilds), or None and why it cannot be used.  Contour refuses to start without
+    it; cpx keeps serving without the filter (a filter naming a missing cluster would make Envoy
+    refuse every listener) and says why in its log."""
+    ref = f"{settings.namespace}/{settings.name}"
+    if not dag.registries.published_by_any(EXTENSION_UPSTREAMS):
+        return None, f"ExtensionService {ref}: the extsvc plugin is not enabled"
+    upstream = dag.registries.lookup(EXTENSION_UPSTREAMS, service_key(settings), source)
+    if upstream is None:
+        return None, f"ExtensionService {ref} not found"
+    if not upstream.valid:
+        return None, f"ExtensionService {ref} is invalid (see its status)"
+    if upstream.protocol not in GRPC_PROTOCOLS:
+        return None, f"ExtensionService {ref} speaks {upstream.protocol}, not gRPC (h2 or h2c)"
+    return upstream, ""
+
+
+@functools.lru_cache(maxsize=64)
+def filter_config(settings: ServiceSettings, upstream: ExtensionUpstream) -> Message:
+    """Contour's GlobalRateLimitFilter: the call timeout is the ExtensionService's response
+    timeout (unset: Envoy's 20 ms), the gRPC authority its SNI or the cluster name."""
+    from cpx.xds import timeout  # noqa: PLC0415
     from envoy.config.core.v3 import config_source_pb2  # noqa: PLC0415
     from envoy.extensions.filters.http.ratelimit.v3 import rate_limit_pb2  # noqa: PLC0415
 
@@ -321,20 +363,22 @@ def filter_config(settings: ServiceSettings) -> Message:
         enable_x_ratelimit_headers=headers,
         rate_limited_as_resource_exhausted=settings.resource_exhausted,
     )
+    if upstream.response_timeout is not None:
+        config.timeout.CopyFrom(timeout(upstream.response_timeout))
     service = config.rate_limit_service
     service.transport_api_version = config_source_pb2.ApiVersion.V3
-    service.grpc_service.envoy_grpc.cluster_name = settings.cluster
-    service.grpc_service.envoy_grpc.authority = settings.cluster.replace("/", ".")
+    service.grpc_service.envoy_grpc.cluster_name = upstream.cluster_name
+    service.grpc_service.envoy_grpc.authority = upstream.sni or upstream.cluster_name.replace("/", ".")
     return config
 
 
 def filter_spec(settings: ServiceSettings | None) -> HttpFilterSpec:
-    """The filter on every connection manager when the service is configured; the route and
-    virtual host fields in any case (Contour programs them without a service too)."""
-    config = None if settings is None else filter_config(settings)
+    """The filter on every connection manager while the configured service is usable; the route
+    and virtual host fields in any case (Contour programs them without a service too)."""
 
     def at(site: FilterSite) -> Message | None:
-        return config
+        upstream = site.dag_attachments.get(SERVICE_UPSTREAM)
+        return None if settings is None or upstream is None else filter_config(settings, upstream)
 
     return HttpFilterSpec(
         name=FILTER_NAME,
@@ -344,4 +388,20 @@ def filter_spec(settings: ServiceSettings | None) -> HttpFilterSpec:
         route_action=route_action,
         virtual_host_fields=virtual_host_fields,
         description="HTTPProxy global rate limiting (rateLimitPolicy.global)",
+    )
+
+
+# -- without the extsvc plugin --------------------------------------------------------------------------
+
+
+def needs_extension_service(policy: model.RateLimitPolicy | None) -> bool:
+    return policy is not None and policy.global_ is not None
+
+
+def refuse_without_plugin(status: ProxyStatus, field: str) -> None:
+    """The global policy names no service itself, but only an ExtensionService can provide one."""
+    status.add_error(
+        SPEC_ERROR,
+        NOT_IMPLEMENTED,
+        f"{field} needs the rate limit service's ExtensionService, and the extsvc plugin is not enabled",
     )

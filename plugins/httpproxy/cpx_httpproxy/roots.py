@@ -107,9 +107,16 @@ class RootBuilder:
             and self._in_root_namespace(proxy, vhost, status)
             and _defines_something(proxy, vhost, status)
             and _only_supported_fields(proxy, vhost, status)
+            and self._has_extension_services(vhost, status)
             and _valid_ip_filters(proxy, vhost, status)
             and self._has_listeners(proxy, vhost, status)
         )
+
+    def _has_extension_services(self, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        if self.walker.extension_services or not ratelimit.needs_extension_service(vhost.rate_limit_policy):
+            return True
+        ratelimit.refuse_without_plugin(status, "spec.virtualhost.rateLimitPolicy.global")
+        return False
 
     def _in_root_namespace(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
         roots = self.root_namespaces

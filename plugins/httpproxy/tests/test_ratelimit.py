@@ -9,13 +9,34 @@ from typing import Any
 import pytest
 import yaml
 from cpx import Config, ConfigError
+from cpx.testing import make_ca_secret
 
 from cpx_httpproxy import ratelimit
 from cpx_httpproxy.processor import Settings
 
 Translate = Callable[..., Any]
 
+PLUGINS = ["httpproxy", "extsvc"]
 SERVICE = {"rate_limit_service_extension_service": "projectcontour/ratelimit"}
+
+
+def _extension_service(**spec: Any) -> str:
+    """Contour's documented ExtensionService for the rate limit service, and its Service."""
+    extension = {
+        "apiVersion": "projectcontour.io/v1alpha1",
+        "kind": "ExtensionService",
+        "metadata": {"namespace": "projectcontour", "name": "ratelimit"},
+        "spec": {"protocol": "h2c", "services": [{"name": "ratelimit", "port": 8081}], **spec},
+    }
+    rls = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"namespace": "projectcontour", "name": "ratelimit"},
+        "spec": {"ports": [{"port": 8081}]},
+    }
+    return yaml.safe_dump_all([extension, rls], explicit_start=True)
+
+
 ECHO = """---
 apiVersion: v1
 kind: Service
@@ -79,7 +100,7 @@ EVERY_KIND = {
 
 
 def test_virtual_host_descriptors_become_envoy_rate_limits(cpx_translate: Translate) -> None:
-    result = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), ["httpproxy"])
+    result = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), PLUGINS)
     assert result.status("HTTPProxy", "rl")["currentStatus"] == "valid"
     vhost = result.virtual_hosts()["rl.example.com"]
     assert vhost["rateLimits"] == [
@@ -95,7 +116,7 @@ def test_virtual_host_descriptors_become_envoy_rate_limits(cpx_translate: Transl
 
 
 def test_every_entry_kind_on_a_route(cpx_translate: Translate) -> None:
-    result = cpx_translate(_proxy(route_policy=EVERY_KIND), ["httpproxy"])
+    result = cpx_translate(_proxy(route_policy=EVERY_KIND), PLUGINS)
     routes = _routes(result.virtual_hosts()["rl.example.com"])
     assert "rateLimits" not in routes["/s2"]["route"]
     assert routes["/s1"]["route"]["rateLimits"] == [
@@ -121,7 +142,7 @@ def test_every_entry_kind_on_a_route(cpx_translate: Translate) -> None:
 def test_a_disabled_route_ignores_the_virtual_hosts_limits(cpx_translate: Translate) -> None:
     result = cpx_translate(
         _proxy(vhost_policy=VHOST_DESCRIPTORS, route_policy={"disabled": True}),
-        ["httpproxy"],
+        PLUGINS,
         options=SERVICE,
     )
     routes = _routes(result.virtual_hosts()["rl.example.com"])
@@ -138,7 +159,7 @@ def _http_filters(result: Any) -> list[dict[str, Any]]:
 
 
 def test_the_filter_comes_with_the_service_after_rbac(cpx_translate: Translate) -> None:
-    without = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), ["httpproxy"])
+    without = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), PLUGINS)
     assert ratelimit.FILTER_NAME not in [f["name"] for f in _http_filters(without)]
     options = {
         **SERVICE,
@@ -147,7 +168,9 @@ def test_the_filter_comes_with_the_service_after_rbac(cpx_translate: Translate) 
         "rate_limit_enable_x_ratelimit_headers": True,
         "rate_limit_enable_resource_exhausted_code": True,
     }
-    result = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), ["httpproxy"], options=options)
+    result = cpx_translate(
+        _proxy(vhost_policy=VHOST_DESCRIPTORS) + _extension_service(), PLUGINS, options=options
+    )
     names = [f["name"] for f in _http_filters(result)]
     assert names.index("envoy.filters.http.rbac") < names.index(ratelimit.FILTER_NAME) < names.index("router")
     config = next(f for f in _http_filters(result) if f["name"] == ratelimit.FILTER_NAME)["typedConfig"]
@@ -161,10 +184,60 @@ def test_the_filter_comes_with_the_service_after_rbac(cpx_translate: Translate) 
         "authority": "extension.projectcontour.ratelimit",
     }
     assert config["rateLimitService"]["transportApiVersion"] == "V3"
+    assert "timeout" not in config  # Envoy's 20 ms, as Contour without a timeoutPolicy
+
+
+def test_the_extension_services_timeout_and_server_name(cpx_translate: Translate) -> None:
+    validation = {"caSecret": "ca", "subjectName": "rls.example.com"}
+    objects = _proxy() + _extension_service(
+        protocol="h2", timeoutPolicy={"response": "150ms"}, validation=validation
+    )
+    objects += "---\n" + yaml.safe_dump(make_ca_secret("projectcontour", "ca"))
+    result = cpx_translate(objects, PLUGINS, options=SERVICE)
+    config = next(f for f in _http_filters(result) if f["name"] == ratelimit.FILTER_NAME)["typedConfig"]
+    assert config["timeout"] == "0.150s"
+    assert config["rateLimitService"]["grpcService"]["envoyGrpc"]["authority"] == "rls.example.com"
+
+
+@pytest.mark.parametrize(
+    "objects",
+    [
+        "",  # no such ExtensionService
+        _extension_service(protocol="http/1.1"),  # not gRPC
+        _extension_service(services=[{"name": "missing", "port": 8081}]),  # invalid
+    ],
+)
+def test_without_a_usable_service_the_filter_is_off_and_the_proxy_served(
+    cpx_translate: Translate, objects: str
+) -> None:
+    result = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS) + objects, PLUGINS, options=SERVICE)
+    assert ratelimit.FILTER_NAME not in [f["name"] for f in _http_filters(result)]
+    assert result.status("HTTPProxy", "rl")["currentStatus"] == "valid"
+    assert len(result.virtual_hosts()["rl.example.com"]["rateLimits"]) == 2
+
+
+def test_without_the_extsvc_plugin_the_field_is_refused_naming_it(cpx_translate: Translate) -> None:
+    vhost = cpx_translate(_proxy(vhost_policy=VHOST_DESCRIPTORS), ["httpproxy"])
+    (error,) = vhost.status("HTTPProxy", "rl")["conditions"][0]["errors"]
+    assert (error["type"], error["reason"]) == ("SpecError", "NotImplemented")
+    assert error["message"] == (
+        "spec.virtualhost.rateLimitPolicy.global needs the rate limit service's ExtensionService, "
+        "and the extsvc plugin is not enabled"
+    )
+    assert "rl.example.com" not in vhost.virtual_hosts()
+    route = cpx_translate(_proxy(route_policy={"disabled": True}), ["httpproxy"])
+    (error,) = route.status("HTTPProxy", "rl")["conditions"][0]["errors"]
+    assert error["message"].startswith("spec.routes[0].rateLimitPolicy.global needs")
+    # Local rate limits need no plugin.
+    local = yaml.safe_load_all(_proxy())
+    proxy, echo = local
+    proxy["spec"]["virtualhost"]["rateLimitPolicy"] = {"local": {"requests": 1, "unit": "second"}}
+    plain = cpx_translate(yaml.safe_dump_all([proxy, echo]), ["httpproxy"])
+    assert plain.status("HTTPProxy", "rl")["currentStatus"] == "valid"
 
 
 def test_contours_defaults_deny_on_failure_in_domain_contour(cpx_translate: Translate) -> None:
-    result = cpx_translate(_proxy(), ["httpproxy"], options=SERVICE)
+    result = cpx_translate(_proxy() + _extension_service(), PLUGINS, options=SERVICE)
     config = next(f for f in _http_filters(result) if f["name"] == ratelimit.FILTER_NAME)["typedConfig"]
     assert config["domain"] == "contour"
     assert config["failureModeDeny"] is True
@@ -180,14 +253,14 @@ def test_the_default_policy_applies_unless_the_proxy_has_its_own_or_opts_out(
     objects = _proxy(name="plain") + _proxy(vhost_policy=VHOST_DESCRIPTORS, name="own")
     objects += _proxy(vhost_policy={"disabled": True}, name="optout")
     options = {**SERVICE, "rate_limit_default_global_policy": DEFAULT}
-    hosts = cpx_translate(objects, ["httpproxy"], options=options).virtual_hosts()
+    hosts = cpx_translate(objects, PLUGINS, options=options).virtual_hosts()
     default = [{"actions": [{"genericKey": {"descriptorKey": "default", "descriptorValue": "all"}}]}]
     assert hosts["plain.example.com"]["rateLimits"] == default
     assert len(hosts["own.example.com"]["rateLimits"]) == 2
     assert "rateLimits" not in hosts["optout.example.com"]
     # Without a rate limit service there is no default policy (it is part of Contour's service config).
     plain = cpx_translate(
-        _proxy(name="plain"), ["httpproxy"], options={"rate_limit_default_global_policy": DEFAULT}
+        _proxy(name="plain"), PLUGINS, options={"rate_limit_default_global_policy": DEFAULT}
     )
     assert "rateLimits" not in plain.virtual_hosts()["plain.example.com"]
 
@@ -196,7 +269,7 @@ TWO_KINDS = {"descriptors": [{"entries": [{"remoteAddress": {}, "genericKey": {"
 
 
 def test_an_entry_with_two_kinds_is_contours_rate_limit_policy_not_valid(cpx_translate: Translate) -> None:
-    vhost = cpx_translate(_proxy(vhost_policy=TWO_KINDS), ["httpproxy"])
+    vhost = cpx_translate(_proxy(vhost_policy=TWO_KINDS), PLUGINS)
     (error,) = vhost.status("HTTPProxy", "rl")["conditions"][0]["errors"]
     assert (error["type"], error["reason"]) == ("VirtualHostError", "RateLimitPolicyNotValid")
     assert error["message"] == (
@@ -204,7 +277,7 @@ def test_an_entry_with_two_kinds_is_contours_rate_limit_policy_not_valid(cpx_tra
         "rate limit descriptor entry must have exactly one field set"
     )
     assert "rl.example.com" not in vhost.virtual_hosts()
-    route = cpx_translate(_proxy(route_policy=TWO_KINDS), ["httpproxy"])
+    route = cpx_translate(_proxy(route_policy=TWO_KINDS), PLUGINS)
     (error,) = route.status("HTTPProxy", "rl")["conditions"][0]["errors"]
     assert (error["type"], error["reason"]) == ("RouteError", "RateLimitPolicyNotValid")
     assert error["message"] == (
@@ -215,7 +288,7 @@ def test_an_entry_with_two_kinds_is_contours_rate_limit_policy_not_valid(cpx_tra
 def test_an_invalid_default_policy_is_reported_on_each_proxy(cpx_translate: Translate) -> None:
     bad = "descriptors: [{entries: [{remoteAddress: {}, genericKey: {value: x}}]}]"
     options = {**SERVICE, "rate_limit_default_global_policy": bad}
-    result = cpx_translate(_proxy(), ["httpproxy"], options=options)
+    result = cpx_translate(_proxy(), PLUGINS, options=options)
     (error,) = result.status("HTTPProxy", "rl")["conditions"][0]["errors"]
     assert error["message"] == (
         "Default Global RateLimit Policy is invalid: "

@@ -2,8 +2,8 @@
 (envoy.service.ratelimit.v3 over gRPC, counting descriptors) + an echo backend, all on 127.0.0.1.
 
 The service allows LIMIT requests per descriptor and domain; each test uses its own host (and so
-its own descriptors).  The rate limit service's cluster comes from a stand-in test plugin named
-like Contour's ExtensionService cluster (``extension/projectcontour/ratelimit``).
+its own descriptors).  cpx reaches it as Contour documents: an ExtensionService
+(projectcontour/ratelimit, h2c, from the extsvc plugin) named by --rate-limit-service-extension-service.
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from cpx.testing import (
     envoy_binary,
     eventually,
     request,
-    uninstalled_plugins_env,
     write_manifest,
 )
 
 from cpx_httpproxy.testing import prefix, root, route, service
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the test plugin and server beside this file
-import cpx_test_rls_cluster
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the server beside this file
 from rls_server import RateLimitServer
 
 pytestmark = pytest.mark.e2e
@@ -52,11 +50,12 @@ class Stack:
     generation: int = 0
 
     def apply(self, *objects: dict[str, Any]) -> None:
-        """Serve the echo backend plus ``objects``; wait until Envoy routes this generation."""
+        """Serve the echo backend, the rate limit service plus ``objects``; wait until Envoy routes
+        this generation."""
         self.generation += 1
         marker = f"gen-{self.generation}.marker.test"
         objects += (root("marker", marker, route(services=[service("echo")])),)
-        write_manifest(self.manifests, "all.yaml", [*backend("echo", self.echo.port), *objects])
+        write_manifest(self.manifests, "all.yaml", [*_shared(self.echo.port, self.rls.port), *objects])
         eventually(lambda: _assert_status(self.http("/", marker), 200), timeout=15)
         self.rls.service.reset()
 
@@ -69,21 +68,30 @@ def _assert_status(response: Response, status: int) -> None:
     assert response.status == status, (response.status, response.text)
 
 
-def _start(workdir: Path, rls_port: int, *flags: str) -> tuple[CpxProcess, EnvoyProcess]:
-    env = uninstalled_plugins_env(workdir, [("test-rls-cluster", cpx_test_rls_cluster)])
+def _shared(echo_port: int, rls_port: int) -> list[dict[str, Any]]:
+    """The echo backend, and the rate limit service as Contour's documentation declares it."""
+    extension = {
+        "apiVersion": "projectcontour.io/v1alpha1",
+        "kind": "ExtensionService",
+        "metadata": {"namespace": "projectcontour", "name": "ratelimit"},
+        "spec": {"protocol": "h2c", "services": [{"name": "ratelimit", "port": 80}]},
+    }
+    return [
+        *backend("echo", echo_port),
+        *backend("ratelimit", rls_port, namespace="projectcontour"),
+        extension,
+    ]
+
+
+def _start(workdir: Path, *flags: str) -> tuple[CpxProcess, EnvoyProcess]:
     args = [
         "--rate-limit-service-extension-service",
         "projectcontour/ratelimit",
         "--rate-limit-domain",
         DOMAIN,
-        "--test-rls-port",
-        str(rls_port),
-        *flags,
     ]
     manifests = workdir / "manifests"
-    cpx = CpxProcess(
-        manifests, workdir=workdir, plugins=["httpproxy", "test-rls-cluster"], env=env, extra_args=args
-    )
+    cpx = CpxProcess(manifests, workdir=workdir, plugins=["httpproxy", "extsvc"], extra_args=[*args, *flags])
     envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=workdir / "envoy")
     return cpx, envoy
 
@@ -97,8 +105,8 @@ def _running(workdir: Path, *flags: str) -> Iterator[Stack]:
     rls = RateLimitServer(LIMIT).start()
     echo = EchoServer("echo").start()
     manifests = workdir / "manifests"
-    write_manifest(manifests, "all.yaml", backend("echo", echo.port))
-    cpx, envoy = _start(workdir, rls.port, *flags)
+    write_manifest(manifests, "all.yaml", _shared(echo.port, rls.port))
+    cpx, envoy = _start(workdir, *flags)
     stack = Stack(cpx, envoy, rls, echo, manifests)
     try:
         cpx.start()
