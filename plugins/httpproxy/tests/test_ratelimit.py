@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 from cpx import Config, ConfigError
-from cpx.testing import make_ca_secret
+from cpx.dag import Duration, ExtensionUpstream
+from cpx.testing import PluginHost, SnapshotHandler, make_ca_secret
 
 from cpx_httpproxy import ratelimit
 from cpx_httpproxy.processor import Settings
@@ -307,3 +308,28 @@ def test_an_invalid_default_policy_is_reported_on_each_proxy(cpx_translate: Tran
 def test_unusable_options_refuse_the_start(options: dict[str, Any], words: str) -> None:
     with pytest.raises(ConfigError, match=words):
         Settings.from_config(Config(options=options))
+
+
+def test_the_service_follows_the_extension_service_between_builds() -> None:
+    pipeline = SnapshotHandler.create(PluginHost.load(PLUGINS), Config(options=SERVICE))
+
+    def upstream() -> ExtensionUpstream | None:
+        """What the filter of every chain is built from after a build (None: no filter)."""
+        pipeline.rebuild()
+        assert pipeline.dag is not None
+        return pipeline.dag.attachments.get(ratelimit.SERVICE_UPSTREAM)
+
+    for obj in yaml.safe_load_all(_proxy(vhost_policy=VHOST_DESCRIPTORS)):
+        pipeline.upsert(obj, validate=True)
+    assert upstream() is None
+    extension, rls = yaml.safe_load_all(_extension_service())
+    pipeline.upsert(rls, validate=True)
+    pipeline.upsert(extension, validate=True)
+    found = upstream()
+    assert found is not None and found.response_timeout is None
+    extension["spec"]["timeoutPolicy"] = {"response": "1s"}
+    pipeline.upsert(extension, validate=True)
+    found = upstream()
+    assert found is not None and found.response_timeout == Duration(seconds=1.0)
+    pipeline.delete(extension)
+    assert upstream() is None
