@@ -12,6 +12,7 @@ named after Contour's ``rateLimitService``), as in Contour.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -234,15 +235,17 @@ def service_settings(config: Config) -> ServiceSettings | None:
 
 def default_policy(config: Config) -> model.GlobalRateLimitPolicy | None:
     """The default global policy option, parsed and schema-checked (ConfigError naming the
-    option when unusable)."""
-    text = config.option(DEFAULT_POLICY_OPTION)
-    if not text:
+    option when unusable).  A mapping is taken as it is (Contour's configuration file gives one)."""
+    given = config.option(DEFAULT_POLICY_OPTION)
+    if not given:
         return None
     flag = "--rate-limit-default-global-policy"
-    try:
-        data: Any = yaml.safe_load(str(text))  # JSON is YAML
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{flag} is neither YAML nor JSON: {err}") from None
+    data: Any = given
+    if not isinstance(given, Mapping):
+        try:
+            data = yaml.safe_load(str(given))  # JSON is YAML
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{flag} is neither YAML nor JSON: {err}") from None
     problems = validate_global_rate_limit_policy(data, "defaultGlobalRateLimitPolicy")
     if problems:
         raise ConfigError(f"{flag} is not a global rate limit policy: {'; '.join(problems)}")

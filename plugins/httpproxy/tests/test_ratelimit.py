@@ -297,12 +297,20 @@ def test_an_invalid_default_policy_is_reported_on_each_proxy(cpx_translate: Tran
     )
 
 
+def test_the_default_policy_may_be_given_parsed() -> None:
+    policy: dict[str, Any] = {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}
+    settings = Settings.from_config(Config(options={**SERVICE, "rate_limit_default_global_policy": policy}))
+    assert settings.default_global_rate_limit is not None
+    assert ratelimit.descriptors(settings.default_global_rate_limit) == ((ratelimit.RemoteAddress(),),)
+
+
 @pytest.mark.parametrize(
     ("options", "words"),
     [
         ({"rate_limit_service_extension_service": "ratelimit"}, "must be namespace/name"),
         ({**SERVICE, "rate_limit_default_global_policy": "descriptors: 3"}, "must be of type array"),
         ({**SERVICE, "rate_limit_default_global_policy": "{"}, "neither YAML nor JSON"),
+        ({**SERVICE, "rate_limit_default_global_policy": {"descriptors": [{"entries": 1}]}}, "type array"),
     ],
 )
 def test_unusable_options_refuse_the_start(options: dict[str, Any], words: str) -> None:
