@@ -25,6 +25,7 @@ from cpx.testing import (
     backend,
     envoy_binary,
     eventually,
+    make_tls_secret,
     request,
     write_manifest,
 )
@@ -38,6 +39,8 @@ pytestmark = pytest.mark.e2e
 
 LIMIT = 2
 DOMAIN = "e2e"
+TLS_HOST = "tls.rl.test"
+TLS_SECRET, TLS_CA = make_tls_secret("default", "tls", [TLS_HOST])
 
 
 @attrs.define
@@ -48,6 +51,10 @@ class Stack:
     echo: EchoServer
     manifests: Path
     generation: int = 0
+
+    def https(self, path: str, sni: str) -> Response:
+        url = f"https://127.0.0.1:{self.cpx.https_port}{path}"
+        return request(url, sni=sni, ca_pem=TLS_CA)
 
     def apply(self, *objects: dict[str, Any]) -> None:
         """Serve the echo backend, the rate limit service plus ``objects``; wait until Envoy routes
@@ -69,7 +76,8 @@ def _assert_status(response: Response, status: int) -> None:
 
 
 def _shared(echo_port: int, rls_port: int) -> list[dict[str, Any]]:
-    """The echo backend, and the rate limit service as Contour's documentation declares it."""
+    """The echo backend and its TLS Secret, and the rate limit service as Contour's documentation
+    declares it."""
     extension = {
         "apiVersion": "projectcontour.io/v1alpha1",
         "kind": "ExtensionService",
@@ -80,6 +88,7 @@ def _shared(echo_port: int, rls_port: int) -> list[dict[str, Any]]:
         *backend("echo", echo_port),
         *backend("ratelimit", rls_port, namespace="projectcontour"),
         extension,
+        TLS_SECRET,
     ]
 
 
@@ -164,6 +173,21 @@ def test_virtual_host_limit_answers_429_after_the_limit_with_x_ratelimit_headers
     limited = stack.http("/", host)
     assert limited.headers.get("x-ratelimit-limit", "").startswith(str(LIMIT))
     assert limited.headers.get("x-ratelimit-remaining") == "0"
+
+
+def test_the_filter_is_on_sni_chains_too(stack: Stack) -> None:
+    policy = _global([{"genericKey": {"value": TLS_HOST}}])
+    proxy = root(
+        "tls",
+        TLS_HOST,
+        route(services=[service("echo")]),
+        tls={"secretName": "tls"},
+        rate_limit_policy=policy,
+    )
+    stack.apply(proxy)
+    first = eventually(functools.partial(stack.https, "/", TLS_HOST))  # the HTTPS listener is new
+    assert [first.status] + [stack.https("/", TLS_HOST).status for _ in range(LIMIT)] == [200] * LIMIT + [429]
+    assert stack.rls.service.seen[0] == (DOMAIN, ((("generic_key", TLS_HOST),),))
 
 
 def test_the_descriptors_of_each_entry_kind(stack: Stack) -> None:
