@@ -287,8 +287,9 @@ class FilterSite:
     virtual_host: str | None  # the SNI filter chain's fqdn; None for a plain HTTP or the fallback chain
     secure: bool  # TLS-terminating chain
     authority_check: AuthorityCheck | None = None  # the SNI chain's virtual host's (421 rule)
-    # The SNI chain's virtual host's attachments (empty on plain HTTP and fallback chains): a
-    # filter whose config is per host (e.g. external authorization) reads its data here.
+    # The SNI chain's virtual host's attachments, or on a plain HTTP chain the listener's (empty
+    # on fallback chains): a filter whose config is per host or per listener (e.g. external
+    # authorization, a global one on plain HTTP) reads its data here.
     attachments: Attachments = NO_ATTACHMENTS
     # The DAG's own attachments (DAG.attachments), the same on every chain: a filter whose
     # config depends on an object (e.g. the rate limit service's ExtensionService) reads it here.

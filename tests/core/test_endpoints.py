@@ -14,6 +14,7 @@ from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import (
     Cluster,
     HealthCheck,
+    LoadAssignment,
     PathKind,
     PathMatch,
     Route,
@@ -48,7 +49,9 @@ def _recorded(calls: list[str], real: Translate) -> Translate:
 
 
 def dag_of(
-    *ports: ServicePort, clusters: tuple[Cluster, ...] = (), extensions: tuple[PortsNode, ...] = ()
+    *ports: ServicePort,
+    clusters: tuple[Cluster, ...] = (),
+    extensions: tuple[PortsNode | MergedNode, ...] = (),
 ) -> DAG:
     dag = DAG()
     dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
@@ -306,6 +309,58 @@ def test_extension_clusters() -> None:
     assert sorted(got) == ["auth/authz-canary/grpc", "auth/authz/grpc"]
     assert addresses(got["auth/authz/grpc"]) == [("10.1.0.1", 9001)]
     assert addresses(got["auth/authz-canary/grpc"]) == [("10.1.0.2", 9001)]
+
+
+@attrs.frozen
+class MergedNode:
+    """A plugin's cluster reading one ClusterLoadAssignment merged from weighted Service ports."""
+
+    name: str
+    upstreams: tuple[ServicePort, ...]
+    weights: tuple[int, ...]
+    origin: ObjectKey | None = None
+
+
+MERGED_KIND = ClusterKindSpec(
+    name="merged",
+    node_type=MergedNode,
+    build=lambda node: None,
+    load_assignments=lambda node: (
+        LoadAssignment(name=node.name, ports=node.upstreams, weights=node.weights),
+    ),
+)
+
+
+def test_a_merged_load_assignment_has_a_weighted_locality_per_service() -> None:
+    auth = ServicePort(namespace="auth", name="authz", port=9000, port_name="grpc")
+    canary = ServicePort(namespace="auth", name="authz-canary", port=9000, port_name="grpc")
+    source = SourceCache()
+    source.insert(
+        slice_("authz-a", [port("grpc", 9001)], [endpoint("10.1.0.1")], service="authz", namespace="auth")
+    )
+    node = MergedNode(name="extension/auth/ext", upstreams=(auth, canary), weights=(3, 0))
+    cache = cache_for(source, dag_of(extensions=(node,)), MERGED_KIND)
+    [cla] = decode(cache).values()
+    assert cla.cluster_name == "extension/auth/ext"
+    assert [(loc.lb_endpoints[0].endpoint.address.socket_address.address, loc.load_balancing_weight.value)
+            for loc in cla.endpoints] == [("10.1.0.1", 3)]  # fmt: skip
+    # The canary's endpoints arrive: the fast path updates the merged CLA; weight 0 stays unset.
+    source.insert(
+        slice_(
+            "canary-a", [port("grpc", 9001)], [endpoint("10.1.0.2")], service="authz-canary", namespace="auth"
+        )
+    )
+    assert cache.on_endpoints_change(source, [("auth", "authz-canary")])
+    [cla] = decode(cache).values()
+    assert [loc.HasField("load_balancing_weight") for loc in cla.endpoints] == [True, False]
+    # New weights alone make a new resource.
+    before = cache.contents()["extension/auth/ext"]
+    cache.on_change(dag_of(extensions=(attrs.evolve(node, weights=(1, 1)),)))
+    assert cache.contents()["extension/auth/ext"] is not before
+    assert [loc.load_balancing_weight.value for loc in decode(cache)["extension/auth/ext"].endpoints] == [
+        1,
+        1,
+    ]
 
 
 def test_on_change_needs_a_source() -> None:

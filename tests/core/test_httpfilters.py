@@ -373,6 +373,14 @@ def test_a_chain_level_config_reads_its_sni_hosts_attachments() -> None:
     assert chosen.typed_config.Unpack(config)
     assert config.mutations.request_mutations[0].remove == "x-chain"
 
+    # A listener's own attachments configure its plain HTTP chain (e.g. a global ext_authz).
+    dag.listeners[HTTP].attachments = dag.listeners[HTTP].attachments.set(VHOST_TAG, Tag("x-listener"))
+    managers = _managers(_translate(host, dag)[0])
+    (chosen,) = [f for f in managers[HTTP].http_filters if f.name == "test.chain"]
+    assert chosen.typed_config.Unpack(config)
+    assert config.mutations.request_mutations[0].remove == "x-listener"
+    assert "test.chain" not in [f.name for f in managers["plain.example.com"].http_filters]
+
 
 def test_a_chain_level_config_reads_the_dags_attachments_on_every_chain() -> None:
     # A filter whose settings an object decides (the rate limit service's ExtensionService).

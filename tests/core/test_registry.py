@@ -47,7 +47,7 @@ def test_a_missing_object_is_still_a_read() -> None:
 
 def test_values_are_type_checked() -> None:
     with pytest.raises(TypeError, match="takes ExtensionUpstream, not str"):
-        Registries().publish(EXTENSION_UPSTREAMS, REF, "x")  # type: ignore[arg-type]
+        Registries().publish(EXTENSION_UPSTREAMS, REF, "x")  # type: ignore[misc]
 
 
 def test_equal_keys_declared_apart_name_one_registry() -> None:
@@ -126,7 +126,7 @@ def test_without_the_publisher_the_registry_is_not_published_by_any() -> None:
     SEEN.clear()
     translate_yaml("", [], modules=[("reader", ReaderPlugin())])
     [(declared, found, reads)] = SEEN
-    assert (declared, found, reads) == (False, None, {REF})
+    assert (declared, found, reads) == (False, None, frozenset({REF}))
 
 
 def test_a_declared_registry_counts_even_when_empty() -> None:

@@ -48,6 +48,7 @@ def test_every_kind_has_a_strategy() -> None:
         "TCPRoute",
         "ReferenceGrant",
         "BackendTLSPolicy",
+        "ExtensionService",
         "ConfigMap",
     }
 

@@ -175,6 +175,9 @@ class Listener:
     # A TCP listener's one destination (Protocol.TCP): every connection is proxied to these
     # clusters, with no TLS or HTTP inspection; such a listener serves no virtual hosts.
     tcp_proxy: TCPProxy | None = None
+    # Plugins' data for the listener's plain HTTP chain (read by HTTP filters from
+    # FilterSite.attachments, as SNI chains read their virtual host's), e.g. a global ext_authz.
+    attachments: Attachments = NO_ATTACHMENTS
 
     def serves(self) -> bool:
         """Whether Envoy gets this listener: it has something to serve."""

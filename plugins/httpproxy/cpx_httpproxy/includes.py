@@ -18,6 +18,7 @@ from cpx.dag import Attachments, DirectResponse, PathKind, PathMatch, Route, TCP
 from cpx_httpproxy import conditions as cond
 from cpx_httpproxy import model, ratelimit, routebuild
 from cpx_httpproxy import status as st
+from cpx_httpproxy.authorization import with_route_policy
 from cpx_httpproxy.proxies import Proxy, ProxyRegistry, not_supported
 from cpx_httpproxy.status import ProxyStatus
 
@@ -140,7 +141,8 @@ class IncludeWalker:
         )
         if parts is None:
             return None
-        return _dag_route(parts, matched, chain, origin=proxy.key, enforce_tls=enforce_tls)
+        made = _dag_route(parts, matched, chain, origin=proxy.key, enforce_tls=enforce_tls)
+        return with_route_policy(made, route.auth_policy, proxy.key)
 
     # -- TCP proxying ----------------------------------------------------------------------------
     def tcp_proxy(self, proxy: Proxy, visited: tuple[Proxy, ...] = ()) -> TCPProxy | None:

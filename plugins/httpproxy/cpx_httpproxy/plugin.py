@@ -22,7 +22,8 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import ratelimit, schema, status
+from cpx_httpproxy import globalauth, ratelimit, schema, status
+from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
@@ -47,6 +48,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         type=bool,
         default=False,
     )
+    yield from globalauth.options()
     yield from ratelimit.options()
 
 
@@ -57,7 +59,8 @@ def cpx_configure(config: Config) -> None:
 
 @hookimpl
 def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
-    # Contour's global rate limit filter: after RBAC (and, once merged, jwt_authn / ext_authz).
+    # Contour's order: rbac, (jwt_authn,) ext_authz, ratelimit (global), router.
+    yield EXT_AUTHZ_FILTER
     yield ratelimit.filter_spec(ratelimit.service_settings(config))
 
 
@@ -74,7 +77,7 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         phase=Phase.ROUTES,
         # Contour runs Ingress first: an HTTPProxy route with the same match replaces an
         # Ingress one.  A constraint on a processor that is not loaded is ignored.
-        after=("listeners", "ingress"),
+        after=("listeners", "ingress", "extsvc"),
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
     )

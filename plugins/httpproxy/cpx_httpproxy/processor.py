@@ -35,13 +35,15 @@ from cpx import (
     STATUS_ADDRESS_OPTION,
     Config,
     ConfigError,
+    ObjectKey,
     SourceView,
     load_balancer_status,
 )
 from cpx.dag import DAG, EXTENSION_UPSTREAMS
 
-from cpx_httpproxy import model, ratelimit
+from cpx_httpproxy import globalauth, model, ratelimit
 from cpx_httpproxy import status as st
+from cpx_httpproxy.authorization import VHOST_AUTHORIZATION, Authorizer
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
@@ -103,6 +105,7 @@ class Settings:
     root_namespaces: tuple[str, ...] = ()
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
+    global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
     # The rate limit service (Contour's rateLimitService) and its default global policy.
     rate_limit_service: ratelimit.ServiceSettings | None = None
     default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
@@ -117,6 +120,7 @@ class Settings:
                 disable_permit_insecure=parse_bool(
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
                 ),
+                global_auth=globalauth.from_config(config),
                 rate_limit_service=ratelimit.service_settings(config),
                 default_global_rate_limit=(
                     ratelimit.default_policy(config) if ratelimit.service_settings(config) else None
@@ -207,9 +211,22 @@ class HTTPProxyProcessor:
                 memo.keep(name, build_root(builder, claims.roots[name], source))
                 self.built += 1
         memo.replay.apply(memo.results, registry, dag, claims.non_roots)
+        self._global_authorization(dag, source)
         # What the reused results read is what this build depends on, rebuilt or not.
         source.depend_on(memo.reads)
         return registry
+
+    def _global_authorization(self, dag: DAG, source: SourceView) -> None:
+        """Contour puts the global ext_authz filter on the plain HTTP listener too; cpx only while
+        its ExtensionService is valid (Envoy would refuse a filter on an unknown cluster)."""
+        auth = self.settings.global_auth
+        listener = dag.get_listener(HTTP_LISTENER)
+        if auth is None or listener is None:
+            return
+        # Errors go to no object: the roots that use the global server report them.
+        found = Authorizer(dag, source, auth).resolve(auth, ObjectKey("", "", "", ""), st.ProxyStatus())
+        if found is not None:
+            listener.attachments = listener.attachments.set(VHOST_AUTHORIZATION, found)
 
     def _root_builder(self, dag: DAG, source: SourceView, registry: ProxyRegistry) -> RootBuilder:
         return RootBuilder(
@@ -223,5 +240,6 @@ class HTTPProxyProcessor:
             ),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
+            global_auth=self.settings.global_auth,
             default_global_rate_limit=self.settings.default_global_rate_limit,
         )

@@ -386,7 +386,7 @@ def filter_spec(settings: ServiceSettings | None) -> HttpFilterSpec:
     return HttpFilterSpec(
         name=FILTER_NAME,
         config=at,
-        after=("envoy.filters.http.rbac",),
+        after=("envoy.filters.http.rbac", "envoy.filters.http.ext_authz"),  # both always contributed
         per_route=per_route,
         route_action=route_action,
         virtual_host_fields=virtual_host_fields,

@@ -14,8 +14,9 @@ import attrs
 from cpx import SourceView
 from cpx.dag import DAG, Attachments, Route, SecureVirtualHost, TCPProxy, VirtualHost
 
-from cpx_httpproxy import model, ratelimit, routebuild
+from cpx_httpproxy import authorization, model, ratelimit, routebuild
 from cpx_httpproxy import status as st
+from cpx_httpproxy.authorization import VHOST_AUTHORIZATION, Authorizer, ExternalAuthorization
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_httpproxy.proxies import Proxy, not_supported
@@ -45,6 +46,7 @@ class Served:
     policies: routebuild.VhostPolicies
     tls: ResolvedTLS | None
     tcp_proxy: TCPProxy | None
+    authorization: ExternalAuthorization | None = None  # the secure virtual host's
 
 
 @attrs.frozen
@@ -56,6 +58,7 @@ class RootBuilder:
     walker: IncludeWalker
     root_namespaces: tuple[str, ...]
     fallback_certificate: tuple[str, str] | None
+    global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
     default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     def build(self, proxy: Proxy) -> None:
@@ -82,6 +85,14 @@ class RootBuilder:
             )
             if tls is None:
                 return None
+        authorizer = Authorizer(self.dag, self.source, self.global_auth)
+        vhost_auth: ExternalAuthorization | None = None
+        if tls is not None and tls.secret is not None:
+            if authorization.fallback_conflict(vhost, status):
+                return None
+            ok, vhost_auth = authorizer.secure_vhost(proxy.key, vhost, status)
+            if not ok:
+                return None
         tcp_proxy: TCPProxy | None = None
         if proxy.spec.tcpproxy is not None:
             tcp_proxy = self._tcp_proxy(proxy, tls, status)
@@ -93,11 +104,12 @@ class RootBuilder:
         )
         if policies is None:
             return None
-        by_key = {route.match_key(): route for route in routes}
+        authorizer.check_global(proxy.key, vhost, status)
+        by_key = authorizer.routes(vhost, {route.match_key(): route for route in routes})
         secure = {
             k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
         }
-        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy)
+        return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy, vhost_auth)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
     def _acceptable(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
@@ -107,6 +119,7 @@ class RootBuilder:
             and self._in_root_namespace(proxy, vhost, status)
             and _defines_something(proxy, vhost, status)
             and _only_supported_fields(proxy, vhost, status)
+            and not authorization.not_permitted(vhost, status)
             and self._has_extension_services(vhost, status)
             and _valid_ip_filters(proxy, vhost, status)
             and self._has_listeners(proxy, vhost, status)
@@ -196,6 +209,8 @@ def serve_secure(dag: DAG, served: Served) -> None:
         return
     secure = dag.ensure_secure_virtual_host(HTTPS_LISTENER, served.host)
     _configure_secure(secure, tls, tcp_proxy)
+    if served.authorization is not None:
+        secure.attachments = secure.attachments.set(VHOST_AUTHORIZATION, served.authorization)
     if tcp_proxy is not None:
         return  # routes are not attached to a TCP-proxying virtual host
     _apply(secure, served.policies, served.secure_routes)

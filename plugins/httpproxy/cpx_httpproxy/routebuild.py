@@ -131,16 +131,12 @@ def unsupported_route_fields(route: model.Route) -> tuple[str, ...]:
     found = []
     if route.jwt_verification_policy is not None:
         found.append("jwtVerificationPolicy")
-    if route.auth_policy is not None:
-        found.append("authPolicy")
     return tuple(found)
 
 
 def unsupported_vhost_fields(vhost: model.VirtualHost) -> tuple[str, ...]:
     """Virtual host fields cpx does not implement yet."""
     found = []
-    if vhost.authorization is not None:
-        found.append("authorization")
     if vhost.jwt_providers:
         found.append("jwtProviders")
     return tuple(found)

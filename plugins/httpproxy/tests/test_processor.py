@@ -375,7 +375,6 @@ def test_nothing_defined() -> None:
 @pytest.mark.parametrize(
     ("vhost", "field"),
     [
-        ({"authorization": {"extensionRef": {"name": "authz"}}}, "spec.virtualhost.authorization"),
         (
             {"jwtProviders": [{"name": "p", "remoteJWKS": {"uri": "https://x"}}]},
             "spec.virtualhost.jwtProviders",
@@ -400,7 +399,6 @@ def test_client_validation_is_not_supported() -> None:
 @pytest.mark.parametrize(
     ("extra", "field"),
     [
-        ({"authPolicy": {"disabled": True}}, "authPolicy"),
         ({"jwtVerificationPolicy": {"require": "p"}}, "jwtVerificationPolicy"),
     ],
 )

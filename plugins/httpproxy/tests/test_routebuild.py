@@ -1094,8 +1094,5 @@ def test_unsupported_route_fields() -> None:
             "authPolicy": {"disabled": True},
         }
     )
-    assert unsupported_route_fields(route) == (
-        "jwtVerificationPolicy",
-        "authPolicy",
-    )
+    assert unsupported_route_fields(route) == ("jwtVerificationPolicy",)
     assert unsupported_route_fields(model.Route.from_dict(svc_route(rateLimitPolicy={"local": {}}))) == ()

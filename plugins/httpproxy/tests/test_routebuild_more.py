@@ -342,7 +342,7 @@ def test_unsupported_vhost_fields() -> None:
             "rateLimitPolicy": {"global": {}},
         }
     )
-    assert unsupported_vhost_fields(vh) == ("authorization", "jwtProviders")
+    assert unsupported_vhost_fields(vh) == ("jwtProviders",)
     assert unsupported_vhost_fields(model.VirtualHost.from_dict({"fqdn": "a"})) == ()
 
 

@@ -150,11 +150,16 @@ class _HTTPChain:
     # Plain HTTP next to TLS chains on one listener must not catch TLS connections.
     raw_only: bool = False
     scoped: bool = False  # routes per exact host through Scoped RDS (cpx.xds.envoy.scoped)
+    attachments: Attachments = NO_ATTACHMENTS  # the listener's
     dag_attachments: Attachments = NO_ATTACHMENTS
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         site = FilterSite(
-            listener=self.stat_prefix, virtual_host=None, secure=False, dag_attachments=self.dag_attachments
+            listener=self.stat_prefix,
+            virtual_host=None,
+            secure=False,
+            attachments=self.attachments,
+            dag_attachments=self.dag_attachments,
         )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(
@@ -370,6 +375,7 @@ def _chains(listener: Listener, scoped: bool, dag_attachments: Attachments) -> l
                 route_config=listener.http_route_config_name(),
                 raw_only=bool(secure),
                 scoped=scoped,
+                attachments=listener.attachments,
                 dag_attachments=dag_attachments,
             )
         )

@@ -1,0 +1,73 @@
+"""Contour's global external authorization (``globalExtAuth`` in its configuration file) as
+``--global-ext-auth-*`` options: every root that terminates TLS and does not configure (or opt out
+of) its own authorization is authorized by this server, and so is plain HTTP (Contour installs the
+filter on the HTTP listener too); a root opts out with ``authorization.authPolicy.disabled``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from cpx import Config, DurationError, OptionSpec, parse_timeout
+
+from cpx_httpproxy import model
+
+PREFIX = "global_ext_auth_"
+
+
+def options() -> Iterator[OptionSpec]:
+    def option(name: str, help: str, **kwargs: Any) -> OptionSpec:
+        return OptionSpec(name=PREFIX + name, help=f"global external authorization: {help}", **kwargs)
+
+    yield option("extension_service", "the ExtensionService (namespace/name) that authorizes every root")
+    yield option("service_type", "grpc (default) or http")
+    yield option("http_path_prefix", "path prefix of the checks sent to an http server")
+    yield option("response_timeout", "how long to wait for the server (default: its ExtensionService's)")
+    yield option("fail_open", "allow requests when the server fails", type=bool, default=False)
+    yield option("disabled", "authorization is off unless a route enables it", type=bool, default=False)
+    yield option("context", "key=value sent with every check (repeatable)", multiple=True)
+    yield option("with_request_body", "send the request body to the server", type=bool, default=False)
+    yield option("max_request_bytes", "body bytes sent (default 1024)", type=int)
+    yield option("allow_partial_message", "send the first max-request-bytes of longer bodies", type=bool)
+    yield option("pack_as_bytes", "send the body as raw bytes", type=bool)
+
+
+def from_config(config: Config) -> model.AuthorizationServer | None:
+    """The global server as an HTTPProxy authorization block; ValueError names a bad flag."""
+    ref = config.option(PREFIX + "extension_service")
+    if not ref:
+        return None
+    namespace, slash, name = str(ref).partition("/")
+    if not slash or not namespace or not name or "/" in name:
+        raise ValueError(f"--global-ext-auth-extension-service: expected namespace/name, got {ref!r}")
+    service_type = config.option(PREFIX + "service_type") or "grpc"
+    if service_type not in ("grpc", "http"):
+        raise ValueError(f"--global-ext-auth-service-type: expected grpc or http, got {service_type!r}")
+    timeout = str(config.option(PREFIX + "response_timeout") or "")
+    try:
+        parse_timeout(timeout)
+    except DurationError as err:
+        raise ValueError(f"--global-ext-auth-response-timeout: {err}") from None
+    context: dict[str, str] = {}
+    for item in config.option(PREFIX + "context") or ():
+        key, equals, value = str(item).partition("=")
+        if not equals or not key:
+            raise ValueError(f"--global-ext-auth-context: expected key=value, got {item!r}")
+        context[key] = value
+    wire: dict[str, Any] = {
+        "extensionRef": {"namespace": namespace, "name": name},
+        "serviceType": service_type,
+        "responseTimeout": timeout,
+        "failOpen": bool(config.option(PREFIX + "fail_open")),
+        "authPolicy": {"disabled": bool(config.option(PREFIX + "disabled")), "context": context},
+    }
+    if config.option(PREFIX + "http_path_prefix"):
+        wire["httpSettings"] = {"pathPrefix": str(config.option(PREFIX + "http_path_prefix"))}
+    if config.option(PREFIX + "with_request_body"):
+        wire["withRequestBody"] = {
+            "maxRequestBytes": config.option(PREFIX + "max_request_bytes") or 1024,
+            "allowPartialMessage": bool(config.option(PREFIX + "allow_partial_message")),
+            "packAsBytes": bool(config.option(PREFIX + "pack_as_bytes")),
+        }
+    return model.AuthorizationServer.from_dict(wire)
