@@ -259,15 +259,19 @@ def cpx_cluster_kinds() -> Iterable[ClusterKindSpec]:
 
 
 @hookspec
-def cpx_http_filters() -> Iterable[HttpFilterSpec]:
+def cpx_http_filters(config: Config) -> Iterable[HttpFilterSpec]:
     """Contribute Envoy HTTP filters to every HTTP connection manager, with their per-virtual-host,
     per-route and per-weighted-cluster ``typed_per_filter_config``.
 
-    **When it is called**: once, after loading.  The listener and route caches then call the
+    **When it is called**: once, after :func:`cpx_configure` (``config`` is the final
+    configuration, so a filter may depend on options; an implementation may leave the argument
+    out; ``cpx plugins list`` passes the defaults).  The listener and route caches then call the
     records' functions while they translate: ``config`` for each connection manager's site
     (:class:`cpx.records.FilterSite`; None leaves the filter off that chain), ``per_virtual_host``,
     ``per_route`` (or ``per_route_at``, which also gets the :class:`cpx.records.RouteSite`) and
-    ``per_weighted_cluster`` for each new DAG node (None: no config there).  They return plain
+    ``per_weighted_cluster`` for each new DAG node (None: no config there), and ``route_action`` /
+    ``virtual_host_fields`` for settings Envoy reads from the route's RouteAction or the
+    VirtualHost itself (partial messages merged into them, e.g. ``rate_limits``).  They return plain
     protobuf messages; a node's own data comes from its ``attachments``
     (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's CORS, local rate
     limit, cookie-rewrite, RBAC, 421 and router filters are contributions of the builtin plugin.
@@ -292,6 +296,8 @@ def cpx_http_filters() -> Iterable[HttpFilterSpec]:
                 after=("envoy.filters.http.rbac",),
                 per_route=lambda route: route.attachments.get(HEADERS),
             )
+
+    :param config: the configuration ``cpx_configure`` received (options included).
     """
 
 

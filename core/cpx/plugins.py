@@ -104,6 +104,8 @@ class PluginHost:
     names: tuple[str, ...]
     # Plugins that opted out in cpx_configure (PluginDeclined), with their reasons.
     declined: dict[str, str] = attrs.field(factory=dict)
+    # What configure() was given (the defaults before): hooks whose records depend on options get it.
+    config: Config = attrs.field(factory=Config)
     _tracing: bool = False
 
     @classmethod
@@ -176,11 +178,14 @@ class PluginHost:
 
     # -- typed facade --------------------------------------------------------------------------
     def _collect(self, hook_name: str, record_type: type[T]) -> list[tuple[str, T]]:
-        """(plugin name, record) for every record every plugin yields from one hook."""
+        """(plugin name, record) for every record every plugin yields from one hook (given the
+        configuration when the hook takes it)."""
+        spec = getattr(self.pm.hook, hook_name).spec
+        kwargs = {"config": self.config} if spec is not None and "config" in spec.argnames else {}
         out: list[tuple[str, T]] = []
         for plugin, call in self._per_plugin(hook_name):
             try:
-                records = [record for result in call() for record in (result or ())]
+                records = [record for result in call(**kwargs) for record in (result or ())]
             except Exception as err:
                 raise PluginError(f"plugin {plugin!r} failed in {hook_name}: {err}") from err
             for record in records:
@@ -266,6 +271,7 @@ class PluginHost:
         """
         if config.option(TRACE_OPTION.name) is True:
             self.trace()
+        self.config = config
         for plugin, call in list(self._per_plugin("cpx_configure")):
             try:
                 call(config=config)

@@ -291,6 +291,9 @@ class FilterSite:
     # on fallback chains): a filter whose config is per host or per listener (e.g. external
     # authorization, a global one on plain HTTP) reads its data here.
     attachments: Attachments = NO_ATTACHMENTS
+    # The DAG's own attachments (DAG.attachments), the same on every chain: a filter whose
+    # config depends on an object (e.g. the rate limit service's ExtensionService) reads it here.
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -333,4 +336,11 @@ class HttpFilterSpec:
     per_route: Callable[[Route], Message | None] | None = None
     per_route_at: Callable[[Route, RouteSite], Message | None] | None = None
     per_weighted_cluster: Callable[[Route, Cluster], Message | None] | None = None
+    # Fields the filter reads from the route's own RouteAction or VirtualHost rather than from
+    # typed_per_filter_config (the global rate limit's ``rate_limits``): a partial
+    # ``envoy.config.route.v3.RouteAction`` / ``VirtualHost`` merged into the one built (MergeFrom).
+    # ``route_action`` applies to routes that forward to clusters (redirects and direct responses
+    # have no RouteAction); ``virtual_host_fields`` may set only fields numbered after ``routes``.
+    route_action: Callable[[Route], Message | None] | None = None
+    virtual_host_fields: Callable[[VirtualHost], Message | None] | None = None
     description: str = ""

@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import pytest
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
+from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
 from envoy.extensions.filters.http.header_mutation.v3 import header_mutation_pb2 as header_mutation
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
@@ -263,6 +264,61 @@ def test_per_virtual_host_and_per_weighted_cluster_configs_come_from_attachments
     assert entry.name == cluster_name(Cluster(upstream=WEB))
 
 
+def _rate_limit(tag: Tag | None) -> list[route_components.RateLimit]:
+    if tag is None:
+        return []
+    action = route_components.RateLimit.Action(generic_key={"descriptor_value": tag.value})
+    return [route_components.RateLimit(actions=[action])]
+
+
+def test_route_action_and_virtual_host_fields_merge_into_the_route_and_the_host() -> None:
+    """Settings Envoy reads from the RouteAction / VirtualHost itself (rate_limits), from attachments."""
+    spec = _filter(
+        "test.limits",
+        route_action=lambda route: (
+            route_components.RouteAction(rate_limits=_rate_limit(route.attachments.get(VHOST_TAG)))
+            if VHOST_TAG in route.attachments
+            else None
+        ),
+        virtual_host_fields=lambda vhost: (
+            route_components.VirtualHost(rate_limits=_rate_limit(vhost.attachments.get(VHOST_TAG)))
+            if VHOST_TAG in vhost.attachments
+            else None
+        ),
+    )
+    host = PluginHost.from_modules([("core", core), _plugin("limits", spec)])
+    dag = _dag(plain_hosts=("limited.example.com", "plain.example.com"))
+    limited = dag.listeners[HTTP].virtual_hosts["limited.example.com"]
+    limited.attachments = limited.attachments.set(VHOST_TAG, Tag("host"))
+    (key, route), *_ = limited.routes.items()
+    limited.routes[key] = attrs.evolve(route, attachments=route.attachments.set(VHOST_TAG, Tag("route")))
+    (config,) = _translate(host, dag)[1].values()
+    vhosts = {v.domains[0]: v for v in config.virtual_hosts}
+    assert not vhosts["plain.example.com"].rate_limits
+    assert not vhosts["plain.example.com"].routes[0].route.rate_limits
+    (host_limit,) = vhosts["limited.example.com"].rate_limits
+    assert host_limit.actions[0].generic_key.descriptor_value == "host"
+    action = vhosts["limited.example.com"].routes[0].route
+    assert action.cluster == cluster_name(Cluster(upstream=WEB))  # the rest of the action is kept
+    (route_limit,) = action.rate_limits
+    assert route_limit.actions[0].generic_key.descriptor_value == "route"
+
+
+def test_filters_are_contributed_with_the_configuration() -> None:
+    module = types.ModuleType("configured")
+
+    @hookimpl
+    def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
+        if config.option("configured_filter"):
+            yield _filter("test.configured")
+
+    module.cpx_http_filters = cpx_http_filters  # type: ignore[attr-defined]
+    host = PluginHost.from_modules([("core", core), ("configured", module)])
+    assert "test.configured" not in [s.name for s in host.http_filters()]  # the defaults before
+    host.configure(Config(options={"configured_filter": True}))
+    assert "test.configured" in [s.name for s in host.http_filters()]
+
+
 # -- attachments ------------------------------------------------------------------------------------
 
 
@@ -324,3 +380,41 @@ def test_a_chain_level_config_reads_its_sni_hosts_attachments() -> None:
     assert chosen.typed_config.Unpack(config)
     assert config.mutations.request_mutations[0].remove == "x-listener"
     assert "test.chain" not in [f.name for f in managers["plain.example.com"].http_filters]
+
+
+def test_a_chain_level_config_reads_the_dags_attachments_on_every_chain() -> None:
+    # A filter whose settings an object decides (the rate limit service's ExtensionService).
+    def tagged_everywhere(site: Any) -> header_mutation.HeaderMutation | None:
+        tag = site.dag_attachments.get(VHOST_TAG)
+        if tag is None:
+            return None
+        return header_mutation.HeaderMutation(
+            mutations=header_mutation.Mutations(request_mutations=[{"remove": tag.value}])
+        )
+
+    host = PluginHost.from_modules(
+        [("core", core), _plugin("tags", HttpFilterSpec(name="test.dag", config=tagged_everywhere))]
+    )
+
+    def filters(tag: Tag | None) -> dict[str, list[str]]:
+        dag = _dag("secure.example.com", plain_hosts=("http.example.com",), fallback=True)
+        if tag is not None:
+            dag.attachments = dag.attachments.set(VHOST_TAG, tag)
+        managers = _managers(_translate(host, dag)[0])
+        return {
+            name: [
+                header_mutation.HeaderMutation.FromString(f.typed_config.value)
+                .mutations.request_mutations[0]
+                .remove
+                for f in manager.http_filters
+                if f.name == "test.dag"
+            ]
+            for name, manager in managers.items()
+        }
+
+    assert filters(Tag("x-dag")) == {
+        HTTP: ["x-dag"],
+        "secure.example.com": ["x-dag"],
+        "fallback-certificate": ["x-dag"],
+    }
+    assert filters(None) == {HTTP: [], "secure.example.com": [], "fallback-certificate": []}

@@ -98,6 +98,8 @@ def _http_filters(host: PluginHost) -> Lines:
                 ("virtual host", spec.per_virtual_host),
                 ("route", spec.per_route or spec.per_route_at),
                 ("weighted cluster", spec.per_weighted_cluster),
+                ("route action", spec.route_action),
+                ("virtual host fields", spec.virtual_host_fields),
             )
             if given is not None
         ]

@@ -228,6 +228,9 @@ class Note:
 @attrs.define(eq=False)
 class DAG:
     listeners: dict[str, Listener] = attrs.field(factory=dict)
+    # Plugins' data for the whole build (e.g. an HTTP filter's settings that an object, not an
+    # option, decides), handed to every connection manager's filters as FilterSite.dag_attachments.
+    attachments: Attachments = NO_ATTACHMENTS
     # Plugins' own nodes, translated by the kind that claims their type (cpx.records.*KindSpec).
     _listener_nodes: dict[str, CustomNode] = attrs.field(factory=dict, init=False, repr=False)
     _cluster_nodes: dict[str, CustomNode] = attrs.field(factory=dict, init=False, repr=False)

@@ -18,6 +18,7 @@ Names                                        What for
 ``envoy_cluster``                            the Envoy Cluster the core makes of a DAG ``Cluster`` (a
                                              cluster kind's starting point: rename, point EDS elsewhere)
 ``to_xds``                                   an envoy-data-plane (betterproto2) message as xds-protos
+``header_matcher``                           a DAG ``HeaderMatch`` as Envoy's route ``HeaderMatcher``
 ===========================================  ===========================================================
 
 Names are imported on first use (see :mod:`cpx._lazy`): they load protobuf and Envoy's messages.
@@ -32,6 +33,7 @@ from cpx._lazy import exporter
 if TYPE_CHECKING:
     from cpx.xds.caches.clusters import cluster as envoy_cluster
     from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
+    from cpx.xds.envoy.route import header_matcher
     from cpx.xds.interop import to_xds
     from cpx.xds.naming import cluster_name, secret_name
     from cpx.xds.resource import CLUSTER as CLUSTER_TYPE_URL
@@ -56,6 +58,7 @@ _LAZY = {
     "ads_config_source": "cpx.xds.envoy.common",
     "cluster_name": "cpx.xds.naming",
     "envoy_cluster": "cpx.xds.caches.clusters:cluster",
+    "header_matcher": "cpx.xds.envoy.route",
     "message_class": "cpx.xds.types",
     "seconds": "cpx.xds.envoy.common",
     "secret_name": "cpx.xds.naming",
@@ -77,6 +80,7 @@ __all__ = [
     "ads_config_source",
     "cluster_name",
     "envoy_cluster",
+    "header_matcher",
     "message_class",
     "seconds",
     "secret_name",

@@ -153,6 +153,26 @@ def _having(filters: HttpFilters, kind: str) -> HttpFilters:
     return tuple(s for s in filters if getattr(s, kind) is not None)
 
 
+def route_action_fields(filters: HttpFilters, route: Route) -> list[Message]:
+    """The partial RouteActions filters contribute for ``route`` (merged into its own)."""
+    out = []
+    for spec in _having(filters, "route_action"):
+        fields = spec.route_action(route) if spec.route_action is not None else None
+        if fields is not None:
+            out.append(fields)
+    return out
+
+
+def virtual_host_fields(filters: HttpFilters, vhost: VirtualHost) -> list[Message]:
+    """The partial VirtualHosts filters contribute for ``vhost`` (merged into its tail)."""
+    out = []
+    for spec in _having(filters, "virtual_host_fields"):
+        fields = spec.virtual_host_fields(vhost) if spec.virtual_host_fields is not None else None
+        if fields is not None:
+            out.append(fields)
+    return out
+
+
 # Plain loops below: they run for every new route and virtual host, mostly finding no config.
 
 

@@ -13,15 +13,17 @@ from collections.abc import Sequence
 
 import attrs
 from cpx import Config, ObjectKey, SourceView, blame
-from cpx.dag import DirectResponse, PathKind, PathMatch, Route, TCPProxy
+from cpx.dag import Attachments, DirectResponse, PathKind, PathMatch, Route, TCPProxy
 
 from cpx_httpproxy import conditions as cond
-from cpx_httpproxy import model, routebuild
+from cpx_httpproxy import model, ratelimit, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.authorization import with_route_policy
 from cpx_httpproxy.jwt import NO_JWT
-from cpx_httpproxy.proxies import Proxy, ProxyRegistry, not_supported
+from cpx_httpproxy.proxies import Proxy, ProxyRegistry
 from cpx_httpproxy.status import ProxyStatus
+
+NO_ATTACHMENTS = Attachments()
 
 Conditions = tuple[model.MatchCondition, ...]
 # (type, reason, message) of a status error
@@ -36,6 +38,8 @@ class IncludeWalker:
     proxies: ProxyRegistry
     source: SourceView
     config: Config
+    # Whether an enabled plugin publishes ExtensionServices (global rate limits need one).
+    extension_services: bool = True
 
     # -- routes ----------------------------------------------------------------------------------
     def routes(
@@ -114,9 +118,8 @@ class IncludeWalker:
     ) -> Route | None:
         """One route of ``proxy`` under its includes' ``conditions``; None after recording why it
         cannot be served."""
-        unsupported = routebuild.unsupported_route_fields(route)
-        if unsupported:
-            not_supported(status, (f"spec.routes[{index}].{field}" for field in unsupported))
+        if not self.extension_services and ratelimit.needs_extension_service(route.rate_limit_policy):
+            ratelimit.refuse_without_plugin(status, f"spec.routes[{index}].rateLimitPolicy.global")
             return None
         chain = (*conditions, *route.conditions)
         problem = _route_conditions_problem(route.conditions, chain)
@@ -266,8 +269,14 @@ def _dag_route(
         local_rate_limit=parts.local_rate_limit,
         ip_filter=parts.ip_filter,
         origin=origin,
-        attachments=parts.attachments,
+        attachments=_attachments(parts, origin),
     )
+
+
+def _attachments(parts: routebuild.RouteParts, origin: ObjectKey) -> Attachments:
+    if parts.global_rate_limit is None:
+        return parts.attachments
+    return parts.attachments.set(ratelimit.ROUTE_LIMITS, parts.global_rate_limit, origin=origin)
 
 
 def _bad_gateway(

@@ -23,7 +23,7 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import globalauth, jwt, schema, status
+from cpx_httpproxy import globalauth, jwt, ratelimit, schema, status
 from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
 from cpx_httpproxy.kinds import HTTPPROXY
 from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
@@ -50,11 +50,20 @@ def cpx_options() -> Iterator[OptionSpec]:
         default=False,
     )
     yield from globalauth.options()
+    yield from ratelimit.options()
 
 
 @hookimpl
 def cpx_configure(config: Config) -> None:
     Settings.from_config(config)  # ConfigError for an unusable value
+
+
+@hookimpl
+def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
+    # Contour's order: rbac, jwt_authn, ext_authz, ratelimit (global), router.
+    yield jwt.http_filter()
+    yield attrs.evolve(EXT_AUTHZ_FILTER, after=(*EXT_AUTHZ_FILTER.after, jwt.FILTER_NAME))
+    yield ratelimit.filter_spec(ratelimit.service_settings(config))
 
 
 @hookimpl
@@ -74,13 +83,6 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
     )
-
-
-@hookimpl
-def cpx_http_filters() -> Iterator[HttpFilterSpec]:
-    # Contour's order: jwt_authn, then ext_authz (both after the core's rbac).
-    yield jwt.http_filter()
-    yield attrs.evolve(EXT_AUTHZ_FILTER, after=(*EXT_AUTHZ_FILTER.after, jwt.FILTER_NAME))
 
 
 @hookimpl

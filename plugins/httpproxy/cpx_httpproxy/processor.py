@@ -26,6 +26,7 @@ module holds the options and runs a build; the parts are modules of their own:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,9 +39,9 @@ from cpx import (
     SourceView,
     load_balancer_status,
 )
-from cpx.dag import DAG
+from cpx.dag import DAG, EXTENSION_UPSTREAMS
 
-from cpx_httpproxy import globalauth, model
+from cpx_httpproxy import globalauth, model, ratelimit
 from cpx_httpproxy import status as st
 from cpx_httpproxy.authorization import VHOST_AUTHORIZATION, Authorizer
 from cpx_httpproxy.includes import IncludeWalker
@@ -48,6 +49,8 @@ from cpx_httpproxy.incremental import Memo, RootScope, build_root
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
 from cpx_httpproxy.proxies import ProxyRegistry, Published
 from cpx_httpproxy.roots import RootBuilder
+
+log = logging.getLogger(__name__)
 
 # Option names (cpx_options in cpx_httpproxy.plugin).
 ROOT_NAMESPACES = "root_namespaces"
@@ -103,6 +106,9 @@ class Settings:
     fallback_certificate: tuple[str, str] | None = None
     disable_permit_insecure: bool = False
     global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
+    # The rate limit service (Contour's rateLimitService) and its default global policy.
+    rate_limit_service: ratelimit.ServiceSettings | None = None
+    default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     @classmethod
     def from_config(cls, config: Config) -> Settings:
@@ -115,6 +121,10 @@ class Settings:
                     config.option(DISABLE_PERMIT_INSECURE), "--disable-permit-insecure"
                 ),
                 global_auth=globalauth.from_config(config),
+                rate_limit_service=ratelimit.service_settings(config),
+                default_global_rate_limit=(
+                    ratelimit.default_policy(config) if ratelimit.service_settings(config) else None
+                ),
             )
         except ValueError as err:
             raise ConfigError(str(err)) from None
@@ -143,6 +153,8 @@ class HTTPProxyProcessor:
     memo: Memo = attrs.field(factory=Memo)
     # How many roots the last build built (not replayed): for tests and benchmarks.
     built: int = 0
+    # Why the rate limit service could not be used last build ("" when it could): logged on change.
+    rate_limit_problem: str = ""
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPProxyProcessor:
@@ -153,6 +165,7 @@ class HTTPProxyProcessor:
         """One build: roots first (each walking its includes, or replayed), then every proxy's
         status."""
         try:
+            self._attach_rate_limit_service(dag, source)
             registry = self._build(dag, source)
             self.published = registry.publish(
                 dag,
@@ -166,6 +179,23 @@ class HTTPProxyProcessor:
             # to the statuses published from them): the next build starts from scratch.
             self.memo.reset()
             raise
+
+    def _attach_rate_limit_service(self, dag: DAG, source: SourceView) -> None:
+        """The configured rate limit service's upstream, for the filter on every connection manager."""
+        settings = self.settings.rate_limit_service
+        if settings is None:
+            return
+        upstream, problem = ratelimit.service_upstream(dag, source, settings)
+        if problem != self.rate_limit_problem:
+            if problem:
+                log.warning("global rate limiting is off: %s", problem)
+            else:
+                log.info(
+                    "global rate limiting uses ExtensionService %s/%s", settings.namespace, settings.name
+                )
+            self.rate_limit_problem = problem
+        if upstream is not None:
+            dag.attachments = dag.attachments.set(ratelimit.SERVICE_UPSTREAM, upstream)
 
     def _build(self, dag: DAG, source: SourceView) -> ProxyRegistry:
         memo = self.memo
@@ -202,8 +232,14 @@ class HTTPProxyProcessor:
         return RootBuilder(
             dag,
             source,
-            IncludeWalker(RootScope(proxies=registry.proxies), source, self.config),
+            IncludeWalker(
+                RootScope(proxies=registry.proxies),
+                source,
+                self.config,
+                extension_services=dag.registries.published_by_any(EXTENSION_UPSTREAMS),
+            ),
             root_namespaces=self.settings.root_namespaces,
             fallback_certificate=self.settings.fallback_certificate,
             global_auth=self.settings.global_auth,
+            default_global_rate_limit=self.settings.default_global_rate_limit,
         )

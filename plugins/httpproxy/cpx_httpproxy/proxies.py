@@ -193,9 +193,3 @@ def _render(
     if load_balancer is not None:
         computed = {**computed, **load_balancer}
     return Rendered(proxy, tuple(status.errors), tuple(status.warnings), computed, reusable)
-
-
-def not_supported(status: ProxyStatus, fields: Iterable[str]) -> None:
-    """Record each of ``fields`` as a feature cpx does not have (the proxy is not served)."""
-    for field in fields:
-        status.add_error(st.SPEC_ERROR, NOT_IMPLEMENTED, f"{field} is not supported by cpx yet")

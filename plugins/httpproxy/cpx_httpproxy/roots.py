@@ -12,21 +12,16 @@ from collections.abc import Mapping
 
 import attrs
 from cpx import ObjectKey, SourceView
-from cpx.dag import DAG, Route, SecureVirtualHost, TCPProxy, VirtualHost
+from cpx.dag import DAG, Attachments, Route, SecureVirtualHost, TCPProxy, VirtualHost
 
-from cpx_httpproxy import authorization, jwt, model, routebuild
+from cpx_httpproxy import authorization, jwt, model, ratelimit, routebuild
 from cpx_httpproxy import status as st
 from cpx_httpproxy.authorization import VHOST_AUTHORIZATION, Authorizer, ExternalAuthorization
 from cpx_httpproxy.includes import IncludeWalker
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPS_LISTENER
-from cpx_httpproxy.proxies import Proxy, not_supported
+from cpx_httpproxy.proxies import Proxy
 from cpx_httpproxy.status import ProxyStatus
 from cpx_httpproxy.tls import ResolvedTLS, resolve_tls
-
-
-def unsupported_vhost_fields(vhost: model.VirtualHost) -> list[str]:
-    """Virtual host fields cpx cannot honour yet (routebuild's list); a root using one is not served."""
-    return [f"spec.virtualhost.{field}" for field in routebuild.unsupported_vhost_fields(vhost)]
 
 
 @attrs.frozen(eq=False)
@@ -57,6 +52,7 @@ class RootBuilder:
     root_namespaces: tuple[str, ...]
     fallback_certificate: tuple[str, str] | None
     global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
+    default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
 
     def build(self, proxy: Proxy) -> None:
         """Check ``proxy`` and add what it serves to the DAG."""
@@ -102,7 +98,9 @@ class RootBuilder:
             if required is None:
                 return None
             routes = required
-        policies = routebuild.build_vhost_policies(vhost, status=status)
+        policies = routebuild.build_vhost_policies(
+            vhost, status=status, default_global_rate_limit=self.default_global_rate_limit
+        )
         if policies is None:
             return None
         authorizer.check_global(proxy.key, vhost, status)
@@ -120,11 +118,17 @@ class RootBuilder:
             and self._in_root_namespace(proxy, vhost, status)
             and _defines_something(proxy, vhost, status)
             and jwt.permitted(vhost, status)
-            and _only_supported_fields(proxy, vhost, status)
             and not authorization.not_permitted(vhost, status)
+            and self._has_extension_services(vhost, status)
             and _valid_ip_filters(proxy, vhost, status)
             and self._has_listeners(proxy, vhost, status)
         )
+
+    def _has_extension_services(self, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
+        if self.walker.extension_services or not ratelimit.needs_extension_service(vhost.rate_limit_policy):
+            return True
+        ratelimit.refuse_without_plugin(status, "spec.virtualhost.rateLimitPolicy.global")
+        return False
 
     def _in_root_namespace(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
         roots = self.root_namespaces
@@ -193,8 +197,20 @@ def add_plain(dag: DAG, served: Served, made: VirtualHost | None = None) -> None
 def new_plain(served: Served) -> VirtualHost:
     policies = served.policies
     return VirtualHost(
-        served.host, dict(served.routes), policies.cors, policies.local_rate_limit, policies.ip_filter
+        served.host,
+        dict(served.routes),
+        policies.cors,
+        policies.local_rate_limit,
+        policies.ip_filter,
+        attachments=_host_attachments(Attachments(), policies),
     )
+
+
+def _host_attachments(attachments: Attachments, policies: routebuild.VhostPolicies) -> Attachments:
+    """The host's attachments with the root's global rate limits (or without any)."""
+    if policies.global_rate_limit is None:
+        return attachments.remove(ratelimit.HOST_LIMITS)
+    return attachments.set(ratelimit.HOST_LIMITS, policies.global_rate_limit)
 
 
 def serve_secure(dag: DAG, served: Served) -> None:
@@ -238,12 +254,6 @@ def _defines_something(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStat
     return True
 
 
-def _only_supported_fields(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
-    unsupported = unsupported_vhost_fields(vhost)
-    not_supported(status, unsupported)
-    return not unsupported
-
-
 def _valid_ip_filters(proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
     return routebuild.check_vhost_ip_filters(vhost, status)
 
@@ -252,6 +262,7 @@ def _apply(vhost: VirtualHost, policies: routebuild.VhostPolicies, routes: Mappi
     vhost.cors = policies.cors
     vhost.local_rate_limit = policies.local_rate_limit
     vhost.ip_filter = policies.ip_filter
+    vhost.attachments = _host_attachments(vhost.attachments, policies)
     vhost.routes.update(routes)
 
 

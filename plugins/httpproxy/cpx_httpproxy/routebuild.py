@@ -41,7 +41,7 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_httpproxy import jwt, model, policies
+from cpx_httpproxy import jwt, model, policies, ratelimit
 from cpx_httpproxy.headers import (
     CONTOUR_NAMESPACE,
     CONTOUR_SERVICE_NAME,
@@ -79,8 +79,6 @@ __all__ = [
     "build_vhost_policies",
     "expand_prefix_routes",
     "resolve_prefix_rewrite",
-    "unsupported_route_fields",
-    "unsupported_vhost_fields",
 ]
 
 PERMIT_INSECURE_OPTION = "disable_permit_insecure"
@@ -108,6 +106,7 @@ class RouteParts:
     internal_redirect: InternalRedirectPolicy | None = None
     cookie_rewrites: tuple[CookieRewrite, ...] = ()
     local_rate_limit: LocalRateLimit | None = None
+    global_rate_limit: ratelimit.RouteLimits | None = None
     ip_filter: IPFilter | None = None
     permit_insecure: bool = False
     # (prefix, replacement) pairs, resolved by the processor against the merged prefix with
@@ -123,26 +122,8 @@ class VhostPolicies:
 
     cors: CORSPolicy | None = None
     local_rate_limit: LocalRateLimit | None = None
+    global_rate_limit: ratelimit.HostLimits | None = None
     ip_filter: IPFilter | None = None
-
-
-# -- out-of-scope fields ----------------------------------------------------------------------------
-
-
-def unsupported_route_fields(route: model.Route) -> tuple[str, ...]:
-    """Route fields cpx does not implement yet (the processor rejects the proxy with a clear error)."""
-    found = []
-    if route.rate_limit_policy is not None and route.rate_limit_policy.global_ is not None:
-        found.append("rateLimitPolicy.global")
-    return tuple(found)
-
-
-def unsupported_vhost_fields(vhost: model.VirtualHost) -> tuple[str, ...]:
-    """Virtual host fields cpx does not implement yet."""
-    found = []
-    if vhost.rate_limit_policy is not None and vhost.rate_limit_policy.global_ is not None:
-        found.append("rateLimitPolicy.global")
-    return tuple(found)
 
 
 # -- routes ----------------------------------------------------------------------------------------
@@ -239,6 +220,7 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         timeout_policy, idle_connection = policies.timeout_policies(route.timeout_policy)
     with _drop_on(status, ROUTE_ERROR, "RateLimitPolicyNotValid", "route.rateLimitPolicy is invalid: {}"):
         local_rate_limit = policies.local_rate_limit(route.rate_limit_policy)
+        global_rate_limit = ratelimit.route_limits(route.rate_limit_policy)
     hash_policies, strategy = policies.request_hash_policies(route.load_balancer_policy, status)
     with _drop_on(status, ROUTE_ERROR, "RequestRedirectPolicy", "route.requestRedirectPolicy is invalid: {}"):
         redirect = policies.redirect(route.request_redirect_policy)
@@ -269,6 +251,7 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         internal_redirect=policies.internal_redirect(route.internal_redirect_policy),
         cookie_rewrites=cookie_rewrites,
         local_rate_limit=local_rate_limit,
+        global_rate_limit=global_rate_limit,
         ip_filter=ip_filter,
         permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
         replace_prefix=replace_prefix,
@@ -527,11 +510,18 @@ def check_vhost_ip_filters(vhost: model.VirtualHost, status: ProxyStatus) -> boo
     return True
 
 
-def build_vhost_policies(vhost: model.VirtualHost, *, status: ProxyStatus) -> VhostPolicies | None:
-    """CORS, local rate limit and IP filters of a root's virtual host, or None when the proxy must
-    be dropped (error recorded).  Contour checks them after the routes, in this order; the
-    allow-and-deny conflict (:func:`check_vhost_ip_filters`) it checks before TLS, so a processor
-    that wants Contour's exact order calls that first; it is repeated here for safety."""
+def build_vhost_policies(
+    vhost: model.VirtualHost,
+    *,
+    status: ProxyStatus,
+    default_global_rate_limit: model.GlobalRateLimitPolicy | None = None,
+) -> VhostPolicies | None:
+    """CORS, rate limits and IP filters of a root's virtual host, or None when the proxy must
+    be dropped (error recorded); ``default_global_rate_limit`` is the rate limit service's
+    default global policy (Contour's computeVirtualHostRateLimitPolicy).  Contour checks them
+    after the routes, in this order; the allow-and-deny conflict (:func:`check_vhost_ip_filters`)
+    it checks before TLS, so a processor that wants Contour's exact order calls that first; it is
+    repeated here for safety."""
     if not check_vhost_ip_filters(vhost, status):
         return None
     try:
@@ -541,6 +531,7 @@ def build_vhost_policies(vhost: model.VirtualHost, *, status: ProxyStatus) -> Vh
         return None
     try:
         local_rate_limit = policies.local_rate_limit(vhost.rate_limit_policy)
+        own = ratelimit.host_limits(vhost.rate_limit_policy, None)
     except PolicyError as err:
         status.add_error(
             VIRTUAL_HOST_ERROR,
@@ -548,6 +539,18 @@ def build_vhost_policies(vhost: model.VirtualHost, *, status: ProxyStatus) -> Vh
             f"Spec.VirtualHost.RateLimitPolicy is invalid: {err}",
         )
         return None
+    global_rate_limit = own
+    if own is None:  # the proxy's own global policy wins over the default
+        try:
+            default = ratelimit.descriptors(default_global_rate_limit)
+        except PolicyError as err:
+            status.add_error(
+                VIRTUAL_HOST_ERROR,
+                "RateLimitPolicyNotValid",
+                f"Default Global RateLimit Policy is invalid: {err}",
+            )
+            return None
+        global_rate_limit = ratelimit.host_limits(vhost.rate_limit_policy, default)
     try:
         ip_filter = policies.ip_filter(vhost.ip_allow_policy, vhost.ip_deny_policy, status)
     except PolicyError as err:
@@ -557,4 +560,6 @@ def build_vhost_policies(vhost: model.VirtualHost, *, status: ProxyStatus) -> Vh
             f"Spec.VirtualHost.IPAllowFilterPolicy or Spec.VirtualHost.IPDenyFilterPolicy is invalid: {err}",
         )
         return None
-    return VhostPolicies(cors=cors, local_rate_limit=local_rate_limit, ip_filter=ip_filter)
+    return VhostPolicies(
+        cors=cors, local_rate_limit=local_rate_limit, global_rate_limit=global_rate_limit, ip_filter=ip_filter
+    )

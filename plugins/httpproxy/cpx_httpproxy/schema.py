@@ -49,6 +49,12 @@ CEL_RULES: Mapping[str, Callable[[Mapping[str, Any]], bool]] = {
 }
 
 
+def validate_global_rate_limit_policy(value: Any, path: str) -> list[str]:
+    """What the API server would refuse in a ``rateLimitPolicy.global`` given elsewhere (the rate
+    limit service's default policy)."""
+    return openapi_problems({path: value}, {"properties": {path: crd.GLOBAL_RATE_LIMIT}})
+
+
 def validate(obj: Mapping[str, Any]) -> list[str]:
     """WatchSpec.validate: the problems the API server would refuse this HTTPProxy for."""
     return openapi_problems(obj, crd.OPENAPI_SCHEMA, cel_rules=CEL_RULES)

@@ -377,21 +377,6 @@ def test_nothing_defined() -> None:
     ]
 
 
-@pytest.mark.parametrize(
-    ("vhost", "field"),
-    [
-        (
-            {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
-            "spec.virtualhost.rateLimitPolicy.global",
-        ),
-    ],
-)
-def test_unsupported_virtual_host_features_drop_the_proxy(vhost: dict[str, Any], field: str) -> None:
-    dag = build(service(), tls_secret(), httpproxy(routes=[route()], vhost=vhost, tls={"secretName": "tls"}))
-    assert errors(dag) == [("SpecError", "NotImplemented", f"{field} is not supported by cpx yet")]
-    assert dag.listeners == {}
-
-
 # -- client certificate validation (tls.clientValidation) -------------------------------------------
 
 
@@ -568,28 +553,6 @@ def test_delegated_client_validation_secrets() -> None:
     assert (
         svhost.downstream_validation.crl is not None and svhost.downstream_validation.crl.ref == "certs/crl"
     )
-
-
-@pytest.mark.parametrize(
-    ("extra", "field"),
-    [
-        (
-            {"rateLimitPolicy": {"global": {"descriptors": [{"entries": [{"remoteAddress": {}}]}]}}},
-            "rateLimitPolicy.global",
-        ),
-    ],
-)
-def test_unsupported_route_features_drop_the_route_set(extra: dict[str, Any], field: str) -> None:
-    dag = build(
-        service(),
-        httpproxy(routes=[route(prefix("/ok")), route(prefix("/bad"), **extra)], includes=[include("kid")]),
-        child("kid", routes=[route(prefix("/kid"))]),
-    )
-    assert errors(dag) == [
-        ("SpecError", "NotImplemented", f"spec.routes[1].{field} is not supported by cpx yet")
-    ]
-    assert http_routes(dag) == {}  # the proxy's route set, included routes too
-    assert current(dag, key("kid")) == "valid"  # reached, not orphaned
 
 
 def test_vhost_allow_and_deny_filters_are_exclusive() -> None:

@@ -32,7 +32,7 @@ from cpx.dag import (
 from cpx.testing import ExternalNamePolicy, Resolver, SourceCache, default_ca
 
 from cpx_httpproxy import model
-from cpx_httpproxy.routebuild import RouteParts, build_route, unsupported_route_fields
+from cpx_httpproxy.routebuild import RouteParts, build_route
 from cpx_httpproxy.status import ProxyStatus
 
 NS = "default"
@@ -1083,16 +1083,3 @@ def test_checks_run_in_contours_order() -> None:
     assert only_error(route)[1] == "RequestHeadersPolicyInvalid"
     del route["requestHeadersPolicy"]
     assert only_error(route)[1] == "TimeoutPolicyNotValid"
-
-
-def test_unsupported_route_fields() -> None:
-    route = model.Route.from_dict(
-        {
-            "services": [{"name": "web", "port": 80}],
-            "rateLimitPolicy": {"global": {"descriptors": []}},
-            "jwtVerificationPolicy": {"require": "p"},
-            "authPolicy": {"disabled": True},
-        }
-    )
-    assert unsupported_route_fields(route) == ("rateLimitPolicy.global",)
-    assert unsupported_route_fields(model.Route.from_dict(svc_route(rateLimitPolicy={"local": {}}))) == ()

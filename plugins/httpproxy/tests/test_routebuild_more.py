@@ -34,7 +34,6 @@ from cpx_httpproxy.routebuild import (
     check_vhost_ip_filters,
     expand_prefix_routes,
     resolve_prefix_rewrite,
-    unsupported_vhost_fields,
 )
 from cpx_httpproxy.status import ProxyStatus
 
@@ -331,19 +330,6 @@ def test_vhost_ip_filter_errors() -> None:
             "invalid CIDR address: 10.0.0.0/33",
         ),
     ]
-
-
-def test_unsupported_vhost_fields() -> None:
-    vh = model.VirtualHost.from_dict(
-        {
-            "fqdn": "a",
-            "authorization": {"extensionRef": {"name": "authz"}},
-            "jwtProviders": [{"name": "p"}],
-            "rateLimitPolicy": {"global": {}},
-        }
-    )
-    assert unsupported_vhost_fields(vh) == ("rateLimitPolicy.global",)
-    assert unsupported_vhost_fields(model.VirtualHost.from_dict({"fqdn": "a"})) == ()
 
 
 # -- prefix rewriting ---------------------------------------------------------------------------------------

@@ -73,9 +73,10 @@ class _SecureChain:
     authority_check: AuthorityCheck | None = None
     attachments: Attachments = NO_ATTACHMENTS
     validation: DownstreamValidation | None = None
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     @classmethod
-    def of(cls, listener: Listener, vhost: SecureVirtualHost) -> _SecureChain:
+    def of(cls, listener: Listener, vhost: SecureVirtualHost, dag_attachments: Attachments) -> _SecureChain:
         return cls(
             stat_prefix=listener.name,
             fqdn=vhost.name,
@@ -88,6 +89,7 @@ class _SecureChain:
             attachments=vhost.attachments,
             # Passthrough: the backend, not Envoy, sees the client's certificate.
             validation=None if vhost.passthrough else vhost.downstream_validation,
+            dag_attachments=dag_attachments,
         )
 
     def sort_key(self) -> tuple[bool, str]:
@@ -108,6 +110,7 @@ class _SecureChain:
                 secure=secure,
                 authority_check=self.authority_check,
                 attachments=self.attachments,
+                dag_attachments=self.dag_attachments,
             )
             chosen = connection_manager_filters(http_filters, site)
             forward = None if self.validation is None else self.validation.forward_client_certificate
@@ -130,13 +133,16 @@ class _FallbackChain:
     stat_prefix: str
     route_config: str
     secret: Secret
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     def sort_key(self) -> tuple[bool, str]:
         return (True, "")
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         # No virtual host: this chain serves every virtual host with a fallback certificate.
-        site = FilterSite(listener=self.stat_prefix, virtual_host=None, secure=True)
+        site = FilterSite(
+            listener=self.stat_prefix, virtual_host=None, secure=True, dag_attachments=self.dag_attachments
+        )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
@@ -152,10 +158,15 @@ class _HTTPChain:
     raw_only: bool = False
     scoped: bool = False  # routes per exact host through Scoped RDS (cpx.xds.envoy.scoped)
     attachments: Attachments = NO_ATTACHMENTS  # the listener's
+    dag_attachments: Attachments = NO_ATTACHMENTS
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
         site = FilterSite(
-            listener=self.stat_prefix, virtual_host=None, secure=False, attachments=self.attachments
+            listener=self.stat_prefix,
+            virtual_host=None,
+            secure=False,
+            attachments=self.attachments,
+            dag_attachments=self.dag_attachments,
         )
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(
@@ -219,7 +230,7 @@ class ListenerCache:
         resources, skeletons = {}, {}
         for name in sorted(dag.listeners):
             listener = dag.listeners[name]
-            chains = _chains(listener, self.scoped)
+            chains = _chains(listener, self.scoped, dag.attachments)
             if not chains:
                 continue  # Envoy refuses a listener without filter chains
             body, kept = self._assemble(listener, chains, previous)
@@ -353,12 +364,16 @@ def _chain_origins(listener: Listener, chain: _Chain) -> frozenset[ObjectKey]:
     return frozenset(found)
 
 
-def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
+def _chains(listener: Listener, scoped: bool, dag_attachments: Attachments) -> list[_Chain]:
     if listener.protocol is Protocol.TCP:
         proxy = listener.tcp_proxy
         return [] if proxy is None else [_TCPChain(stat_prefix=listener.name, tcp_proxy=proxy)]
     chains: list[_Chain] = []
-    secure = [_SecureChain.of(listener, v) for v in listener.secure_virtual_hosts.values() if _servable(v)]
+    secure = [
+        _SecureChain.of(listener, v, dag_attachments)
+        for v in listener.secure_virtual_hosts.values()
+        if _servable(v)
+    ]
     if listener.virtual_hosts:
         chains.append(
             _HTTPChain(
@@ -367,11 +382,12 @@ def _chains(listener: Listener, scoped: bool) -> list[_Chain]:
                 raw_only=bool(secure),
                 scoped=scoped,
                 attachments=listener.attachments,
+                dag_attachments=dag_attachments,
             )
         )
     secure.sort(key=_SecureChain.sort_key)
     tls_chains: list[_SecureChain | _FallbackChain] = list(secure)
-    fallback = _fallback_chain(listener)
+    fallback = _fallback_chain(listener, dag_attachments)
     if fallback is not None:
         tls_chains.append(fallback)
     chains.extend(tls_chains)
@@ -385,7 +401,7 @@ def _servable(vhost: SecureVirtualHost) -> bool:
     return vhost.secret is not None and vhost.serves_http()
 
 
-def _fallback_chain(listener: Listener) -> _FallbackChain | None:
+def _fallback_chain(listener: Listener, dag_attachments: Attachments) -> _FallbackChain | None:
     """One chain for all virtual hosts with a fallback certificate (first by name supplies it)."""
     for name in sorted(listener.secure_virtual_hosts):
         vhost = listener.secure_virtual_hosts[name]
@@ -395,6 +411,7 @@ def _fallback_chain(listener: Listener) -> _FallbackChain | None:
                 stat_prefix=listener.name,
                 route_config=FALLBACK_ROUTE_CONFIG,
                 secret=fallback,
+                dag_attachments=dag_attachments,
             )
     return None
 

@@ -35,9 +35,11 @@ from cpx.xds.envoy.common import timeout
 from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
 from cpx.xds.httpfilters import (
     HttpFilters,
+    route_action_fields,
     route_configs,
     route_site,
     virtual_host_configs,
+    virtual_host_fields,
     weighted_cluster_configs,
 )
 from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
@@ -93,6 +95,8 @@ def virtual_host_tail(vhost: VirtualHost, filters: HttpFilters = ()) -> route_co
     Serialised after the routes, so that head + routes + tail is the canonical encoding.
     """
     out = route_components.VirtualHost()
+    for fields in virtual_host_fields(filters, vhost):
+        out.MergeFrom(fields)
     for name, config in virtual_host_configs(filters, vhost):
         out.typed_per_filter_config[name].CopyFrom(config)
     return out
@@ -314,6 +318,8 @@ def _fill_action(action: route_components.RouteAction, route: Route, filters: Ht
             action.hash_policy.append(hashing)
     if route.internal_redirect is not None:
         action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
+    for fields in route_action_fields(filters, route):
+        action.MergeFrom(fields)
 
 
 def build_route(
