@@ -49,8 +49,6 @@ _DELEGATION = "TLSCertificateDelegation (the tlsdelegation plugin)"
 _CLIENT_CERTS = "tls.clientValidation (client certificates)"
 # example -> the feature cpx does not serve yet.
 NOT_YET: dict[str, str] = {
-    "rate-limiting-7": "rateLimitPolicy.global (global rate limiting)",
-    "rate-limiting-8": "rateLimitPolicy.global (global rate limiting)",
     "tls-delegation-2": _DELEGATION,
     "tls-delegation-3": _DELEGATION,
     "tls-termination-3": _DELEGATION + " for the fallback certificate",
