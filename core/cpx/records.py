@@ -177,6 +177,10 @@ class StatusWriterSpec:
     rewrites the kind's objects when the address changes; with ``--ingress-status-address`` the
     Service is not watched (the processors put the flag's address in the computed status).
 
+    ``writes=False`` reports the kind's statuses and notes (logs, ``cpx translate``, the standalone
+    status file) without ever writing them to the API server: for a kind whose reference
+    controller leaves its status alone (Contour's TLSCertificateDelegation), so no RBAC for it.
+
     **Example**::
 
         StatusWriterSpec(name="httpproxy", gvk=HTTPPROXY, merge=status.merge, refused=status.refused)
@@ -187,6 +191,7 @@ class StatusWriterSpec:
     merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
     refused: Callable[[Mapping[str, Any], Sequence[Note]], Mapping[str, Any]] | None = None
     load_balancer: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None
+    writes: bool = True
 
 
 @attrs.frozen(kw_only=True)

@@ -115,5 +115,6 @@ def cpx_http_filters() -> Iterator[HttpFilterSpec]:
 @hookimpl(trylast=True)
 def cpx_secret_access_permitted(
     secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
-) -> bool:
-    return secret_namespace == referrer.namespace
+) -> bool | None:
+    # Another namespace is for a plugin (a delegation policy) to judge: None says none did.
+    return True if secret_namespace == referrer.namespace else None

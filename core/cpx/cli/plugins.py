@@ -122,7 +122,7 @@ def _caches(host: PluginHost) -> Lines:
 
 def _status_writers(host: PluginHost) -> Lines:
     return [
-        (plugin, f"{s.gvk.api_version}/{s.gvk.kind}")
+        (plugin, f"{s.gvk.api_version}/{s.gvk.kind}" + ("" if s.writes else " (reported, not written)"))
         for plugin, s in host.contributions("cpx_status_writers", StatusWriterSpec)
     ]
 
