@@ -10,6 +10,7 @@ from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, Sou
 from cpx.dag import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 
 from cpx_httpproxy import model
+from cpx_httpproxy.delegation import refusal_message
 from cpx_httpproxy.durations import quote
 from cpx_httpproxy.status import SERVICE_ERROR, TLS_ERROR, ProxyStatus
 
@@ -69,13 +70,10 @@ def upstream_validation(
     problem = f"Service [{service.name}:{service.port}] TLS upstream validation policy error: "
     try:
         ca = ctx.source.lookup_ca_secret(namespace, name, ctx.referrer)
-    except DelegationNotPermittedError:
-        ctx.status.add_error(
-            TLS_ERROR,
-            "CACertificateNotDelegated",
-            f"service.UpstreamValidation.CACertificate Secret {ref} "
-            "is not configured for certificate delegation",
-        )
+    except DelegationNotPermittedError as err:
+        subject = f"service.UpstreamValidation.CACertificate Secret {ref}"
+        message = f"{subject} is not configured for certificate delegation"
+        ctx.status.add_error(TLS_ERROR, "CACertificateNotDelegated", refusal_message(err, subject, message))
         raise ServiceProblem(ref) from None
     except SecretError as err:
         ctx.status.add_error(
