@@ -25,7 +25,7 @@ from cpx.xds import resource
 
 # Hypothesis warns when a generated example (a 20,000-item list, say) makes a long repr: that is the point.
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
-HOST = PluginHost.load(["ingress", "httpproxy", "gatewayapi"])
+HOST = PluginHost.load(["ingress", "httpproxy", "gatewayapi", "tlsdelegation"])
 KINDS = strategies.kind_strategies(HOST)
 FUZZ = settings(
     max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck), derandomize=True
@@ -49,6 +49,7 @@ def test_every_kind_has_a_strategy() -> None:
         "ReferenceGrant",
         "BackendTLSPolicy",
         "ConfigMap",
+        "TLSCertificateDelegation",
     }
 
 
