@@ -191,7 +191,9 @@ class _IngressBuild:
                     f"{field}: no secretName; {', '.join(hosts)} served over HTTP only",
                 )
                 continue
-            namespace, name = self._secret_name(str(tls["secretName"]))
+            # networking/v1 refuses a namespace/ in secretName: another namespace is the annotation's.
+            namespace = self.annotations.tls_cert_namespace or self.key.namespace
+            name = str(tls["secretName"])
             served_http_only = f"{', '.join(hosts)} served over HTTP only"
             try:
                 secret = self.source.lookup_tls_secret(namespace, name, self.key)
@@ -217,14 +219,6 @@ class _IngressBuild:
             a = self.annotations
             found.extend((host, secret, a.min_tls_version, a.max_tls_version) for host in hosts)
         return found
-
-    def _secret_name(self, ref: str) -> tuple[str, str]:
-        """Contour's NamespacedNameFrom: ``namespace/name``, else the tls-cert-namespace annotation's
-        namespace, else the Ingress's own."""
-        namespace, slash, name = ref.partition("/")
-        if not slash:
-            namespace, name = "", ref
-        return namespace or self.annotations.tls_cert_namespace or self.key.namespace, name
 
     # -- pass 2: routes ----------------------------------------------------------------------------
     def routes(self) -> list[tuple[str, str, Route | None, Route | None]]:
