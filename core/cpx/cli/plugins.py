@@ -52,6 +52,7 @@ def describe_contributions(host: PluginHost) -> dict[str, dict[str, list[str]]]:
         ("cluster_kinds", _kinds(host, "cpx_cluster_kinds", ClusterKindSpec)),
         ("resource_caches", _caches(host)),
         ("status_writers", _status_writers(host)),
+        ("policies", _policies(host)),
         ("options", [(plugin, o.flag) for plugin, o in host.contributions("cpx_options", OptionSpec)]),
     ):
         for plugin, text in lines:
@@ -68,6 +69,7 @@ CONTRIBUTIONS = (
     "cluster_kinds",
     "resource_caches",
     "status_writers",
+    "policies",
     "options",
 )
 Lines = list[tuple[str, str]]  # (plugin, text)
@@ -117,6 +119,15 @@ def _caches(host: PluginHost) -> Lines:
     return [
         (plugin, f"{c.name} ({c.type_url.rsplit('/', 1)[-1]})")
         for plugin, c in host.contributions("cpx_resource_caches", ResourceCacheSpec)
+    ]
+
+
+def _policies(host: PluginHost) -> Lines:
+    """The policy hooks a plugin answers (beyond the core's defaults)."""
+    return [
+        (plugin, "secret access (cpx_secret_access_permitted)")
+        for plugin in host.names
+        if plugin != CORE_PLUGIN and "cpx_secret_access_permitted" in host.hook_names(plugin)
     ]
 
 

@@ -99,3 +99,16 @@ def test_only_the_public_api() -> None:
 @given(strategies.delegations(World(hostile=False)))
 def test_generated_delegations_without_hostile_leaves_pass_the_schema(obj: dict[str, Any]) -> None:
     assert schema.validate(obj) == []
+
+
+def test_plugins_list_shows_what_the_plugin_contributes() -> None:
+    import json
+
+    from click.testing import CliRunner
+    from cpx.testing import cli
+
+    result = CliRunner().invoke(cli, ["plugins", "list", "--plugins", "tlsdelegation", "-o", "json"])
+    [row] = [row for row in json.loads(result.stdout) if row["name"] == "tlsdelegation"]
+    assert row["watches"] == ["projectcontour.io/v1/TLSCertificateDelegation"]
+    assert row["policies"] == ["secret access (cpx_secret_access_permitted)"]
+    assert row["status_writers"] == ["projectcontour.io/v1/TLSCertificateDelegation (reported, not written)"]
