@@ -371,8 +371,8 @@ def cpx_secret_access_permitted(
     delegation mechanism is enabled rather than that the user's delegation is missing.
 
     **Ordering and conflicts**: the first plugin to answer decides; ``tryfirst`` answers first.
-    Plugins judging different referrer kinds (Gateway API's ReferenceGrant for Gateways, Contour's
-    TLSCertificateDelegation for the others) each return None for the kinds they leave alone.
+    Plugins judging different referrer kinds (each with its own grant objects) each return None
+    for the kinds they leave alone.
 
     **Example**::
 

@@ -179,7 +179,7 @@ class StatusWriterSpec:
 
     ``writes=False`` reports the kind's statuses and notes (logs, ``cpx translate``, the standalone
     status file) without ever writing them to the API server: for a kind whose reference
-    controller leaves its status alone (Contour's TLSCertificateDelegation), so no RBAC for it.
+    controller leaves its status alone (so cpx needs no RBAC on its status either).
 
     **Example**::
 
