@@ -26,7 +26,8 @@ Names                                              What for
                                                    them; what a memoised result read (``depend_on``)
 ``PluginDeclined``                                 raised in ``cpx_configure`` to opt out of this run
 ``NotFoundError`` ``SecretError``                  lookups a processor turns into status conditions
-``DelegationNotPermittedError``
+``DelegationNotPermittedError``                    (a Secret in another namespace; ``...NotEnabled...``:
+``DelegationNotEnabledError``                      no enabled plugin judges such references)
 ``lookup_service_port`` ``ServicePortError``       a Service's port by number or name, as a DAG value
 ``INGRESS_CLASS_OPTION``                           the ``--ingress-class-name`` option and matching
 ``ingress_class_accepts`` ``ingress_class_matches``
@@ -92,7 +93,7 @@ if TYPE_CHECKING:
     from cpx.builtin.openapi import openapi_problems
     from cpx.builtin.typecheck import capped, json_type, metadata_problems, must_be, shown
     from cpx.dag.services import ServicePortError, lookup_service_port
-    from cpx.sources.cache import DelegationNotPermittedError, NotFoundError
+    from cpx.sources.cache import DelegationNotEnabledError, DelegationNotPermittedError, NotFoundError
     from cpx.sources.ingressclass import CLASS_OPTION as INGRESS_CLASS_OPTION
     from cpx.sources.ingressclass import accepts as ingress_class_accepts
     from cpx.sources.ingressclass import class_names as ingress_class_names
@@ -103,6 +104,7 @@ if TYPE_CHECKING:
 
 # Imported on first use (cryptography, protobuf): see cpx._lazy.
 _LAZY = {
+    "DelegationNotEnabledError": "cpx.sources.cache",
     "DelegationNotPermittedError": "cpx.sources.cache",
     "INGRESS_CLASS_OPTION": "cpx.sources.ingressclass:CLASS_OPTION",
     "MAX_ENVOY_DURATION_SECONDS": "cpx.xds.constraints.semantic",
@@ -139,6 +141,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "CustomNode",
+    "DelegationNotEnabledError",
     "DelegationNotPermittedError",
     "DurationError",
     "EndpointsObserver",

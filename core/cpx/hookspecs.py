@@ -366,18 +366,27 @@ def cpx_secret_access_permitted(
     :param secret_namespace: the Secret's namespace.
     :param secret_name: the Secret's name.
     :param referrer: the object asking (e.g. an Ingress).
-    :param source: the read-only :class:`cpx.SourceView`, to look up delegation objects.
+    :param source: the read-only :class:`cpx.SourceView`, to look up delegation objects (read
+        them through it: the referrer is then re-translated when they change).
 
-    **Returns**: True or False; None to let another plugin decide.  Stops at first non-None
-    result.  The core's own answer (registered ``trylast``) allows the same namespace only.
+    **Returns**: True or False for the referrers this plugin judges (False: refused, in the
+    referring kind's own wording, e.g. Contour's ``DelegationNotPermitted``); None to let another
+    plugin decide.  Stops at first non-None result.  The core's own answer (registered
+    ``trylast``) allows the same namespace and is None otherwise: when no plugin answers, the
+    lookup raises :class:`cpx.DelegationNotEnabledError`, so the referrer's status can say that no
+    delegation mechanism is enabled rather than that the user's delegation is missing.
 
     **Ordering and conflicts**: the first plugin to answer decides; ``tryfirst`` answers first.
+    Plugins judging different referrer kinds (each with its own grant objects) each return None
+    for the kinds they leave alone.
 
     **Example**::
 
         @hookimpl
         def cpx_secret_access_permitted(secret_namespace, secret_name, referrer, source):
-            return delegated(source, secret_namespace, secret_name, referrer.namespace) or None
+            if referrer.kind != "MyKind":
+                return None
+            return delegated(source, secret_namespace, secret_name, referrer.namespace)
     """
 
 

@@ -295,11 +295,12 @@ class PluginHost:
 
     def secret_access_permitted(
         self, secret_namespace: str, secret_name: str, referrer: ObjectKey, source: SourceView
-    ) -> bool:
+    ) -> bool | None:
+        """The first plugin's answer; None when no enabled plugin judges this reference."""
         answer = self.pm.hook.cpx_secret_access_permitted(
             secret_namespace=secret_namespace, secret_name=secret_name, referrer=referrer, source=source
         )
-        return bool(answer)
+        return None if answer is None else bool(answer)
 
     def hook_names(self, plugin_name: str) -> list[str]:
         plugin = self.pm.get_plugin(plugin_name)

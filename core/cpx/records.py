@@ -180,6 +180,10 @@ class StatusWriterSpec:
     rewrites the kind's objects when the address changes; with ``--ingress-status-address`` the
     Service is not watched (the processors put the flag's address in the computed status).
 
+    ``writes=False`` reports the kind's statuses and notes (logs, ``cpx translate``, the standalone
+    status file) without ever writing them to the API server: for a kind whose reference
+    controller leaves its status alone (so cpx needs no RBAC on its status either).
+
     **Example**::
 
         StatusWriterSpec(name="httpproxy", gvk=HTTPPROXY, merge=status.merge, refused=status.refused)
@@ -190,6 +194,7 @@ class StatusWriterSpec:
     merge: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any] | None] | None = None
     refused: Callable[[Mapping[str, Any], Sequence[Note]], Mapping[str, Any]] | None = None
     load_balancer: Callable[[Mapping[str, Any], Mapping[str, Any]], Mapping[str, Any]] | None = None
+    writes: bool = True
 
 
 @attrs.frozen(kw_only=True)

@@ -567,6 +567,8 @@ def needed_cluster_permissions() -> dict[tuple[str, str], set[str]]:
     for watch in host.watches():
         needed.setdefault((watch.gvk.group, watch.gvk.plural), set()).update(READ)
     for writer in host.status_writers():
+        if not writer.writes:
+            continue
         needed.setdefault((writer.gvk.group, f"{writer.gvk.plural}/status"), set()).update(STATUS_WRITE)
     return needed
 

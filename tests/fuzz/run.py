@@ -161,7 +161,7 @@ def load_checker(spec: str) -> BatchChecker:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
-    parser.add_argument("--plugins", default="ingress,httpproxy,gatewayapi,extsvc")
+    parser.add_argument("--plugins", default="ingress,httpproxy,gatewayapi,extsvc,tlsdelegation")
     parser.add_argument("--seed", type=int, default=None, help="reproduce a run")
     parser.add_argument("--confused", type=float, default=0.3, help="share of type-confused objects")
     parser.add_argument("--envoy-validate", action="store_true", help="check published snapshots with Envoy")

@@ -52,6 +52,7 @@ def describe_contributions(host: PluginHost) -> dict[str, dict[str, list[str]]]:
         ("cluster_kinds", _kinds(host, "cpx_cluster_kinds", ClusterKindSpec)),
         ("resource_caches", _caches(host)),
         ("status_writers", _status_writers(host)),
+        ("policies", _policies(host)),
         ("options", [(plugin, o.flag) for plugin, o in host.contributions("cpx_options", OptionSpec)]),
     ):
         for plugin, text in lines:
@@ -68,6 +69,7 @@ CONTRIBUTIONS = (
     "cluster_kinds",
     "resource_caches",
     "status_writers",
+    "policies",
     "options",
 )
 Lines = list[tuple[str, str]]  # (plugin, text)
@@ -122,9 +124,18 @@ def _caches(host: PluginHost) -> Lines:
     ]
 
 
+def _policies(host: PluginHost) -> Lines:
+    """The policy hooks a plugin answers (beyond the core's defaults)."""
+    return [
+        (plugin, "secret access (cpx_secret_access_permitted)")
+        for plugin in host.names
+        if plugin != CORE_PLUGIN and "cpx_secret_access_permitted" in host.hook_names(plugin)
+    ]
+
+
 def _status_writers(host: PluginHost) -> Lines:
     return [
-        (plugin, f"{s.gvk.api_version}/{s.gvk.kind}")
+        (plugin, f"{s.gvk.api_version}/{s.gvk.kind}" + ("" if s.writes else " (reported, not written)"))
         for plugin, s in host.contributions("cpx_status_writers", StatusWriterSpec)
     ]
 

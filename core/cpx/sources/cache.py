@@ -35,7 +35,8 @@ from cpx.sources.externalname import ExternalNamePolicy
 from cpx.sources.secrets import SecretError, validate_ca_secret, validate_crl_secret, validate_tls_secret
 from cpx.sources.view import Lookups, ReadIndex, ReadOnlySource, SourceView
 
-SecretPolicy = Callable[[str, str, ObjectKey, SourceView], bool]
+# The secret-access policy's answer: True or False, or None when no enabled plugin judges the reference.
+SecretPolicy = Callable[[str, str, ObjectKey, SourceView], bool | None]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 
 
@@ -54,6 +55,14 @@ class DelegationNotPermittedError(SecretError):
 
     Contour reports this case under its own reasons (``DelegationNotPermitted``,
     ``CACertificateNotDelegated``), so callers can tell it from an invalid or missing Secret.
+    """
+
+
+class DelegationNotEnabledError(DelegationNotPermittedError):
+    """A Secret in another namespace, and no enabled plugin judges such references: nothing could
+    permit it (e.g. a TLS delegation plugin is not enabled).  A :class:`DelegationNotPermittedError`,
+    so callers that do not tell the two apart still refuse; those that do can say that delegation is
+    not enabled rather than word it as the user's mistake.
     """
 
 
@@ -400,7 +409,13 @@ class SourceCache:
     ) -> Secret:
         if self._recorder is not None:
             self._recorder.keys.add(ObjectKey("", "Secret", namespace, name))
-        if not self.secret_access_permitted(namespace, name, referrer):
+        answer = self._secret_access(namespace, name, referrer)
+        if answer is None:
+            raise DelegationNotEnabledError(
+                f"Secret {namespace}/{name} is in another namespace and no enabled plugin permits "
+                f"cross-namespace Secret references for {referrer.kind} {referrer.namespace}/{referrer.name}"
+            )
+        if not answer:
             raise DelegationNotPermittedError(
                 f"Secret {namespace}/{name} is in another namespace and no delegation permits "
                 f"{referrer.kind} {referrer.namespace}/{referrer.name} to use it"
@@ -422,9 +437,14 @@ class SourceCache:
 
     def secret_access_permitted(self, namespace: str, name: str, referrer: ObjectKey) -> bool:
         """Same namespace, or what the secret-access policy (``cpx_secret_access_permitted``) says."""
+        return bool(self._secret_access(namespace, name, referrer))
+
+    def _secret_access(self, namespace: str, name: str, referrer: ObjectKey) -> bool | None:
         if namespace == referrer.namespace:
             return True
-        # The policy may depend on objects (delegations) that are not recorded here.
+        # The policy reads objects (delegations) through the view, and a listing is recorded as
+        # volatile: the referrer is re-translated at every build, so a delegation that goes away
+        # stops the use at the next one.  Marked here too, for policies that read nothing.
         self._record_volatile()
         return self.secret_policy(namespace, name, referrer, self.view)
 

@@ -103,7 +103,8 @@ class StatusUpdater:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.api_client = api_client
-        self.writers = dict(writers)
+        # Kinds reported but never written (StatusWriterSpec.writes) are not this updater's.
+        self.writers = {kind: spec for kind, spec in writers.items() if spec.writes}
         self.metrics = metrics
         self.concurrency = concurrency
         self.request_timeout = request_timeout

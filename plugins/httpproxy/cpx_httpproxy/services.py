@@ -10,6 +10,7 @@ from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, Sou
 from cpx.dag import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 
 from cpx_httpproxy import model
+from cpx_httpproxy.delegation import refusal_message
 from cpx_httpproxy.durations import quote
 from cpx_httpproxy.status import SERVICE_ERROR, TLS_ERROR, ProxyStatus
 
@@ -97,13 +98,10 @@ def upstream_validation(
     ref = quote("/".join(ca_secret_ref(validation, ctx.namespace)))
     try:
         return lookup_validation(validation, ctx.namespace, ctx.source, ctx.referrer)
-    except DelegationNotPermittedError:
-        ctx.status.add_error(
-            TLS_ERROR,
-            "CACertificateNotDelegated",
-            f"service.UpstreamValidation.CACertificate Secret {ref} "
-            "is not configured for certificate delegation",
-        )
+    except DelegationNotPermittedError as err:
+        subject = f"service.UpstreamValidation.CACertificate Secret {ref}"
+        message = f"{subject} is not configured for certificate delegation"
+        ctx.status.add_error(TLS_ERROR, "CACertificateNotDelegated", refusal_message(err, subject, message))
         raise ServiceProblem(ref) from None
     except ValidationProblem as err:
         problem = f"Service [{service.name}:{service.port}] TLS upstream validation policy error: "

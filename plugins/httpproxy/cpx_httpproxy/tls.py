@@ -15,6 +15,7 @@ from cpx.dag import DownstreamValidation, Secret
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
 from cpx_httpproxy.clientcert import resolve_client_validation
+from cpx_httpproxy.delegation import refusal_message
 from cpx_httpproxy.status import ProxyStatus
 
 TLS_VERSIONS = ("1.2", "1.3")
@@ -35,8 +36,10 @@ class ResolvedTLS:
 @attrs.frozen
 class _SecretErrors:
     """The (reason, message) a secret lookup records when delegation is refused, and the reason and
-    message prefix when the secret is unusable (the lookup's error follows the prefix)."""
+    message prefix when the secret is unusable (the lookup's error follows the prefix); ``subject``
+    names the reference when no delegation policy is enabled."""
 
+    subject: str
     not_delegated: tuple[str, str]
     invalid: tuple[str, str]
 
@@ -74,6 +77,7 @@ def resolve_tls(
     namespace, name = _namespaced(tls.secret_name, referrer.namespace)
     ref = f'Spec.VirtualHost.TLS Secret "{tls.secret_name}"'
     errors = _SecretErrors(
+        subject=ref,
         not_delegated=("DelegationNotPermitted", f"{ref} certificate delegation not permitted"),
         invalid=("SecretNotValid", f"{ref} is invalid"),
     )
@@ -152,6 +156,7 @@ def _fallback(
         return None
     namespace, name = configured
     errors = _SecretErrors(
+        subject=f'The fallback certificate Secret "{namespace}/{name}"',
         not_delegated=(
             "FallbackNotDelegated",
             f'Spec.VirtualHost.TLS Secret "{namespace}/{name}" is not configured for certificate delegation',
@@ -174,8 +179,9 @@ def _lookup(
 ) -> Secret | None:
     try:
         return source.lookup_tls_secret(namespace, name, referrer)
-    except DelegationNotPermittedError:
-        status.add_error(st.TLS_ERROR, *errors.not_delegated)
+    except DelegationNotPermittedError as err:
+        reason, message = errors.not_delegated
+        status.add_error(st.TLS_ERROR, reason, refusal_message(err, errors.subject, message))
     except SecretError as err:
         reason, prefix = errors.invalid
         status.add_error(st.TLS_ERROR, reason, f"{prefix}: {err}")

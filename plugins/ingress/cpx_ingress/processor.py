@@ -20,6 +20,8 @@ import re2
 
 from cpx import (
     Config,
+    DelegationNotEnabledError,
+    DelegationNotPermittedError,
     Lookups,
     ObjectKey,
     ReadIndex,
@@ -44,6 +46,9 @@ from cpx.dag import (
 from cpx_ingress import status
 from cpx_ingress.annotations import IngressAnnotations, unsupported_annotations
 from cpx_ingress.kinds import HTTP_LISTENER, HTTPS_LISTENER, INGRESS
+
+# A cross-namespace Secret when no enabled plugin judges such references: not the user's mistake.
+DELEGATION_NOT_ENABLED = "TLS certificate delegation is not enabled (the tlsdelegation plugin is not enabled)"
 
 log = logging.getLogger("cpx.ingress")
 
@@ -186,17 +191,30 @@ class _IngressBuild:
                     f"{field}: no secretName; {', '.join(hosts)} served over HTTP only",
                 )
                 continue
+            # networking/v1 refuses a namespace/ in secretName: another namespace is the annotation's.
             namespace = self.annotations.tls_cert_namespace or self.key.namespace
             name = str(tls["secretName"])
+            served_http_only = f"{', '.join(hosts)} served over HTTP only"
             try:
                 secret = self.source.lookup_tls_secret(namespace, name, self.key)
-            except SecretError as err:
-                delegated = self.source.secret_access_permitted(namespace, name, self.key)
+            except DelegationNotEnabledError:
                 self.note(
                     "TLSError",
-                    "SecretNotValid" if delegated else "DelegationNotPermitted",
-                    f"{field}.secretName: {err}; {', '.join(hosts)} served over HTTP only",
+                    "DelegationNotPermitted",
+                    f"{field}.secretName: Secret {namespace}/{name} is in another namespace and "
+                    f"{DELEGATION_NOT_ENABLED}; {served_http_only}",
                 )
+                continue
+            except DelegationNotPermittedError:
+                self.note(
+                    "TLSError",
+                    "DelegationNotPermitted",
+                    f"{field}.secretName: Secret {namespace}/{name} certificate delegation not permitted; "
+                    f"{served_http_only}",
+                )
+                continue
+            except SecretError as err:
+                self.note("TLSError", "SecretNotValid", f"{field}.secretName: {err}; {served_http_only}")
                 continue
             a = self.annotations
             found.extend((host, secret, a.min_tls_version, a.max_tls_version) for host in hosts)

@@ -1,0 +1,41 @@
+"""Hypothesis strategies for TLSCertificateDelegations (``cpx_fuzz_strategies``; needs hypothesis).
+
+Generated from the CRD's schema; Secret names and target namespaces draw from the shared
+:class:`~cpx.testing.strategies.World`, so that delegations meet the HTTPProxies and Ingresses
+that reference those Secrets across namespaces.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cpx.testing.strategies import KindStrategy, Strategy, World, from_schema, hostile_strings, namespaces_of
+from hypothesis import strategies as st
+
+from cpx_tlsdelegation import crd
+from cpx_tlsdelegation.kinds import TLS_CERTIFICATE_DELEGATION
+
+
+def delegations(world: World) -> Strategy[dict[str, Any]]:
+    targets = st.sampled_from((*world.namespaces, "*"))
+    overrides: dict[str, Strategy[Any]] = {
+        "secretName": world.maybe(st.sampled_from(world.secrets), hostile_strings()),
+        "targetNamespaces": st.lists(world.maybe(targets, hostile_strings()), max_size=3),
+    }
+    spec = from_schema(
+        crd.OPENAPI_SCHEMA["properties"]["spec"], overrides, path="spec", hostile=world.hostile
+    )
+    meta = st.fixed_dictionaries(
+        {"name": st.sampled_from(("certs", "wildcard")), "namespace": namespaces_of(world)}
+    )
+    return st.fixed_dictionaries(
+        {
+            "apiVersion": st.just("projectcontour.io/v1"),
+            "kind": st.just("TLSCertificateDelegation"),
+            "metadata": meta,
+            "spec": spec,
+        }
+    )
+
+
+STRATEGIES = (KindStrategy(gvk=TLS_CERTIFICATE_DELEGATION, objects=delegations),)
