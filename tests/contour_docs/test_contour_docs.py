@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +45,29 @@ REFUSED: dict[str, str] = {
     "request-routing-15": "spec.virtualhost.routes: unknown field",
 }
 
-_DELEGATION = "TLSCertificateDelegation (the tlsdelegation plugin)"
-_CLIENT_CERTS = "tls.clientValidation (client certificates)"
-# example -> the feature cpx does not serve yet.
-NOT_YET: dict[str, str] = {
-    "tls-delegation-2": _DELEGATION,
-    "tls-delegation-3": _DELEGATION,
-    "tls-termination-3": _DELEGATION + " for the fallback certificate",
+# example -> cpx options it needs (what the docs configure in Contour's configuration file).
+OPTIONS: dict[str, dict[str, Any]] = {
+    "tls-termination-3": {"fallback_certificate": "www-admin/fallback-secret-name"},
 }
+
+# example -> the examples it needs (the docs show them one after the other).
+COMPANIONS: dict[str, tuple[str, ...]] = {
+    "tls-delegation-2": ("tls-delegation-1",),
+    "tls-delegation-3": ("tls-delegation-1",),
+}
+
+# example -> the feature cpx does not serve yet.
+NOT_YET: dict[str, str] = {}
 
 
 def _services(obj: dict[str, Any]) -> Iterator[tuple[str, int | str]]:
     spec = obj.get("spec") or {}
+    if obj["kind"] == "ExtensionService":
+        for service in spec.get("services") or []:
+            yield service["name"], service["port"]
+        return
     if obj["kind"] == "Ingress":
-        backends = [spec.get("defaultBackend") or {}]
-        for rule in spec.get("rules") or []:
-            backends += [path["backend"] for path in (rule.get("http") or {}).get("paths") or []]
-        for backend in backends:
-            if "service" in backend:
-                port = backend["service"]["port"]
-                yield backend["service"]["name"], port.get("number", port.get("name"))
+        yield from _ingress_services(spec)
         return
     for route in spec.get("routes") or []:
         for service in route.get("services") or []:
@@ -79,12 +82,25 @@ def _services(obj: dict[str, Any]) -> Iterator[tuple[str, int | str]]:
         yield service["name"], service["port"]
 
 
+def _ingress_services(spec: dict[str, Any]) -> Iterator[tuple[str, int | str]]:
+    backends = [spec.get("defaultBackend") or {}]
+    for rule in spec.get("rules") or []:
+        backends += [path["backend"] for path in (rule.get("http") or {}).get("paths") or []]
+    for backend in backends:
+        if "service" in backend:
+            port = backend["service"]["port"]
+            yield backend["service"]["name"], port.get("number", port.get("name"))
+
+
 def _secret_refs(obj: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     """(namespace/name, kind "tls"|"ca"|"crl"|"jwks:<key>", host) of each Secret the object names."""
     spec = obj.get("spec") or {}
     if obj["kind"] == "Ingress":
+        annotations = obj["metadata"].get("annotations") or {}
+        namespace = annotations.get("projectcontour.io/tls-cert-namespace")
         for tls in spec.get("tls") or []:
-            yield tls["secretName"], "tls", (tls.get("hosts") or ["example.com"])[0]
+            name = f"{namespace}/{tls['secretName']}" if namespace else tls["secretName"]
+            yield name, "tls", (tls.get("hosts") or ["example.com"])[0]
         return
     vhost = spec.get("virtualhost") or {}
     tls = vhost.get("tls") or {}
@@ -114,7 +130,7 @@ def _support(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     added: dict[tuple[str, str, str], dict[str, Any]] = {}
     for obj in objects:
         namespace = obj["metadata"].get("namespace", "default")
-        if obj["kind"] in ("HTTPProxy", "Ingress"):
+        if obj["kind"] in ("HTTPProxy", "Ingress", "ExtensionService"):
             for name, port in _services(obj):
                 service = added.setdefault(("Service", namespace, name), _service(namespace, name))
                 _add_port(service["spec"]["ports"], port)
@@ -152,8 +168,12 @@ def _service(namespace: str, name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": {"ports": []}}
 
 
-def _with_support(objects: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all([*objects, *_support(objects)])
+def _objects(path: Path) -> list[dict[str, Any]]:
+    return [o for o in yaml.safe_load_all(path.read_text()) if o]
+
+
+def _with_support(objects: list[dict[str, Any]], extra: Sequence[dict[str, Any]] = ()) -> str:
+    return yaml.safe_dump_all([*objects, *_support(objects), *extra])
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str, str]:
@@ -168,8 +188,15 @@ def _is_root(obj: dict[str, Any]) -> bool:
 def test_contour_docs_example(path: Path, cpx_translate: Any, request: pytest.FixtureRequest) -> None:
     if path.stem in NOT_YET:
         request.applymarker(pytest.mark.xfail(reason=NOT_YET[path.stem], strict=True))
-    objects = [o for o in yaml.safe_load_all(path.read_text()) if o]
-    result = cpx_translate(_with_support(objects))
+    objects = _objects(path)
+    companions = [o for name in COMPANIONS.get(path.stem, ()) for o in _objects(EXAMPLES / f"{name}.yaml")]
+    options = OPTIONS.get(path.stem, {})
+    fallback = options.get("fallback_certificate")
+    extra = []
+    if fallback:  # the fallback certificate's Secret, which the docs create beforehand
+        namespace, name = fallback.split("/")
+        extra.append(make_tls_secret(namespace, name, ["fallback.example.com"])[0])
+    result = cpx_translate(_with_support([*objects, *companions], extra), options=options)
     assert not result.unknown, f"kinds no enabled plugin serves: {result.unknown}"
     routing = [o for o in objects if o["kind"] in ("HTTPProxy", "Ingress")]
     if path.stem in REFUSED:
@@ -184,6 +211,9 @@ def test_contour_docs_example(path: Path, cpx_translate: Any, request: pytest.Fi
             assert status["currentStatus"] == expected, (obj["metadata"]["name"], status)
         else:
             assert "cpx" not in status, (obj["metadata"]["name"], status)  # no problem noted
+    for obj in objects:
+        if obj["kind"] not in ("HTTPProxy", "Ingress", "Service", "Secret"):  # e.g. a delegation
+            assert "cpx" not in result.status(*_key(obj)), obj["metadata"]["name"]
     if any(_is_root(o) for o in routing):
         assert result.envoy_json()["listeners"], "nothing reached Envoy"
 

@@ -5,8 +5,8 @@ Usage: ``python3 tests/contour_docs/vendor.py CONTOUR_GIT_DIR`` (a clone of proj
 committed ``HEAD`` is read, so a bare mirror works too).  Every fenced ``yaml`` block of
 ``site/content/docs/main/config/*.md`` that holds a whole object of a kind cpx serves becomes
 ``examples/<doc>-<n>.yaml``, headed by where it came from.  Fragments (blocks with ``...``) and
-blocks of other kinds (Deployments, status dumps, Contour's own config) or without an
-HTTPProxy or Ingress are skipped.
+blocks of other kinds (Deployments, status dumps, Contour's own config) or with
+only Services and Secrets are skipped.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from pathlib import Path
 import yaml
 
 KINDS = {"HTTPProxy", "Ingress", "TLSCertificateDelegation", "ExtensionService", "Secret", "Service"}
-ROUTING = {"HTTPProxy", "Ingress"}
 BLOCK = re.compile(r"```ya?ml\n(.*?)```", re.S)
 OUT = Path(__file__).resolve().parent / "examples"
 
@@ -44,7 +43,7 @@ def main(checkout: Path) -> None:
                 continue  # a fragment with "..." or a status dump
             if not objects or not all(isinstance(o, dict) and o.get("kind") in KINDS for o in objects):
                 continue
-            if not any(o["kind"] in ROUTING for o in objects):
+            if all(o["kind"] in ("Service", "Secret") for o in objects):
                 continue  # a Service or a Secret alone: nothing to serve
             source = f"# projectcontour/contour site/content/docs/main/config/{doc.name}, yaml block {number}"
             header = f"{source}, at {commit}\n"
