@@ -269,8 +269,9 @@ def cpx_http_filters() -> Iterable[HttpFilterSpec]:
     ``per_route`` (or ``per_route_at``, which also gets the :class:`cpx.records.RouteSite`) and
     ``per_weighted_cluster`` for each new DAG node (None: no config there).  They return plain
     protobuf messages; a node's own data comes from its ``attachments``
-    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's CORS, local rate
-    limit, cookie-rewrite, RBAC, 421 and router filters are contributions of the builtin plugin.
+    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's 421, compressor,
+    gRPC-Web, gRPC statistics, CORS, local rate limit, cookie-rewrite, RBAC and router filters are
+    contributions of the builtin plugin.
 
     **Returns**: an iterable of :class:`cpx.records.HttpFilterSpec`.
 

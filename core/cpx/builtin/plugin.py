@@ -30,9 +30,17 @@ from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.scopes import ScopeCache
 from cpx.xds.caches.secrets import SecretCache
+from cpx.xds.envoy import filters as envoy_filters
 
 EXTERNAL_NAME_OPTION = OptionSpec(
     name=externalname.ENABLE_OPTION_NAME, help=externalname.ENABLE_OPTION_HELP, type=bool, default=False
+)
+COMPRESSION_OPTION = OptionSpec(
+    name="compression",
+    help="Response compression of every HTTP connection manager (Contour's compression.algorithm): "
+    + ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
+    + ".",
+    default=envoy_filters.DEFAULT_COMPRESSION,
 )
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
@@ -71,6 +79,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield lbstatus.STATUS_ADDRESS_OPTION
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield EXTERNAL_NAME_OPTION
+    yield COMPRESSION_OPTION
     yield TRACE_OPTION
 
 
@@ -84,6 +93,15 @@ def cpx_configure(config: Config) -> None:
         externalname.parse_enabled(config.option(EXTERNAL_NAME_OPTION.name))
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    compression = config.option(COMPRESSION_OPTION.name, envoy_filters.DEFAULT_COMPRESSION)
+    if compression not in envoy_filters.COMPRESSION_ALGORITHMS:
+        choices = ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
+        raise ConfigError(f"--compression: {compression!r} is not one of {choices}")
+    _configured["compression"] = compression
+
+
+# What cpx_http_filters (which gets no Config) needs from the configuration.
+_configured = {"compression": envoy_filters.DEFAULT_COMPRESSION}
 
 
 @hookimpl
@@ -109,7 +127,7 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
 
 @hookimpl
 def cpx_http_filters() -> Iterator[HttpFilterSpec]:
-    yield from filters.http_filters()
+    yield from filters.http_filters(_configured["compression"])
 
 
 @hookimpl(trylast=True)
