@@ -12,6 +12,7 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.builtin import filters
+from cpx.builtin.httpoptions import COMPRESSION_OPTION, HTTP_OPTIONS
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -31,16 +32,14 @@ from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.scopes import ScopeCache
 from cpx.xds.caches.secrets import SecretCache
 from cpx.xds.envoy import filters as envoy_filters
+from cpx.xds.envoy.listener import HTTPSettings
 
 EXTERNAL_NAME_OPTION = OptionSpec(
-    name=externalname.ENABLE_OPTION_NAME, help=externalname.ENABLE_OPTION_HELP, type=bool, default=False
-)
-COMPRESSION_OPTION = OptionSpec(
-    name="compression",
-    help="Response compression of every HTTP connection manager (Contour's compression.algorithm): "
-    + ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
-    + ".",
-    default=envoy_filters.DEFAULT_COMPRESSION,
+    name=externalname.ENABLE_OPTION_NAME,
+    help=externalname.ENABLE_OPTION_HELP,
+    type=bool,
+    default=False,
+    config_key="enableExternalNameService",
 )
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
@@ -79,7 +78,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield lbstatus.STATUS_ADDRESS_OPTION
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield EXTERNAL_NAME_OPTION
-    yield COMPRESSION_OPTION
+    yield from HTTP_OPTIONS
     yield TRACE_OPTION
 
 
@@ -98,6 +97,10 @@ def cpx_configure(config: Config) -> None:
         choices = ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
         raise ConfigError(f"--compression: {compression!r} is not one of {choices}")
     _configured["compression"] = compression
+    try:
+        HTTPSettings.from_config(config)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 # What cpx_http_filters (which gets no Config) needs from the configuration.

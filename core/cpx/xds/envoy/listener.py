@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import attrs
 from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
@@ -22,6 +22,7 @@ from google.protobuf import wrappers_pb2
 
 from cpx.config import Config
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
+from cpx.durations import parse_timeout
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
 from cpx.xds.envoy.scoped import scope_selector, scoped_routes, upgrade_guard
 from cpx.xds.naming import cluster_name, secret_name
@@ -42,6 +43,32 @@ _TLS_VERSIONS = {
 }
 
 
+# Contour's serverHeaderTransformation values.
+SERVER_HEADER_TRANSFORMATIONS = {
+    "overwrite": hcm.HttpConnectionManager.OVERWRITE,
+    "append_if_absent": hcm.HttpConnectionManager.APPEND_IF_ABSENT,
+    "pass_through": hcm.HttpConnectionManager.PASS_THROUGH,
+}
+MIN_TLS_VERSIONS = ("1.2", "1.3")
+
+
+def _timeout(config: Config, name: str) -> float | None:
+    value = config.option(name)
+    if value is None:
+        return None
+    try:
+        return parse_timeout(value)
+    except ValueError as err:
+        raise ValueError(f"--{name.replace('_', '-')}: {err}") from None
+
+
+def _choice(config: Config, name: str, choices: Iterable[str], default: str) -> str:
+    value = str(config.option(name, default))
+    if value not in choices:
+        raise ValueError(f"--{name.replace('_', '-')}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 @attrs.frozen(kw_only=True)
 class HTTPSettings:
     """Connection-manager settings, from optional ``Config.options`` (seconds; ``None``: Envoy default)."""
@@ -51,15 +78,25 @@ class HTTPSettings:
     request_timeout: float = 0.0  # 0: no overall request timeout (Contour's default)
     merge_slashes: bool = True  # Contour's default (disableMergeSlashes: false)
     min_tls_version: str = "1.2"
+    server_header: str = "overwrite"  # Contour's serverHeaderTransformation
+    num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPSettings:
+        """The settings of ``config``'s options; ValueError names the flag of a bad value."""
+        hops = config.option("num_trusted_hops", 0)
+        if not isinstance(hops, int) or not 0 <= hops < 2**32:
+            raise ValueError(f"--num-trusted-hops: {hops!r} is not between 0 and {2**32 - 1}")
         return cls(
-            connection_idle_timeout=config.option("connection_idle_timeout"),
-            stream_idle_timeout=config.option("stream_idle_timeout"),
-            request_timeout=config.option("request_timeout", 0.0),
+            connection_idle_timeout=_timeout(config, "connection_idle_timeout"),
+            stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
+            request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
-            min_tls_version=config.option("tls_minimum_protocol_version", "1.2"),
+            min_tls_version=_choice(config, "tls_minimum_protocol_version", MIN_TLS_VERSIONS, "1.2"),
+            server_header=_choice(
+                config, "server_header_transformation", SERVER_HEADER_TRANSFORMATIONS, "overwrite"
+            ),
+            num_trusted_hops=hops,
         )
 
 
@@ -129,6 +166,8 @@ def http_connection_manager(
         preserve_external_request_id=True,
         request_timeout=seconds(settings.request_timeout),
         access_log=[stdout_access_log()],
+        server_header_transformation=SERVER_HEADER_TRANSFORMATIONS[settings.server_header],
+        xff_num_trusted_hops=settings.num_trusted_hops,
     )
     if scoped:
         manager.scoped_routes.CopyFrom(scoped_routes(route_config_name))

@@ -1,0 +1,66 @@
+"""The core's options for every HTTP connection manager (:class:`cpx.xds.envoy.listener.HTTPSettings`)
+and its default filters, with their keys in Contour's configuration file."""
+
+from __future__ import annotations
+
+from cpx.records import OptionSpec
+from cpx.xds.envoy import filters
+from cpx.xds.envoy.listener import MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIONS
+
+_TIMEOUT = "a Go duration (e.g. 30s) or 'infinity'"
+
+COMPRESSION_OPTION = OptionSpec(
+    name="compression",
+    help="Response compression of every HTTP connection manager: "
+    + ", ".join(filters.COMPRESSION_ALGORITHMS)
+    + ".",
+    default=filters.DEFAULT_COMPRESSION,
+    config_key="compression.algorithm",
+)
+
+HTTP_OPTIONS = (
+    COMPRESSION_OPTION,
+    OptionSpec(
+        name="request_timeout",
+        help=f"Timeout of a whole client request ({_TIMEOUT}; default: none).",
+        config_key="timeouts.request-timeout",
+    ),
+    OptionSpec(
+        name="connection_idle_timeout",
+        help=f"Close client connections idle this long ({_TIMEOUT}; default: Envoy's, 1h).",
+        config_key="timeouts.connection-idle-timeout",
+    ),
+    OptionSpec(
+        name="stream_idle_timeout",
+        help=f"Reset requests or streams without activity this long ({_TIMEOUT}; default: Envoy's, 5m).",
+        config_key="timeouts.stream-idle-timeout",
+    ),
+    OptionSpec(
+        name="disable_merge_slashes",
+        help="Keep repeated slashes in request paths (default: merged).",
+        type=bool,
+        default=False,
+        config_key="disableMergeSlashes",
+    ),
+    OptionSpec(
+        name="tls_minimum_protocol_version",
+        help="Lowest TLS version Envoy's HTTPS listeners accept: " + ", ".join(MIN_TLS_VERSIONS) + ".",
+        default="1.2",
+        config_key="tls.minimum-protocol-version",
+    ),
+    OptionSpec(
+        name="server_header_transformation",
+        help="What Envoy does with the Server response header: "
+        + ", ".join(SERVER_HEADER_TRANSFORMATIONS)
+        + ".",
+        default="overwrite",
+        config_key="serverHeaderTransformation",
+    ),
+    OptionSpec(
+        name="num_trusted_hops",
+        help="Proxies in front of Envoy whose X-Forwarded-For entries are trusted.",
+        type=int,
+        default=0,
+        config_key="network.num-trusted-hops",
+    ),
+)
