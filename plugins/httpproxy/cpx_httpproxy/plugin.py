@@ -38,6 +38,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         name="fallback_certificate",
         help="namespace/name of the TLS Secret served to clients without (known) SNI by HTTPProxies "
         "that set tls.enableFallbackCertificate",
+        config_key="tls.fallback-certificate",
     )
     yield OptionSpec(
         name="disable_permit_insecure",
@@ -45,6 +46,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         "virtual hosts",
         type=bool,
         default=False,
+        config_key="disablePermitInsecure",
     )
 
 
