@@ -103,6 +103,11 @@ def cpx_configure(config: Config) -> None:
         raise ConfigError(str(err)) from None
 
 
+@hookimpl
+def cpx_unconfigure(config: Config) -> None:
+    _configured["compression"] = envoy_filters.DEFAULT_COMPRESSION
+
+
 # What cpx_http_filters (which gets no Config) needs from the configuration.
 _configured = {"compression": envoy_filters.DEFAULT_COMPRESSION}
 
