@@ -133,6 +133,44 @@ def reference(value: Any) -> str:
     return f"{namespace}/{name}" if name else ""
 
 
+# Contour's ValidTLSCiphers and ValidECDHCurves (apis/projectcontour/v1alpha1).
+TLS_CIPHERS = frozenset(
+    {
+        "ECDHE-ECDSA-CHACHA20-POLY1305",
+        "ECDHE-RSA-CHACHA20-POLY1305",
+        "ECDHE-ECDSA-AES128-GCM-SHA256",
+        "ECDHE-RSA-AES128-GCM-SHA256",
+        "ECDHE-ECDSA-AES128-SHA",
+        "ECDHE-RSA-AES128-SHA",
+        "AES128-GCM-SHA256",
+        "AES128-SHA",
+        "ECDHE-ECDSA-AES256-GCM-SHA384",
+        "ECDHE-RSA-AES256-GCM-SHA384",
+        "ECDHE-ECDSA-AES256-SHA",
+        "ECDHE-RSA-AES256-SHA",
+        "AES256-GCM-SHA384",
+        "AES256-SHA",
+    }
+)
+ECDH_CURVES = frozenset({"X25519", "P-256", "P-384", "P-521", "X25519MLKEM768", "MLKEM1024"})
+
+
+def cipher_suite(value: Any) -> str:
+    """A cipher Envoy knows, or an equal-preference group of them: "[A|B]"."""
+    text = string(value)
+    group = text[1:-1].split("|") if text.startswith("[") and text.endswith("]") else [text]
+    if not all(name in TLS_CIPHERS for name in group):
+        raise ValueError(f"invalid cipher suite {text!r}")
+    return text
+
+
+def ecdh_curve(value: Any) -> str:
+    text = string(value)
+    if text not in ECDH_CURVES:
+        raise ValueError(f"invalid ECDH curve {text!r} (one of {', '.join(sorted(ECDH_CURVES))})")
+    return text
+
+
 def tls_versions(minimum: str, maximum: str) -> None:
     """Contour's ValidateTLSProtocolVersions (the maximum is checked against the default minimum)."""
     if (maximum or "1.3") < (minimum or "1.2"):
@@ -142,7 +180,6 @@ def tls_versions(minimum: str, maximum: str) -> None:
 # -- the keys ----------------------------------------------------------------------------------------
 
 TLS_VERSION = one_of("", "1.2", "1.3")
-_CIPHERS = "Envoy's default cipher suites stay enabled: remove the key to accept them"
 _UPSTREAM = "cpx's upstream TLS uses Envoy's defaults"
 _CLUSTER = "cpx's clusters use Envoy's defaults"
 _KUBE = "cpx's Kubernetes client"
@@ -182,15 +219,9 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ContourKey("json-fields", list_of(string), note=_ACCESS_LOG),
     ContourKey("accesslog-level", one_of("info", "error", "critical", "disabled"), "info", note=_ACCESS_LOG),
     ContourKey("tls.minimum-protocol-version", TLS_VERSION, ""),
-    ContourKey(
-        "tls.maximum-protocol-version",
-        TLS_VERSION,
-        "",
-        note="HTTPS listeners offer up to TLS 1.3; HTTPProxy tls.maximumProtocolVersion lowers it per host",
-        cpx_does=("1.3",),
-    ),
-    ContourKey("tls.cipher-suites", list_of(string), note=_CIPHERS, refuse=True),
-    ContourKey("tls.ecdh-curves", list_of(string), note="Envoy's default curves are used"),
+    ContourKey("tls.maximum-protocol-version", TLS_VERSION, ""),
+    ContourKey("tls.cipher-suites", list_of(cipher_suite)),
+    ContourKey("tls.ecdh-curves", list_of(ecdh_curve)),
     ContourKey("tls.fallback-certificate", reference),
     ContourKey(
         "tls.envoy-client-certificate", reference, note="client certificates to upstreams are not implemented"
@@ -249,8 +280,8 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
         ContourKey("circuit-breakers", mapping, note="global circuit-breaker defaults are not implemented"),
         ContourKey("upstream-tls.minimum-protocol-version", TLS_VERSION, "", note=_UPSTREAM),
         ContourKey("upstream-tls.maximum-protocol-version", TLS_VERSION, "", note=_UPSTREAM),
-        ContourKey("upstream-tls.cipher-suites", list_of(string), note=_UPSTREAM),
-        ContourKey("upstream-tls.ecdh-curves", list_of(string), note=_UPSTREAM),
+        ContourKey("upstream-tls.cipher-suites", list_of(cipher_suite), note=_UPSTREAM),
+        ContourKey("upstream-tls.ecdh-curves", list_of(ecdh_curve), note=_UPSTREAM),
     ),
     ContourKey("network.num-trusted-hops", integer(0), 0),
     ContourKey(
@@ -289,18 +320,18 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     *_keys(
         "globalExtAuth",
         *(
-            ContourKey(path, check, note=_EXT_AUTH, planned=True, refuse=True)
-            for path, check in (
-                ("extensionService", string),
-                ("serviceType", one_of("grpc", "http")),
-                ("httpSettings", mapping),
-                ("authPolicy.disabled", boolean),
-                ("authPolicy.context", string_map),
-                ("responseTimeout", duration),
-                ("failOpen", boolean),
-                ("withRequestBody.maxRequestBytes", integer(0)),
-                ("withRequestBody.allowPartialMessage", boolean),
-                ("withRequestBody.packAsBytes", boolean),
+            ContourKey(path, check, default, note=_EXT_AUTH, planned=True, refuse=True)
+            for path, check, default in (
+                ("extensionService", string, None),
+                ("serviceType", one_of("grpc", "http"), None),
+                ("httpSettings", mapping, None),
+                ("authPolicy.disabled", boolean, False),
+                ("authPolicy.context", string_map, None),
+                ("responseTimeout", duration, None),
+                ("failOpen", boolean, False),
+                ("withRequestBody.maxRequestBytes", integer(0), None),
+                ("withRequestBody.allowPartialMessage", boolean, False),
+                ("withRequestBody.packAsBytes", boolean, False),
             )
         ),
     ),

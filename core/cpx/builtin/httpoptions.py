@@ -49,6 +49,27 @@ HTTP_OPTIONS = (
         config_key="tls.minimum-protocol-version",
     ),
     OptionSpec(
+        name="tls_maximum_protocol_version",
+        help="Highest TLS version Envoy's HTTPS listeners offer: "
+        + ", ".join(MIN_TLS_VERSIONS)
+        + " (default: each host's own, 1.3 unless its HTTPProxy lowers it).",
+        config_key="tls.maximum-protocol-version",
+    ),
+    OptionSpec(
+        name="tls_cipher_suites",
+        help="TLS 1.2 cipher suites of Envoy's HTTPS listeners, in order of preference; [A|B] is an "
+        "equal-preference group (repeatable or comma-separated; default: Envoy's).",
+        multiple=True,
+        config_key="tls.cipher-suites",
+    ),
+    OptionSpec(
+        name="tls_ecdh_curves",
+        help="ECDH curves of Envoy's HTTPS listeners, most preferred first (repeatable or "
+        "comma-separated; default: Envoy's).",
+        multiple=True,
+        config_key="tls.ecdh-curves",
+    ),
+    OptionSpec(
         name="server_header_transformation",
         help="What Envoy does with the Server response header: "
         + ", ".join(SERVER_HEADER_TRANSFORMATIONS)

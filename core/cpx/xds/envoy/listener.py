@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
@@ -21,6 +21,7 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 from google.protobuf import wrappers_pb2
 
 from cpx.config import Config
+from cpx.contourkeys import cipher_suite, ecdh_curve
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.durations import parse_timeout
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
@@ -69,6 +70,14 @@ def _choice(config: Config, name: str, choices: Iterable[str], default: str) -> 
     return value
 
 
+def _checked(config: Config, name: str, check: Callable[[str], str]) -> tuple[str, ...]:
+    try:
+        # Duplicates dropped, order kept (Contour's SanitizedCipherSuites).
+        return tuple(dict.fromkeys(check(item) for item in config.option(name, ())))
+    except ValueError as err:
+        raise ValueError(f"--{name.replace('_', '-')}: {err}") from None
+
+
 @attrs.frozen(kw_only=True)
 class HTTPSettings:
     """Connection-manager settings, from optional ``Config.options`` (seconds; ``None``: Envoy default)."""
@@ -78,6 +87,9 @@ class HTTPSettings:
     request_timeout: float = 0.0  # 0: no overall request timeout (Contour's default)
     merge_slashes: bool = True  # Contour's default (disableMergeSlashes: false)
     min_tls_version: str = "1.2"
+    max_tls_version: str | None = None  # None: each virtual host's own maximum
+    cipher_suites: tuple[str, ...] = ()  # (): Envoy's defaults
+    ecdh_curves: tuple[str, ...] = ()  # (): Envoy's defaults
     server_header: str = "overwrite"  # Contour's serverHeaderTransformation
     num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
@@ -87,12 +99,21 @@ class HTTPSettings:
         hops = config.option("num_trusted_hops", 0)
         if not isinstance(hops, int) or not 0 <= hops < 2**32:
             raise ValueError(f"--num-trusted-hops: {hops!r} is not between 0 and {2**32 - 1}")
+        minimum = _choice(config, "tls_minimum_protocol_version", MIN_TLS_VERSIONS, "1.2")
+        maximum = config.option("tls_maximum_protocol_version")
+        if maximum is not None:
+            maximum = _choice(config, "tls_maximum_protocol_version", MIN_TLS_VERSIONS, "1.3")
+            if maximum < minimum:
+                raise ValueError("--tls-maximum-protocol-version: lower than the minimum")
         return cls(
             connection_idle_timeout=_timeout(config, "connection_idle_timeout"),
             stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
             request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
-            min_tls_version=_choice(config, "tls_minimum_protocol_version", MIN_TLS_VERSIONS, "1.2"),
+            min_tls_version=minimum,
+            max_tls_version=maximum,
+            cipher_suites=_checked(config, "tls_cipher_suites", cipher_suite),
+            ecdh_curves=_checked(config, "tls_ecdh_curves", ecdh_curve),
             server_header=_choice(
                 config, "server_header_transformation", SERVER_HEADER_TRANSFORMATIONS, "overwrite"
             ),
@@ -215,10 +236,19 @@ def downstream_tls(
     # The configured minimum is a floor: a virtual host may ask for more, never for less.
     floor = tls_version(settings.min_tls_version, tls_common.TlsParameters.TLSv1_2)
     minimum = max(floor, tls_version(params.min_version, floor))
+    maximum = tls_version(params.max_version)
+    if settings.max_tls_version is not None:
+        # ... and the configured maximum a ceiling (Contour's min), never below the minimum.
+        ceiling = tls_version(settings.max_tls_version)
+        maximum = max(
+            minimum, ceiling if maximum == tls_common.TlsParameters.TLS_AUTO else min(maximum, ceiling)
+        )
     common = tls.CommonTlsContext(
         tls_params=tls_common.TlsParameters(
             tls_minimum_protocol_version=minimum,
-            tls_maximum_protocol_version=tls_version(params.max_version),
+            tls_maximum_protocol_version=maximum,
+            cipher_suites=settings.cipher_suites,
+            ecdh_curves=settings.ecdh_curves,
         ),
         tls_certificate_sds_secret_configs=[
             tls_secret.SdsSecretConfig(name=secret_name(secret), sds_config=ads_config_source())

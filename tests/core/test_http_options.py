@@ -1,0 +1,93 @@
+"""The core's connection-manager and TLS options (``HTTPSettings``), as flags and config-file keys
+give them: timeouts, Server header, trusted hops, TLS versions, cipher suites and curves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
+from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
+from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
+
+from cpx.config import Config
+from cpx.dag.nodes import Secret, TLSParams
+from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, http_connection_manager
+
+SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
+DEFAULT_HOST = TLSParams()
+V12, V13 = tls_common.TlsParameters.TLSv1_2, tls_common.TlsParameters.TLSv1_3
+
+
+def _settings(**options: Any) -> HTTPSettings:
+    return HTTPSettings.from_config(Config(options=options))
+
+
+def _tls_params(settings: HTTPSettings, params: TLSParams = DEFAULT_HOST) -> tls_common.TlsParameters:
+    context = tls.DownstreamTlsContext()
+    assert downstream_tls(SECRET, params, settings, ["h2"]).typed_config.Unpack(context)
+    return context.common_tls_context.tls_params
+
+
+def test_defaults_leave_envoys_own_choices() -> None:
+    params = _tls_params(_settings())
+    assert (params.tls_minimum_protocol_version, params.tls_maximum_protocol_version) == (V12, V13)
+    assert not params.cipher_suites and not params.ecdh_curves
+
+
+def test_ciphers_and_curves_are_set_in_order_without_duplicates() -> None:
+    ciphers = ("[ECDHE-ECDSA-AES128-GCM-SHA256|ECDHE-ECDSA-CHACHA20-POLY1305]", "AES256-SHA", "AES256-SHA")
+    params = _tls_params(_settings(tls_cipher_suites=ciphers, tls_ecdh_curves=("X25519MLKEM768", "X25519")))
+    assert list(params.cipher_suites) == list(ciphers[:2])
+    assert list(params.ecdh_curves) == ["X25519MLKEM768", "X25519"]
+
+
+def test_the_configured_maximum_caps_each_host_but_never_below_its_minimum() -> None:
+    settings = _settings(tls_maximum_protocol_version="1.2")
+    assert _tls_params(settings).tls_maximum_protocol_version == V12
+    strict = _tls_params(settings, TLSParams(min_version="1.3", max_version="1.3"))
+    assert (strict.tls_minimum_protocol_version, strict.tls_maximum_protocol_version) == (V13, V13)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"tls_cipher_suites": ("RC4-SHA",)}, "--tls-cipher-suites: invalid cipher suite 'RC4-SHA'"),
+        ({"tls_cipher_suites": ("[AES256-SHA|NULL]",)}, "invalid cipher suite '[AES256-SHA|NULL]'"),
+        ({"tls_ecdh_curves": ("P-224",)}, "--tls-ecdh-curves: invalid ECDH curve 'P-224'"),
+        (
+            {"tls_minimum_protocol_version": "1.1"},
+            "--tls-minimum-protocol-version: '1.1' is not one of 1.2, 1.3",
+        ),
+        (
+            {"tls_minimum_protocol_version": "1.3", "tls_maximum_protocol_version": "1.2"},
+            "--tls-maximum-protocol-version: lower than the minimum",
+        ),
+        ({"request_timeout": "soon"}, "--request-timeout: 'soon' is not a duration"),
+        ({"server_header_transformation": "drop"}, "--server-header-transformation: 'drop' is not one of"),
+        ({"num_trusted_hops": -1}, "--num-trusted-hops: -1 is not between 0 and"),
+    ],
+)
+def test_bad_values_name_the_flag(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=r"^--") as caught:
+        _settings(**options)
+    assert message in str(caught.value)
+
+
+def test_connection_manager_settings() -> None:
+    settings = _settings(
+        request_timeout="1m",
+        connection_idle_timeout="infinity",
+        stream_idle_timeout="300ms",
+        server_header_transformation="append_if_absent",
+        num_trusted_hops=2,
+    )
+    manager = hcm.HttpConnectionManager()
+    assert http_connection_manager("ingress_http", "ingress_http", settings, []).typed_config.Unpack(manager)
+    assert manager.request_timeout.seconds == 60
+    # "infinity" is Envoy's 0: no idle timeout (rather than Envoy's default hour).
+    assert manager.common_http_protocol_options.HasField("idle_timeout")
+    assert manager.common_http_protocol_options.idle_timeout.ToTimedelta().total_seconds() == 0
+    assert manager.stream_idle_timeout.ToMilliseconds() == 300
+    assert manager.server_header_transformation == hcm.HttpConnectionManager.APPEND_IF_ABSENT
+    assert manager.xff_num_trusted_hops == 2
