@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from envoy.config.cluster.v3 import cluster_pb2 as cluster_v3
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 
 from cpx.config import Config
-from cpx.dag.nodes import Secret, TLSParams
+from cpx.dag.dag import DAG, Protocol
+from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, ServicePort, TLSParams
+from cpx.xds.caches.clusters import ClusterCache
 from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, http_connection_manager
 
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
@@ -91,3 +94,39 @@ def test_connection_manager_settings() -> None:
     assert manager.stream_idle_timeout.ToMilliseconds() == 300
     assert manager.server_header_transformation == hcm.HttpConnectionManager.APPEND_IF_ABSENT
     assert manager.xff_num_trusted_hops == 2
+
+
+def _clusters(family: str | None) -> dict[str, cluster_v3.Cluster]:
+    external = ServicePort(namespace="default", name="ext", port=443, external_name="api.example.com")
+    inside = ServicePort(namespace="default", name="web", port=80)
+    dag = DAG()
+    dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
+    vhost = dag.ensure_virtual_host("ingress_http", "example.com")
+    for i, upstream in enumerate((external, inside)):
+        vhost.add_route(
+            Route(path=PathMatch(kind=PathKind.PREFIX, value=f"/{i}"), clusters=(Cluster(upstream=upstream),))
+        )
+    options = {} if family is None else {"cluster_dns_lookup_family": family}
+    cache = ClusterCache(Config(options=options))
+    cache.on_change(dag)
+    return {name: cluster_v3.Cluster.FromString(res.body) for name, res in cache.contents().items()}
+
+
+@pytest.mark.parametrize(
+    ("family", "expected", "kind"),
+    [
+        (None, cluster_v3.Cluster.AUTO, cluster_v3.Cluster.STRICT_DNS),
+        ("v4", cluster_v3.Cluster.V4_ONLY, cluster_v3.Cluster.STRICT_DNS),
+        ("v6", cluster_v3.Cluster.V6_ONLY, cluster_v3.Cluster.STRICT_DNS),
+        ("all", cluster_v3.Cluster.ALL, cluster_v3.Cluster.LOGICAL_DNS),  # as Contour does
+    ],
+)
+def test_dns_lookup_family_applies_to_external_name_clusters(
+    family: str | None, expected: int, kind: int
+) -> None:
+    found = _clusters(family)
+    (external,) = [c for c in found.values() if c.type != cluster_v3.Cluster.EDS]
+    (inside,) = [c for c in found.values() if c.type == cluster_v3.Cluster.EDS]
+    assert external.name.startswith("default/ext/") and inside.name.startswith("default/web/")
+    assert (external.dns_lookup_family, external.type) == (expected, kind)
+    assert inside.dns_lookup_family == cluster_v3.Cluster.AUTO

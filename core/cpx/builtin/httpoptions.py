@@ -4,6 +4,7 @@ and its default filters, with their keys in Contour's configuration file."""
 from __future__ import annotations
 
 from cpx.records import OptionSpec
+from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES
 from cpx.xds.envoy import filters
 from cpx.xds.envoy.listener import MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIONS
 
@@ -84,4 +85,13 @@ HTTP_OPTIONS = (
         default=0,
         config_key="network.num-trusted-hops",
     ),
+)
+
+CLUSTER_DNS_OPTION = OptionSpec(
+    name="cluster_dns_lookup_family",
+    help="Address family of the DNS lookups of ExternalName Service clusters: "
+    + ", ".join(DNS_LOOKUP_FAMILIES)
+    + " (all: every address, through LOGICAL_DNS).",
+    default="auto",
+    config_key="cluster.dns-lookup-family",
 )

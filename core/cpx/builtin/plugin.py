@@ -12,7 +12,7 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.builtin import filters
-from cpx.builtin.httpoptions import COMPRESSION_OPTION, HTTP_OPTIONS
+from cpx.builtin.httpoptions import CLUSTER_DNS_OPTION, COMPRESSION_OPTION, HTTP_OPTIONS
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -25,7 +25,7 @@ from cpx.sources import externalname, ingressclass
 from cpx.sources.view import SourceView
 from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
-from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES, ClusterCache
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
@@ -79,6 +79,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield EXTERNAL_NAME_OPTION
     yield from HTTP_OPTIONS
+    yield CLUSTER_DNS_OPTION
     yield TRACE_OPTION
 
 
@@ -101,6 +102,11 @@ def cpx_configure(config: Config) -> None:
         HTTPSettings.from_config(config)
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    family = config.option(CLUSTER_DNS_OPTION.name, "auto")
+    if family not in DNS_LOOKUP_FAMILIES:
+        raise ConfigError(
+            f"--cluster-dns-lookup-family: {family!r} is not one of {', '.join(DNS_LOOKUP_FAMILIES)}"
+        )
 
 
 @hookimpl
