@@ -1,7 +1,9 @@
-"""The core's options for every HTTP connection manager (:class:`cpx.xds.envoy.listener.HTTPSettings`)
-and its default filters, with their keys in Contour's configuration file."""
+"""The core's options for Envoy's listeners and clusters (:class:`cpx.xds.envoy.listener.HTTPSettings`,
+the default filters, ExternalName clusters), with their keys in Contour's configuration file."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from cpx.records import OptionSpec
 from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES
@@ -10,13 +12,19 @@ from cpx.xds.envoy.listener import MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIO
 
 _TIMEOUT = "a Go duration (e.g. 30s) or 'infinity'"
 
-COMPRESSION_OPTION = OptionSpec(
-    name="compression",
-    help="Response compression of every HTTP connection manager: "
-    + ", ".join(filters.COMPRESSION_ALGORITHMS)
-    + ".",
-    default=filters.DEFAULT_COMPRESSION,
-    config_key="compression.algorithm",
+
+def _choice(
+    name: str, what: str, choices: Iterable[str], key: str, default: str | None, note: str = ""
+) -> OptionSpec:
+    return OptionSpec(name=name, help=f"{what}: {', '.join(choices)}{note}.", default=default, config_key=key)
+
+
+COMPRESSION_OPTION = _choice(
+    "compression",
+    "Response compression of every HTTP connection manager",
+    filters.COMPRESSION_ALGORITHMS,
+    "compression.algorithm",
+    filters.DEFAULT_COMPRESSION,
 )
 
 HTTP_OPTIONS = (
@@ -43,18 +51,20 @@ HTTP_OPTIONS = (
         default=False,
         config_key="disableMergeSlashes",
     ),
-    OptionSpec(
-        name="tls_minimum_protocol_version",
-        help="Lowest TLS version Envoy's HTTPS listeners accept: " + ", ".join(MIN_TLS_VERSIONS) + ".",
-        default="1.2",
-        config_key="tls.minimum-protocol-version",
+    _choice(
+        "tls_minimum_protocol_version",
+        "Lowest TLS version Envoy's HTTPS listeners accept",
+        MIN_TLS_VERSIONS,
+        "tls.minimum-protocol-version",
+        "1.2",
     ),
-    OptionSpec(
-        name="tls_maximum_protocol_version",
-        help="Highest TLS version Envoy's HTTPS listeners offer: "
-        + ", ".join(MIN_TLS_VERSIONS)
-        + " (default: each host's own, 1.3 unless its HTTPProxy lowers it).",
-        config_key="tls.maximum-protocol-version",
+    _choice(
+        "tls_maximum_protocol_version",
+        "Highest TLS version Envoy's HTTPS listeners offer",
+        MIN_TLS_VERSIONS,
+        "tls.maximum-protocol-version",
+        None,
+        " (default: each host's own, 1.3 unless its HTTPProxy lowers it)",
     ),
     OptionSpec(
         name="tls_cipher_suites",
@@ -70,13 +80,12 @@ HTTP_OPTIONS = (
         multiple=True,
         config_key="tls.ecdh-curves",
     ),
-    OptionSpec(
-        name="server_header_transformation",
-        help="What Envoy does with the Server response header: "
-        + ", ".join(SERVER_HEADER_TRANSFORMATIONS)
-        + ".",
-        default="overwrite",
-        config_key="serverHeaderTransformation",
+    _choice(
+        "server_header_transformation",
+        "What Envoy does with the Server response header",
+        SERVER_HEADER_TRANSFORMATIONS,
+        "serverHeaderTransformation",
+        "overwrite",
     ),
     OptionSpec(
         name="num_trusted_hops",
@@ -87,11 +96,11 @@ HTTP_OPTIONS = (
     ),
 )
 
-CLUSTER_DNS_OPTION = OptionSpec(
-    name="cluster_dns_lookup_family",
-    help="Address family of the DNS lookups of ExternalName Service clusters: "
-    + ", ".join(DNS_LOOKUP_FAMILIES)
-    + " (all: every address, through LOGICAL_DNS).",
-    default="auto",
-    config_key="cluster.dns-lookup-family",
+CLUSTER_DNS_OPTION = _choice(
+    "cluster_dns_lookup_family",
+    "Address family of the DNS lookups of ExternalName Service clusters",
+    DNS_LOOKUP_FAMILIES,
+    "cluster.dns-lookup-family",
+    "auto",
+    " (all: every address, through LOGICAL_DNS)",
 )
