@@ -245,9 +245,9 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ContourKey("timeouts.request-timeout", duration),
     ContourKey("timeouts.connection-idle-timeout", duration, "60s"),
     ContourKey("timeouts.stream-idle-timeout", duration),
-    ContourKey("timeouts.max-connection-duration", duration, note="Envoy's default (none) is used"),
-    ContourKey("timeouts.delayed-close-timeout", duration, note="Envoy's default (1s) is used"),
-    ContourKey("timeouts.connection-shutdown-grace-period", duration, note="Envoy's default (5s) is used"),
+    ContourKey("timeouts.max-connection-duration", duration),
+    ContourKey("timeouts.delayed-close-timeout", duration),
+    ContourKey("timeouts.connection-shutdown-grace-period", duration),
     ContourKey(
         "timeouts.connect-timeout",
         finite_duration,
@@ -264,12 +264,7 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ),
     ContourKey("envoy-service-namespace", string, "projectcontour"),
     ContourKey("envoy-service-name", string, "envoy"),
-    ContourKey(
-        "default-http-versions",
-        list_of(one_of("http/1.1", "http/2", fold_case=True)),
-        note="HTTPS listeners offer h2 and http/1.1; upstreams speak what their Service says",
-        cpx_does=(["http/1.1", "http/2"], ["http/2", "http/1.1"]),
-    ),
+    ContourKey("default-http-versions", list_of(one_of("http/1.1", "http/2", fold_case=True))),
     *_keys(
         "cluster",
         ContourKey(

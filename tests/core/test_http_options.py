@@ -69,6 +69,7 @@ def test_the_configured_maximum_caps_each_host_but_never_below_its_minimum() -> 
         ({"request_timeout": "soon"}, "--request-timeout: 'soon' is not a duration"),
         ({"server_header_transformation": "drop"}, "--server-header-transformation: 'drop' is not one of"),
         ({"num_trusted_hops": -1}, "--num-trusted-hops: -1 is not between 0 and"),
+        ({"default_http_versions": ("http/3",)}, "--default-http-versions: 'http/3' is not one of"),
     ],
 )
 def test_bad_values_name_the_flag(options: dict[str, Any], message: str) -> None:
@@ -130,3 +131,38 @@ def test_dns_lookup_family_applies_to_external_name_clusters(
     assert external.name.startswith("default/ext/") and inside.name.startswith("default/web/")
     assert (external.dns_lookup_family, external.type) == (expected, kind)
     assert inside.dns_lookup_family == cluster_v3.Cluster.AUTO
+
+
+@pytest.mark.parametrize(
+    ("versions", "alpn", "codec"),
+    [
+        ((), ["h2", "http/1.1"], hcm.HttpConnectionManager.AUTO),
+        (("HTTP/1.1", "HTTP/2"), ["h2", "http/1.1"], hcm.HttpConnectionManager.AUTO),
+        (("http/1.1",), ["http/1.1"], hcm.HttpConnectionManager.HTTP1),
+        (("HTTP/2",), ["h2"], hcm.HttpConnectionManager.HTTP2),
+    ],
+)
+def test_default_http_versions_choose_alpn_and_codec(
+    versions: tuple[str, ...], alpn: list[str], codec: int
+) -> None:
+    settings = _settings(default_http_versions=versions)
+    context = tls.DownstreamTlsContext()
+    assert downstream_tls(SECRET, DEFAULT_HOST, settings, settings.alpn).typed_config.Unpack(context)
+    assert list(context.common_tls_context.alpn_protocols) == alpn
+    manager = hcm.HttpConnectionManager()
+    assert http_connection_manager("r", "r", settings, []).typed_config.Unpack(manager)
+    assert manager.codec_type == codec
+
+
+def test_connection_lifetime_timeouts() -> None:
+    settings = _settings(
+        max_connection_duration="1h", delayed_close_timeout="infinity", connection_shutdown_grace_period="10s"
+    )
+    manager = hcm.HttpConnectionManager()
+    assert http_connection_manager("r", "r", settings, []).typed_config.Unpack(manager)
+    assert manager.common_http_protocol_options.max_connection_duration.seconds == 3600
+    assert manager.HasField("delayed_close_timeout") and manager.delayed_close_timeout.seconds == 0
+    assert manager.drain_timeout.seconds == 10
+    unset = hcm.HttpConnectionManager()
+    assert http_connection_manager("r", "r", _settings(), []).typed_config.Unpack(unset)
+    assert not unset.HasField("delayed_close_timeout") and not unset.HasField("drain_timeout")

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from cpx.records import OptionSpec
 from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES
 from cpx.xds.envoy import filters
-from cpx.xds.envoy.listener import MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIONS
+from cpx.xds.envoy.listener import HTTP_VERSIONS, MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIONS
 
 _TIMEOUT = "a Go duration (e.g. 30s) or 'infinity'"
 
@@ -43,6 +43,30 @@ HTTP_OPTIONS = (
         name="stream_idle_timeout",
         help=f"Reset requests or streams without activity this long ({_TIMEOUT}; default: Envoy's, 5m).",
         config_key="timeouts.stream-idle-timeout",
+    ),
+    OptionSpec(
+        name="max_connection_duration",
+        help=f"Close client connections this long after they opened ({_TIMEOUT}; default: none).",
+        config_key="timeouts.max-connection-duration",
+    ),
+    OptionSpec(
+        name="delayed_close_timeout",
+        help=f"How long Envoy waits for a client to close before it does ({_TIMEOUT}; default: Envoy's, 1s).",
+        config_key="timeouts.delayed-close-timeout",
+    ),
+    OptionSpec(
+        name="connection_shutdown_grace_period",
+        help="Time between the first and the final HTTP/2 GOAWAY when Envoy closes a connection "
+        f"({_TIMEOUT}; default: Envoy's, 5s).",
+        config_key="timeouts.connection-shutdown-grace-period",
+    ),
+    OptionSpec(
+        name="default_http_versions",
+        help="HTTP versions Envoy's listeners speak to clients: "
+        + ", ".join(HTTP_VERSIONS)
+        + " (repeatable or comma-separated; default: both).",
+        multiple=True,
+        config_key="default-http-versions",
     ),
     OptionSpec(
         name="disable_merge_slashes",

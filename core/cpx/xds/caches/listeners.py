@@ -57,7 +57,6 @@ from cpx.xds.httpfilters import HttpFilters, connection_manager_filters
 from cpx.xds.resource import Resource, content_version
 
 _FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
-HTTP_ALPN = ("h2", "http/1.1")  # what a TLS-terminating HTTP chain offers
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -108,7 +107,7 @@ class _SecureChain:
             )
             chosen = connection_manager_filters(http_filters, site)
             filters = [http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)]
-            alpn = HTTP_ALPN
+            alpn = settings.alpn
         socket = None
         if self.secret is not None:
             socket = downstream_tls(self.secret, self.tls, settings, alpn)
@@ -133,7 +132,7 @@ class _FallbackChain:
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
-        socket = downstream_tls(self.secret, TLSParams(), settings, HTTP_ALPN)
+        socket = downstream_tls(self.secret, TLSParams(), settings, settings.alpn)
         return filter_chain([manager], transport_protocol="tls", transport_socket=socket, name=FALLBACK_CHAIN)
 
 

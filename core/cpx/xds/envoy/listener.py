@@ -51,6 +51,11 @@ SERVER_HEADER_TRANSFORMATIONS = {
     "pass_through": hcm.HttpConnectionManager.PASS_THROUGH,
 }
 MIN_TLS_VERSIONS = ("1.2", "1.3")
+# Contour's default-http-versions: each version's ALPN name and codec, in ALPN preference order.
+HTTP_VERSIONS = {
+    "http/2": ("h2", hcm.HttpConnectionManager.HTTP2),
+    "http/1.1": ("http/1.1", hcm.HttpConnectionManager.HTTP1),
+}
 
 
 def _timeout(config: Config, name: str) -> float | None:
@@ -90,6 +95,12 @@ class HTTPSettings:
     max_tls_version: str | None = None  # None: each virtual host's own maximum
     cipher_suites: tuple[str, ...] = ()  # (): Envoy's defaults
     ecdh_curves: tuple[str, ...] = ()  # (): Envoy's defaults
+    max_connection_duration: float | None = None
+    delayed_close_timeout: float | None = None
+    drain_timeout: float | None = None  # Contour's connection-shutdown-grace-period
+    # default-http-versions: what TLS chains offer by ALPN, and the codec (AUTO unless only one).
+    alpn: tuple[str, ...] = ("h2", "http/1.1")
+    codec: hcm.HttpConnectionManager.CodecType.ValueType = hcm.HttpConnectionManager.AUTO
     server_header: str = "overwrite"  # Contour's serverHeaderTransformation
     num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
@@ -105,8 +116,20 @@ class HTTPSettings:
             maximum = _choice(config, "tls_maximum_protocol_version", MIN_TLS_VERSIONS, "1.3")
             if maximum < minimum:
                 raise ValueError("--tls-maximum-protocol-version: lower than the minimum")
+        versions = [v.lower() for v in config.option("default_http_versions", ())]
+        unknown = [v for v in versions if v not in HTTP_VERSIONS]
+        if unknown:
+            raise ValueError(
+                f"--default-http-versions: {unknown[0]!r} is not one of {', '.join(HTTP_VERSIONS)}"
+            )
+        chosen = [HTTP_VERSIONS[v] for v in HTTP_VERSIONS if v in versions] or list(HTTP_VERSIONS.values())
         return cls(
             connection_idle_timeout=_timeout(config, "connection_idle_timeout"),
+            max_connection_duration=_timeout(config, "max_connection_duration"),
+            delayed_close_timeout=_timeout(config, "delayed_close_timeout"),
+            drain_timeout=_timeout(config, "connection_shutdown_grace_period"),
+            alpn=tuple(name for name, _ in chosen),
+            codec=chosen[0][1] if len(chosen) == 1 else hcm.HttpConnectionManager.AUTO,
             stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
             request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
@@ -189,6 +212,7 @@ def http_connection_manager(
         access_log=[stdout_access_log()],
         server_header_transformation=SERVER_HEADER_TRANSFORMATIONS[settings.server_header],
         xff_num_trusted_hops=settings.num_trusted_hops,
+        codec_type=settings.codec,
     )
     if scoped:
         manager.scoped_routes.CopyFrom(scoped_routes(route_config_name))
@@ -199,8 +223,14 @@ def http_connection_manager(
         common.idle_timeout.CopyFrom(seconds(settings.connection_idle_timeout))
     else:
         common.SetInParent()  # Contour always sets the message, leaving Envoy's default (1 h)
+    if settings.max_connection_duration is not None:
+        common.max_connection_duration.CopyFrom(seconds(settings.max_connection_duration))
     if settings.stream_idle_timeout is not None:
         manager.stream_idle_timeout.CopyFrom(seconds(settings.stream_idle_timeout))
+    if settings.delayed_close_timeout is not None:
+        manager.delayed_close_timeout.CopyFrom(seconds(settings.delayed_close_timeout))
+    if settings.drain_timeout is not None:
+        manager.drain_timeout.CopyFrom(seconds(settings.drain_timeout))
     return listener_components.Filter(name=HCM_FILTER, typed_config=to_any(manager))
 
 
