@@ -19,6 +19,13 @@ def _choice(
     return OptionSpec(name=name, help=f"{what}: {', '.join(choices)}{note}.", default=default, config_key=key)
 
 
+def _timeout(name: str, what: str, key: str, envoys: str = "none") -> OptionSpec:
+    """One of Contour's ``timeouts.*`` (``envoys``: Envoy's default, what an unset option leaves)."""
+    return OptionSpec(
+        name=name, help=f"{what} ({_TIMEOUT}; default: {envoys}).", config_key="timeouts." + key
+    )
+
+
 COMPRESSION_OPTION = _choice(
     "compression",
     "Response compression of every HTTP connection manager",
@@ -29,36 +36,32 @@ COMPRESSION_OPTION = _choice(
 
 HTTP_OPTIONS = (
     COMPRESSION_OPTION,
-    OptionSpec(
-        name="request_timeout",
-        help=f"Timeout of a whole client request ({_TIMEOUT}; default: none).",
-        config_key="timeouts.request-timeout",
+    _timeout("request_timeout", "Timeout of a whole client request", "request-timeout", "none"),
+    _timeout(
+        "connection_idle_timeout", "Close client connections idle this long", "connection-idle-timeout", "1h"
     ),
-    OptionSpec(
-        name="connection_idle_timeout",
-        help=f"Close client connections idle this long ({_TIMEOUT}; default: Envoy's, 1h).",
-        config_key="timeouts.connection-idle-timeout",
+    _timeout(
+        "stream_idle_timeout",
+        "Reset requests or streams without activity this long",
+        "stream-idle-timeout",
+        "5m",
     ),
-    OptionSpec(
-        name="stream_idle_timeout",
-        help=f"Reset requests or streams without activity this long ({_TIMEOUT}; default: Envoy's, 5m).",
-        config_key="timeouts.stream-idle-timeout",
+    _timeout(
+        "max_connection_duration",
+        "Close client connections this long after they opened",
+        "max-connection-duration",
     ),
-    OptionSpec(
-        name="max_connection_duration",
-        help=f"Close client connections this long after they opened ({_TIMEOUT}; default: none).",
-        config_key="timeouts.max-connection-duration",
+    _timeout(
+        "delayed_close_timeout",
+        "How long Envoy waits for a client to close before it does",
+        "delayed-close-timeout",
+        "1s",
     ),
-    OptionSpec(
-        name="delayed_close_timeout",
-        help=f"How long Envoy waits for a client to close before it does ({_TIMEOUT}; default: Envoy's, 1s).",
-        config_key="timeouts.delayed-close-timeout",
-    ),
-    OptionSpec(
-        name="connection_shutdown_grace_period",
-        help="Time between the first and the final HTTP/2 GOAWAY when Envoy closes a connection "
-        f"({_TIMEOUT}; default: Envoy's, 5s).",
-        config_key="timeouts.connection-shutdown-grace-period",
+    _timeout(
+        "connection_shutdown_grace_period",
+        "Time between the first and the final HTTP/2 GOAWAY when Envoy closes a connection",
+        "connection-shutdown-grace-period",
+        "5s",
     ),
     OptionSpec(
         name="default_http_versions",
