@@ -183,7 +183,6 @@ TLS_VERSION = one_of("", "1.2", "1.3")
 _UPSTREAM = "cpx's upstream TLS uses Envoy's defaults"
 _CLUSTER = "cpx's clusters use Envoy's defaults"
 _KUBE = "cpx's Kubernetes client"
-_LISTENER = "cpx's listeners use Envoy's defaults"
 _TRACING = "tracing is not implemented"
 _METRICS_TLS = "cpx serves /metrics over plain HTTP"
 _ENVOY_METRICS = "Envoy's stats listener is in its bootstrap: `cpx bootstrap --stats-address/--stats-port`"
@@ -195,10 +194,6 @@ _RATE_LIMIT = "--rate-limit-* (global rate limiting)"
 
 def _keys(prefix: str, *keys: ContourKey) -> tuple[ContourKey, ...]:
     return tuple(attrs.evolve(key, path=f"{prefix}.{key.path}") for key in keys)
-
-
-def _listener_limit(name: str) -> ContourKey:
-    return ContourKey(name, integer(1), note=_LISTENER)
 
 
 CONTOUR_KEYS: tuple[ContourKey, ...] = (
@@ -288,20 +283,22 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ContourKey("network.strip-trailing-host-dot", boolean, False, note="host names keep a trailing dot"),
     *_keys(
         "listener",
-        ContourKey("connection-balancer", one_of("", "exact"), "", note=_LISTENER),
-        *map(
-            _listener_limit,
-            (
+        ContourKey("connection-balancer", one_of("", "exact"), ""),
+        *(
+            ContourKey(name, integer(1))
+            for name in (
                 "max-requests-per-connection",
                 "per-connection-buffer-limit-bytes",
-                "max-requests-per-io-cycle",
                 "http2-max-concurrent-streams",
-                "max-connections-per-listener",
                 "max-connections-to-accept-per-socket-event",
-            ),
+            )
         ),
-        ContourKey("socket-options.tos", integer(0, 255), 0, note=_LISTENER),
-        ContourKey("socket-options.traffic-class", integer(0, 255), 0, note=_LISTENER),
+        *(
+            ContourKey(name, integer(1), note="Envoy's runtime limits are not served")
+            for name in ("max-requests-per-io-cycle", "max-connections-per-listener")
+        ),
+        ContourKey("socket-options.tos", integer(0, 255), 0),
+        ContourKey("socket-options.traffic-class", integer(0, 255), 0),
     ),
     *_keys(
         "rateLimitService",

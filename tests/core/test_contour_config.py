@@ -273,6 +273,7 @@ listener:
   connection-balancer: exact
   socket-options: {tos: 64, traffic-class: 64}
 omEnforcedHealthListener: {address: 0.0.0.0, port: 8003}
+tracing: {serviceName: contour, extensionService: projectcontour/otel}
 """
 
 
@@ -291,6 +292,6 @@ def test_every_key_of_contours_documented_example_is_known_and_sorted() -> None:
     assert {
         "accesslog-format",
         "policy.applyToIngress",
-        "listener.socket-options.tos",
+        "tracing.serviceName",
         "rateLimitService.domain",
     } <= (warned)

@@ -7,16 +7,20 @@ from typing import Any
 
 import pytest
 from envoy.config.cluster.v3 import cluster_pb2 as cluster_v3
+from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 
+from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, Secret, ServicePort, TLSParams
 from cpx.xds.caches.clusters import ClusterCache
+from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.envoy.listener import HTTPSettings, downstream_tls, http_connection_manager
 
+WEB = ServicePort(namespace="default", name="web", port=80)
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
 DEFAULT_HOST = TLSParams()
 V12, V13 = tls_common.TlsParameters.TLSv1_2, tls_common.TlsParameters.TLSv1_3
@@ -166,3 +170,53 @@ def test_connection_lifetime_timeouts() -> None:
     unset = hcm.HttpConnectionManager()
     assert http_connection_manager("r", "r", _settings(), []).typed_config.Unpack(unset)
     assert not unset.HasField("delayed_close_timeout") and not unset.HasField("drain_timeout")
+
+
+def test_listener_limits_and_socket_options() -> None:
+    options = {
+        "max_requests_per_connection": 100,
+        "http2_max_concurrent_streams": 50,
+        "per_connection_buffer_limit_bytes": 32768,
+        "max_connections_to_accept_per_socket_event": 4,
+        "connection_balancer": "exact",
+        "socket_tos": 64,
+        "socket_traffic_class": 0,  # Contour sets none for 0
+    }
+    dag = DAG()
+    dag.ensure_listener("ingress_http", Protocol.HTTP, "0.0.0.0", 8080)
+    dag.ensure_virtual_host("ingress_http", "a.test").add_route(
+        Route(path=PathMatch(kind=PathKind.PREFIX, value="/"), clusters=(Cluster(upstream=WEB),))
+    )
+    cache = with_builtin_filters(ListenerCache(Config(options=options)))
+    cache.on_change(dag)
+    listener = listener_v3.Listener.FromString(cache.contents()["ingress_http"].body)
+    assert listener.per_connection_buffer_limit_bytes.value == 32768
+    assert listener.max_connections_to_accept_per_socket_event.value == 4
+    assert listener.connection_balance_config.HasField("exact_balance")
+    (tos,) = listener.socket_options
+    assert (tos.level, tos.name, tos.int_value) == (0, 1, 64)
+    manager = hcm.HttpConnectionManager()
+    assert listener.filter_chains[0].filters[0].typed_config.Unpack(manager)
+    assert manager.common_http_protocol_options.max_requests_per_connection.value == 100
+    assert manager.http2_protocol_options.max_concurrent_streams.value == 50
+    plain = with_builtin_filters(ListenerCache(Config()))
+    plain.on_change(dag)
+    default = listener_v3.Listener.FromString(plain.contents()["ingress_http"].body)
+    assert not default.socket_options and not default.HasField("connection_balance_config")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"max_requests_per_connection": 0},
+            "--max-requests-per-connection: 0 is not between 1 and 4294967295",
+        ),
+        ({"socket_tos": 256}, "--socket-tos: 256 is not between 0 and 255"),
+        ({"connection_balancer": "round-robin"}, "--connection-balancer: 'round-robin' is not 'exact'"),
+    ],
+)
+def test_bad_listener_limits_name_the_flag(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=r"^--") as caught:
+        _settings(**options)
+    assert message in str(caught.value)

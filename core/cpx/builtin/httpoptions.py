@@ -123,6 +123,36 @@ HTTP_OPTIONS = (
     ),
 )
 
+
+def _limit(name: str, what: str, key: str = "") -> OptionSpec:
+    """One of Contour's ``listener.*`` numbers (unset: Envoy's default)."""
+    key = key or name.replace("_", "-")
+    return OptionSpec(name=name, help=f"{what} (default: Envoy's).", type=int, config_key="listener." + key)
+
+
+LISTENER_OPTIONS = (
+    _limit("max_requests_per_connection", "Requests a client connection may carry before Envoy closes it"),
+    _limit("http2_max_concurrent_streams", "Concurrent HTTP/2 streams per client connection"),
+    _limit("per_connection_buffer_limit_bytes", "Read and write buffer limit of each client connection"),
+    _limit(
+        "max_connections_to_accept_per_socket_event", "Connections Envoy accepts per listener socket event"
+    ),
+    _limit("socket_tos", "IPv4 TOS byte of the listeners' sockets (0-255)", "socket-options.tos"),
+    _limit(
+        "socket_traffic_class",
+        "IPv6 Traffic Class byte of the listeners' sockets (0-255)",
+        "socket-options.traffic-class",
+    ),
+    _choice(
+        "connection_balancer",
+        "Balance client connections over Envoy's worker threads",
+        ("exact",),
+        "listener.connection-balancer",
+        None,
+        " (default: none, the kernel's)",
+    ),
+)
+
 CLUSTER_DNS_OPTION = _choice(
     "cluster_dns_lookup_family",
     "Address family of the DNS lookups of ExternalName Service clusters",

@@ -12,7 +12,7 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.builtin import filters
-from cpx.builtin.httpoptions import CLUSTER_DNS_OPTION, COMPRESSION_OPTION, HTTP_OPTIONS
+from cpx.builtin.httpoptions import CLUSTER_DNS_OPTION, COMPRESSION_OPTION, HTTP_OPTIONS, LISTENER_OPTIONS
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -79,6 +79,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield EXTERNAL_NAME_OPTION
     yield from HTTP_OPTIONS
+    yield from LISTENER_OPTIONS
     yield CLUSTER_DNS_OPTION
     yield TRACE_OPTION
 

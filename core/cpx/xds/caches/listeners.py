@@ -179,6 +179,7 @@ class ListenerCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.settings = HTTPSettings.from_config(config)
+        self._listener_fields = self.settings.limits.listener_fields()
         self.scoped = config.route_shape == "scoped"
         self._resources: dict[str, Resource] = {}
         # Per chain: its Listener.filter_chains entry, and the entry of its name and match only.
@@ -284,9 +285,9 @@ class ListenerCache:
         parts.append(self._tail(listener))
         return b"".join(parts), tuple(kept)
 
-    @staticmethod
-    def _head(listener: Listener) -> bytes:
+    def _head(self, listener: Listener) -> bytes:
         head = listener_head(listener.name, listener.address, listener.port)
+        head.MergeFrom(self._listener_fields)
         data: bytes = head.SerializeToString(deterministic=True)
         return data
 

@@ -25,6 +25,7 @@ from cpx.contourkeys import cipher_suite, ecdh_curve
 from cpx.dag.nodes import Secret, TCPProxy, TLSParams
 from cpx.durations import parse_timeout
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
+from cpx.xds.envoy.limits import NO_LIMITS, ListenerLimits, uint32
 from cpx.xds.envoy.scoped import scope_selector, scoped_routes, upgrade_guard
 from cpx.xds.naming import cluster_name, secret_name
 
@@ -101,6 +102,7 @@ class HTTPSettings:
     # default-http-versions: what TLS chains offer by ALPN, and the codec (AUTO unless only one).
     alpn: tuple[str, ...] = ("h2", "http/1.1")
     codec: hcm.HttpConnectionManager.CodecType.ValueType = hcm.HttpConnectionManager.AUTO
+    limits: ListenerLimits = NO_LIMITS  # Contour's listener.*
     server_header: str = "overwrite"  # Contour's serverHeaderTransformation
     num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
@@ -130,6 +132,7 @@ class HTTPSettings:
             drain_timeout=_timeout(config, "connection_shutdown_grace_period"),
             alpn=tuple(name for name, _ in chosen),
             codec=chosen[0][1] if len(chosen) == 1 else hcm.HttpConnectionManager.AUTO,
+            limits=ListenerLimits.from_config(config),
             stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
             request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
@@ -223,6 +226,13 @@ def http_connection_manager(
         common.idle_timeout.CopyFrom(seconds(settings.connection_idle_timeout))
     else:
         common.SetInParent()  # Contour always sets the message, leaving Envoy's default (1 h)
+    limits = settings.limits
+    if limits.max_requests_per_connection is not None:
+        common.max_requests_per_connection.CopyFrom(uint32(limits.max_requests_per_connection))
+    if limits.http2_max_concurrent_streams is not None:
+        manager.http2_protocol_options.max_concurrent_streams.CopyFrom(
+            uint32(limits.http2_max_concurrent_streams)
+        )
     if settings.max_connection_duration is not None:
         common.max_connection_duration.CopyFrom(seconds(settings.max_connection_duration))
     if settings.stream_idle_timeout is not None:
