@@ -212,7 +212,7 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ContourKey("accesslog-format", one_of("envoy", "json"), "envoy", note=_ACCESS_LOG),
     ContourKey("accesslog-format-string", string, note=_ACCESS_LOG),
     ContourKey("json-fields", list_of(string), note=_ACCESS_LOG),
-    ContourKey("accesslog-level", one_of("info", "error", "critical", "disabled"), "info", note=_ACCESS_LOG),
+    ContourKey("accesslog-level", one_of("info", "error", "critical", "disabled"), "info"),
     ContourKey("tls.minimum-protocol-version", TLS_VERSION, ""),
     ContourKey("tls.maximum-protocol-version", TLS_VERSION, ""),
     ContourKey("tls.cipher-suites", list_of(cipher_suite)),

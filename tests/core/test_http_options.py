@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
 from envoy.config.cluster.v3 import cluster_pb2 as cluster_v3
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
@@ -220,3 +221,26 @@ def test_bad_listener_limits_name_the_flag(options: dict[str, Any], message: str
     with pytest.raises(ValueError, match=r"^--") as caught:
         _settings(**options)
     assert message in str(caught.value)
+
+
+@pytest.mark.parametrize(("level", "least"), [("info", None), ("error", 300), ("critical", 500)])
+def test_access_log_levels_filter_by_status(level: str, least: int | None) -> None:
+    manager = hcm.HttpConnectionManager()
+    settings = _settings(accesslog_level=level)
+    assert http_connection_manager("r", "r", settings, []).typed_config.Unpack(manager)
+    (log,) = manager.access_log
+    if least is None:
+        assert not log.HasField("filter")
+        return
+    status, flagged = log.filter.or_filter.filters
+    assert status.status_code_filter.comparison.value.default_value == least
+    assert status.status_code_filter.comparison.op == accesslog.ComparisonFilter.GE
+    assert flagged.HasField("response_flag_filter")
+
+
+def test_access_log_disabled() -> None:
+    manager = hcm.HttpConnectionManager()
+    assert http_connection_manager("r", "r", _settings(accesslog_level="disabled"), []).typed_config.Unpack(
+        manager
+    )
+    assert not manager.access_log

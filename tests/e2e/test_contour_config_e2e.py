@@ -29,7 +29,7 @@ compression:
 serverHeaderTransformation: pass_through
 timeouts:
   stream-idle-timeout: 1s
-accesslog-level: error
+accesslog-format: json
 """
 
 
@@ -87,7 +87,7 @@ def test_the_stream_idle_timeout_of_the_file_cuts_a_silent_backend(served: CpxPr
 
 
 def test_an_unsupported_key_is_logged_by_path(served: CpxProcess) -> None:
-    assert "accesslog-level: not supported, ignored" in served.log_text()
+    assert "accesslog-format: not supported, ignored" in served.log_text()
 
 
 def test_a_bad_value_refuses_the_start_naming_the_key(tmp_path: Path) -> None:

@@ -8,7 +8,12 @@ from collections.abc import Iterable
 from cpx.records import OptionSpec
 from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES
 from cpx.xds.envoy import filters
-from cpx.xds.envoy.listener import HTTP_VERSIONS, MIN_TLS_VERSIONS, SERVER_HEADER_TRANSFORMATIONS
+from cpx.xds.envoy.listener import (
+    ACCESS_LOG_LEVELS,
+    HTTP_VERSIONS,
+    MIN_TLS_VERSIONS,
+    SERVER_HEADER_TRANSFORMATIONS,
+)
 
 _TIMEOUT = "a Go duration (e.g. 30s) or 'infinity'"
 
@@ -106,6 +111,14 @@ HTTP_OPTIONS = (
         "comma-separated; default: Envoy's).",
         multiple=True,
         config_key="tls.ecdh-curves",
+    ),
+    _choice(
+        "accesslog_level",
+        "Which requests Envoy's HTTP access log records",
+        ACCESS_LOG_LEVELS,
+        "accesslog-level",
+        "info",
+        " (error: status 300 and above, critical: 500 and above)",
     ),
     _choice(
         "server_header_transformation",

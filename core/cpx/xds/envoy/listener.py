@@ -52,6 +52,8 @@ SERVER_HEADER_TRANSFORMATIONS = {
     "pass_through": hcm.HttpConnectionManager.PASS_THROUGH,
 }
 MIN_TLS_VERSIONS = ("1.2", "1.3")
+# Contour's accesslog-level: the lowest status logged (0: every request; "disabled": no access log).
+ACCESS_LOG_LEVELS = {"info": 0, "error": 300, "critical": 500, "disabled": None}
 # Contour's default-http-versions: each version's ALPN name and codec, in ALPN preference order.
 HTTP_VERSIONS = {
     "http/2": ("h2", hcm.HttpConnectionManager.HTTP2),
@@ -103,6 +105,7 @@ class HTTPSettings:
     alpn: tuple[str, ...] = ("h2", "http/1.1")
     codec: hcm.HttpConnectionManager.CodecType.ValueType = hcm.HttpConnectionManager.AUTO
     limits: ListenerLimits = NO_LIMITS  # Contour's listener.*
+    access_log_level: str = "info"
     server_header: str = "overwrite"  # Contour's serverHeaderTransformation
     num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
@@ -133,6 +136,7 @@ class HTTPSettings:
             alpn=tuple(name for name, _ in chosen),
             codec=chosen[0][1] if len(chosen) == 1 else hcm.HttpConnectionManager.AUTO,
             limits=ListenerLimits.from_config(config),
+            access_log_level=_choice(config, "accesslog_level", ACCESS_LOG_LEVELS, "info"),
             stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
             request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
@@ -159,10 +163,21 @@ def socket_address(address: str, port: int) -> core_address.Address:
     return core_address.Address(socket_address=sock)
 
 
-def stdout_access_log() -> accesslog.AccessLog:
-    return accesslog.AccessLog(
+def stdout_access_log(level: str = "info") -> accesslog.AccessLog:
+    """Envoy's default text format on stdout; Contour's access log levels: "error" logs responses
+    of status 300 and above (and any with a response flag), "critical" 500 and above."""
+    log = accesslog.AccessLog(
         name="envoy.access_loggers.stdout", typed_config=to_any(stream_log.StdoutAccessLog())
     )
+    least = ACCESS_LOG_LEVELS.get(level)
+    if least:
+        status = accesslog.AccessLogFilter()
+        status.status_code_filter.comparison.op = accesslog.ComparisonFilter.GE
+        status.status_code_filter.comparison.value.default_value = least
+        status.status_code_filter.comparison.value.runtime_key = "contour.accesslog.filter.status_code"
+        flagged = accesslog.AccessLogFilter(response_flag_filter=accesslog.ResponseFlagFilter())
+        log.filter.or_filter.filters.extend([status, flagged])
+    return log
 
 
 def listener_filters(tls_inspection: bool) -> list[listener_components.ListenerFilter]:
@@ -212,7 +227,9 @@ def http_connection_manager(
         strip_any_host_port=True,
         preserve_external_request_id=True,
         request_timeout=seconds(settings.request_timeout),
-        access_log=[stdout_access_log()],
+        access_log=[]
+        if settings.access_log_level == "disabled"
+        else [stdout_access_log(settings.access_log_level)],
         server_header_transformation=SERVER_HEADER_TRANSFORMATIONS[settings.server_header],
         xff_num_trusted_hops=settings.num_trusted_hops,
         codec_type=settings.codec,
