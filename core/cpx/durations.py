@@ -111,3 +111,37 @@ def parse_timeout(text: str) -> Duration | None:
 def go_quote(text: str) -> str:
     """Go's ``%q`` of a string (status messages quote values the way Contour does)."""
     return _quote(text)
+
+
+# -- flags and Contour's configuration file ---------------------------------------------------------
+
+# Contour's word for "no timeout" (Envoy's 0).
+DISABLED = frozenset({"infinity", "infinite"})
+
+
+def parse_duration(value: str | float) -> float:
+    """Seconds from a number or an unsigned Go duration ("15s", "1m30s", "500ms"), as flags and
+    Contour's configuration file take them; ValueError names what is wrong."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    text = str(value).strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        if text[:1] in ("-", "+"):
+            raise DurationError(text)
+        return parse_go_duration(text)
+    except DurationError:
+        raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)") from None
+
+
+def parse_timeout_seconds(value: str | float) -> float:
+    """A Contour timeout setting: a duration, or "infinity" (0: Envoy's "no timeout")."""
+    if isinstance(value, str) and value.strip() in DISABLED:
+        return 0.0
+    seconds = parse_duration(value)
+    if seconds < 0:
+        raise ValueError(f"{value!r} is negative")
+    return seconds

@@ -201,9 +201,15 @@ class StatusWriterSpec:
 class OptionSpec:
     """A ``cpx serve`` / ``cpx translate`` option a plugin contributes (value in ``Config.options``).
 
+    ``config_key`` is the option's key in Contour's configuration file (``cpx serve -c``), a
+    dotted path such as ``"tls.fallback-certificate"``: the file's value goes through the flag's
+    own type check, a flag given on the command line wins, and a Contour ``{namespace, name}``
+    reference becomes ``"namespace/name"``.
+
     **Example**::
 
         OptionSpec(name="root_namespaces", help="Namespaces of root HTTPProxies", multiple=True)
+        OptionSpec(name="fallback_certificate", help="...", config_key="tls.fallback-certificate")
     """
 
     name: str  # the Python name, e.g. "ingress_class_name"; the flag is --ingress-class-name
@@ -211,6 +217,7 @@ class OptionSpec:
     default: Any = None
     multiple: bool = False
     type: type = str
+    config_key: str | None = None  # Contour's configuration file key, e.g. "disablePermitInsecure"
 
     @property
     def flag(self) -> str:

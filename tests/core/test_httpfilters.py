@@ -41,6 +41,9 @@ HTTP, HTTPS = "ingress_http", "ingress_https"
 MUTATION = "envoy.filters.http.header_mutation"
 BUILTIN = [
     "envoy.filters.http.lua",
+    "envoy.filters.http.compressor",
+    "envoy.filters.http.grpc_web",
+    "envoy.filters.http.grpc_stats",
     "envoy.filters.http.cors",
     "envoy.filters.http.local_ratelimit",
     "envoy.filters.http.lua.cookie_rewrite",
@@ -101,11 +104,13 @@ def test_a_filter_without_constraints_goes_after_the_cores_just_before_the_route
 def test_after_and_before_place_a_filter_and_ties_go_by_plugin_then_name() -> None:
     first = _plugin(
         "first",
-        _filter("b.early", after=("envoy.filters.http.lua",), before=("envoy.filters.http.cors",)),
+        _filter("b.early", after=("envoy.filters.http.lua",), before=("envoy.filters.http.compressor",)),
         _filter("z.late"),
         _filter("a.late"),
     )
-    second = _plugin("second", _filter("0.second"), _filter("c.early", before=("envoy.filters.http.cors",)))
+    second = _plugin(
+        "second", _filter("0.second"), _filter("c.early", before=("envoy.filters.http.compressor",))
+    )
     expected = [BUILTIN[0], "b.early", "c.early", *BUILTIN[1:-1], "a.late", "z.late", "0.second", "router"]
     assert _order(first, second) == expected
     # Plugins' order decides ties between them, not the order of their filters.

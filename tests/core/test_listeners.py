@@ -66,6 +66,9 @@ HTTP, HTTPS = "ingress_http", "ingress_https"
 SECRET = Secret(namespace="default", name="tls", cert_pem=b"cert", key_pem=b"key")
 # Every connection manager's filters after the (HTTPS-only) 421 check, in Contour's order.
 POLICY_FILTERS = [
+    "envoy.filters.http.compressor",
+    "envoy.filters.http.grpc_web",
+    "envoy.filters.http.grpc_stats",
     "envoy.filters.http.cors",
     "envoy.filters.http.local_ratelimit",
     "envoy.filters.http.lua.cookie_rewrite",
@@ -217,7 +220,10 @@ def test_policy_filters_are_inert_at_the_connection_manager() -> None:
     # The 421 filter keeps the Lua extension's own name, so the cookie rules (keyed by the other
     # filter's name) never replace its script on a route.
     https = unpack_hcm(listeners[HTTPS].filter_chains[0])
-    assert [f.name for f in https.http_filters][:2] == ["envoy.filters.http.lua", "envoy.filters.http.cors"]
+    assert [f.name for f in https.http_filters][:2] == [
+        "envoy.filters.http.lua",
+        "envoy.filters.http.compressor",
+    ]
 
 
 def test_plugin_listener_routes_are_named_after_it() -> None:

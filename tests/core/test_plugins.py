@@ -182,14 +182,17 @@ def test_contributions_show_http_filters_in_order_and_xds_kinds() -> None:
     shown = describe_contributions(PluginHost.from_modules([("core", core), ("extra", _Contributor())]))
     assert shown["core"]["http_filters"] == [
         "1. envoy.filters.http.lua",
-        "2. envoy.filters.http.cors (per virtual host, route)",
-        "4. envoy.filters.http.local_ratelimit (per virtual host, route)",
-        "5. envoy.filters.http.lua.cookie_rewrite (per route, weighted cluster)",
-        "6. envoy.filters.http.rbac (per virtual host, route)",
-        "7. router",
+        "2. envoy.filters.http.compressor",
+        "3. envoy.filters.http.grpc_web",
+        "4. envoy.filters.http.grpc_stats",
+        "5. envoy.filters.http.cors (per virtual host, route)",
+        "7. envoy.filters.http.local_ratelimit (per virtual host, route)",
+        "8. envoy.filters.http.lua.cookie_rewrite (per route, weighted cluster)",
+        "9. envoy.filters.http.rbac (per virtual host, route)",
+        "10. router",
     ]
     extra = shown["extra"]
-    assert extra["http_filters"] == ["3. envoy.filters.http.header_mutation (per route)"]
+    assert extra["http_filters"] == ["6. envoy.filters.http.header_mutation (per route)"]
     assert extra["listener_kinds"] == [f"echo ({__name__}._EchoListener)"]
     assert extra["cluster_kinds"] == [f"auth ({__name__}._AuthCluster)"]
     assert "listener_kinds" not in shown["core"] and "watches" not in extra

@@ -1,8 +1,9 @@
 """The core's own HTTP filters, contributed through ``cpx_http_filters`` like any plugin's.
 
-In Contour's order: the misdirected-request (421) Lua check on secure SNI chains, CORS, local
-rate limit, the cookie-rewrite Lua filter, RBAC (IP filters), and the router.  The policy filters
-are inert at the connection manager; virtual hosts, routes and weighted clusters switch them on
+In Contour's order: the misdirected-request (421) Lua check on secure SNI chains, Contour's
+default filters (the response compressor, gRPC-Web, gRPC statistics), CORS, local rate limit,
+the cookie-rewrite Lua filter, RBAC (IP filters), and the router.  The policy filters are inert
+at the connection manager; virtual hosts, routes and weighted clusters switch them on
 with ``typed_per_filter_config`` (the Envoy messages come from :mod:`cpx.xds.envoy.filters`).
 """
 
@@ -79,16 +80,37 @@ def _cluster_cookies(route: Route, cluster: Cluster) -> Message | None:
     return envoy.cookie_rewrite_cached(rules)
 
 
-def http_filters() -> Iterator[HttpFilterSpec]:
+def http_filters(compression: str = envoy.DEFAULT_COMPRESSION) -> Iterator[HttpFilterSpec]:
+    """The core's filters; ``compression`` is Contour's algorithm ("disabled": no compressor)."""
     yield HttpFilterSpec(
         name=envoy.LUA_FILTER,
         config=_misdirected,
         description="answers 421 to requests for another host than the SNI chain's",
     )
+    # Contributed even when disabled (off every chain then), so constraints naming it still hold.
+    compressor = envoy.compressor_filter(compression)
+    yield HttpFilterSpec(
+        name=envoy.COMPRESSOR_FILTER,
+        config=lambda site: compressor,
+        after=(envoy.LUA_FILTER,),
+        description=f"response compression: {compression}",
+    )
+    yield HttpFilterSpec(
+        name=envoy.GRPC_WEB_FILTER,
+        config=lambda site: envoy.grpc_web_filter(),
+        after=(envoy.COMPRESSOR_FILTER,),
+        description="gRPC-Web requests to gRPC (HTTP/2) upstreams",
+    )
+    yield HttpFilterSpec(
+        name=envoy.GRPC_STATS_FILTER,
+        config=lambda site: envoy.grpc_stats_filter(),
+        after=(envoy.GRPC_WEB_FILTER,),
+        description="gRPC call statistics",
+    )
     yield HttpFilterSpec(
         name=envoy.CORS_FILTER,
         config=lambda site: envoy.cors_filter(),
-        after=(envoy.LUA_FILTER,),
+        after=(envoy.GRPC_STATS_FILTER,),
         per_virtual_host=_vhost_cors,
         per_route=_route_cors,
         description="CORS, per virtual host or route",

@@ -12,6 +12,7 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.builtin import filters
+from cpx.builtin.httpoptions import CLUSTER_DNS_OPTION, COMPRESSION_OPTION, HTTP_OPTIONS, LISTENER_OPTIONS
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -33,15 +34,21 @@ from cpx.sources import externalname, ingressclass
 from cpx.sources.view import SourceView
 from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
-from cpx.xds.caches.clusters import ClusterCache, dns_name_cluster
+from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES, ClusterCache, dns_name_cluster
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.scopes import ScopeCache
 from cpx.xds.caches.secrets import SecretCache
+from cpx.xds.envoy import filters as envoy_filters
+from cpx.xds.envoy.listener import HTTPSettings
 
 EXTERNAL_NAME_OPTION = OptionSpec(
-    name=externalname.ENABLE_OPTION_NAME, help=externalname.ENABLE_OPTION_HELP, type=bool, default=False
+    name=externalname.ENABLE_OPTION_NAME,
+    help=externalname.ENABLE_OPTION_HELP,
+    type=bool,
+    default=False,
+    config_key="enableExternalNameService",
 )
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
@@ -80,6 +87,9 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield lbstatus.STATUS_ADDRESS_OPTION
     # Enforced by the core for every kind (cpx.dag.services), as Contour's one setting is.
     yield EXTERNAL_NAME_OPTION
+    yield from HTTP_OPTIONS
+    yield from LISTENER_OPTIONS
+    yield CLUSTER_DNS_OPTION
     yield TRACE_OPTION
 
 
@@ -93,6 +103,29 @@ def cpx_configure(config: Config) -> None:
         externalname.parse_enabled(config.option(EXTERNAL_NAME_OPTION.name))
     except ValueError as err:
         raise ConfigError(str(err)) from None
+    compression = config.option(COMPRESSION_OPTION.name, envoy_filters.DEFAULT_COMPRESSION)
+    if compression not in envoy_filters.COMPRESSION_ALGORITHMS:
+        choices = ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
+        raise ConfigError(f"--compression: {compression!r} is not one of {choices}")
+    _configured["compression"] = compression
+    try:
+        HTTPSettings.from_config(config)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
+    family = config.option(CLUSTER_DNS_OPTION.name, "auto")
+    if family not in DNS_LOOKUP_FAMILIES:
+        raise ConfigError(
+            f"--cluster-dns-lookup-family: {family!r} is not one of {', '.join(DNS_LOOKUP_FAMILIES)}"
+        )
+
+
+@hookimpl
+def cpx_unconfigure(config: Config) -> None:
+    _configured["compression"] = envoy_filters.DEFAULT_COMPRESSION
+
+
+# What cpx_http_filters (which gets no Config) needs from the configuration.
+_configured = {"compression": envoy_filters.DEFAULT_COMPRESSION}
 
 
 @hookimpl
@@ -118,7 +151,7 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
 
 @hookimpl
 def cpx_http_filters() -> Iterator[HttpFilterSpec]:
-    yield from filters.http_filters()
+    yield from filters.http_filters(_configured["compression"])
 
 
 @hookimpl

@@ -6,14 +6,15 @@ Every default comes from the option records of :mod:`cpx.config` (:func:`cpx.con
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from cpx.cli.configfile import apply_config_file
 from cpx.config import Config, default
+from cpx.durations import parse_duration
 from cpx.errors import CpxError
 from cpx.plugins import PluginHost
 
@@ -110,7 +111,11 @@ class PluginCommand(click.Command):
                     show_default=spec.default is not None,
                 )
             self.params.append(option)
-        return super().parse_args(ctx, _explicit_booleans(args, booleans))
+        rest = super().parse_args(ctx, _explicit_booleans(args, booleans))
+        config_path = ctx.params.get("config_path")
+        if config_path is not None:
+            apply_config_file(ctx, host, config_path)
+        return rest
 
 
 def plugin_host(ctx: click.Context) -> PluginHost:
@@ -223,27 +228,16 @@ def envoy_validate_options(f: F) -> F:
     )
 
 
-_DURATION_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(h|ms|m|s|us|µs|ns)")
-
-
 class Duration(click.ParamType[float]):
     """Seconds: a number, or a Go duration as Contour's flags take them ("15s", "1m30s", "500ms")."""
 
     name = "duration"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
-        if isinstance(value, int | float):
-            return float(value)
-        text = str(value).strip()
         try:
-            return float(text)
-        except ValueError:
-            pass
-        parts = _DURATION_PART.findall(text)
-        if not parts or "".join(n + u for n, u in parts) != text:
-            self.fail(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)", param, ctx)
-        return sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+            return parse_duration(value)
+        except ValueError as err:
+            self.fail(str(err), param, ctx)
 
 
 def go_duration(seconds: float) -> str:

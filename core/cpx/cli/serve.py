@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from cpx.cli.configfile import config_path_option
 from cpx.cli.options import (
     Duration,
     F,
@@ -139,6 +140,7 @@ def _check_xds_tls_files(params: dict[str, Any]) -> None:
 
 @click.command(cls=PluginCommand, name="serve")
 @plugins_option
+@config_path_option
 @click.option(
     "--manifests",
     "manifests",

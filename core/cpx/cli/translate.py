@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from cpx.cli.configfile import config_path_option
 from cpx.cli.options import (
     PluginCommand,
     core_config,
@@ -32,6 +33,7 @@ class OneShotCommand(PluginCommand):
 
 @click.command(cls=OneShotCommand, name="translate")
 @plugins_option
+@config_path_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("-o", "--output", "fmt", default="yaml", type=click.Choice(["yaml", "json"]), show_default=True)
 @envoy_listener_options

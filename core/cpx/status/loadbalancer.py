@@ -24,6 +24,7 @@ STATUS_ADDRESS_OPTION = OptionSpec(
     name="ingress_status_address",
     help="Address(es) to write to status.loadBalancer of Ingress and HTTPProxy objects "
     "(IP or host name, comma-separated).",
+    config_key="ingress-status-address",
 )
 
 # A DNS name, loosely: what a load balancer hostname can look like.

@@ -374,6 +374,7 @@ def cpx_with_envoy(
     *,
     plugins: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
+    extra_args: Sequence[str] = (),
     **envoy_bootstrap: Any,
 ) -> Iterator[tuple[CpxProcess, EnvoyProcess]]:
     """``cpx serve`` on ``manifests`` plus a real Envoy bootstrapped to it, both started.
@@ -383,7 +384,7 @@ def cpx_with_envoy(
     """
     from cpx.ops.envoyproc import EnvoyProcess  # noqa: PLC0415 (keep the module import cheap)
 
-    cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins, env=env)
+    cpx = CpxProcess(manifests, workdir=workdir, plugins=plugins, env=env, extra_args=extra_args)
     envoy = EnvoyProcess.with_xds(cpx.xds_port, workdir=Path(workdir) / "envoy", **envoy_bootstrap)
     try:
         cpx.start()

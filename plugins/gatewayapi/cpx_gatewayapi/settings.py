@@ -11,6 +11,7 @@ CONTROLLER_NAME_OPTION = OptionSpec(
     name="gateway_controller_name",
     help="the controllerName of the GatewayClasses cpx serves (Contour's --gateway-controller-name)",
     default=DEFAULT_CONTROLLER_NAME,
+    config_key="gateway.controllerName",  # Contour's (before gateway.gatewayRef replaced it)
 )
 
 

@@ -41,6 +41,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         name="fallback_certificate",
         help="namespace/name of the TLS Secret served to clients without (known) SNI by HTTPProxies "
         "that set tls.enableFallbackCertificate",
+        config_key="tls.fallback-certificate",
     )
     yield OptionSpec(
         name="disable_permit_insecure",
@@ -48,6 +49,7 @@ def cpx_options() -> Iterator[OptionSpec]:
         "virtual hosts",
         type=bool,
         default=False,
+        config_key="disablePermitInsecure",
     )
     yield from globalauth.options()
     yield from ratelimit.options()

@@ -59,6 +59,14 @@ LB_POLICIES = {
 }
 _NO_HEADERS = HeadersPolicy()
 
+# Contour's cluster.dns-lookup-family values (--cluster-dns-lookup-family).
+DNS_LOOKUP_FAMILIES = {
+    "auto": cluster_v3.Cluster.AUTO,
+    "v4": cluster_v3.Cluster.V4_ONLY,
+    "v6": cluster_v3.Cluster.V6_ONLY,
+    "all": cluster_v3.Cluster.ALL,
+}
+
 # What a node translates to: its name, its Resource and its shape (see `cds_shape`).
 Entry = tuple[str, Resource, Cluster]
 
@@ -70,6 +78,7 @@ class ClusterCache:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._dns_family = DNS_LOOKUP_FAMILIES[config.option("cluster_dns_lookup_family", "auto")]
         self._resources: dict[str, Resource] = {}
         # Memos of the last build only, so nodes that left the DAG are forgotten.
         self._by_node: dict[Cluster, Entry] = {}
@@ -129,9 +138,20 @@ class ClusterCache:
         entry = by_shape.get(shape) or self._by_shape.get(shape)
         if entry is None:
             name = cluster_name(shape)
-            entry = (name, Resource.from_message(name, self.type_url, cluster(shape)), shape)
+            message = cluster(shape)
+            if shape.upstream.external_name:
+                _dns_lookup_family(message, self._dns_family)
+            entry = (name, Resource.from_message(name, self.type_url, message), shape)
         by_shape[shape] = entry
         return entry
+
+
+def _dns_lookup_family(msg: cluster_v3.Cluster, family: cluster_v3.Cluster.DnsLookupFamily.ValueType) -> None:
+    """Contour's cluster.dns-lookup-family on an ExternalName cluster: "all" resolves through
+    LOGICAL_DNS (one connection target of every address family, as Contour does)."""
+    msg.dns_lookup_family = family
+    if family == cluster_v3.Cluster.ALL:
+        msg.type = cluster_v3.Cluster.LOGICAL_DNS
 
 
 def cds_shape(node: Cluster) -> Cluster:

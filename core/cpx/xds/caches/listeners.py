@@ -57,7 +57,6 @@ from cpx.xds.httpfilters import HttpFilters, connection_manager_filters
 from cpx.xds.resource import Resource, content_version
 
 _FILTER_CHAINS_FIELD = 3  # Listener.filter_chains
-HTTP_ALPN = ("h2", "http/1.1")  # what a TLS-terminating HTTP chain offers
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)
@@ -118,7 +117,7 @@ class _SecureChain:
                 self.route_config, self.stat_prefix, settings, chosen, forward_client_certificate=forward
             )
             filters = [manager]
-            alpn = HTTP_ALPN
+            alpn = settings.alpn
         socket = None
         if self.secret is not None:
             socket = downstream_tls(self.secret, self.tls, settings, alpn, self.validation)
@@ -146,7 +145,7 @@ class _FallbackChain:
         chosen = connection_manager_filters(http_filters, site)
         manager = http_connection_manager(self.route_config, self.stat_prefix, settings, chosen)
         # Contour uses only the configured minimum TLS version for the fallback certificate.
-        socket = downstream_tls(self.secret, TLSParams(), settings, HTTP_ALPN)
+        socket = downstream_tls(self.secret, TLSParams(), settings, settings.alpn)
         return filter_chain([manager], transport_protocol="tls", transport_socket=socket, name=FALLBACK_CHAIN)
 
 
@@ -201,6 +200,7 @@ class ListenerCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.settings = HTTPSettings.from_config(config)
+        self._listener_fields = self.settings.limits.listener_fields()
         self.scoped = config.route_shape == "scoped"
         self._resources: dict[str, Resource] = {}
         # Per chain: its Listener.filter_chains entry, and the entry of its name and match only.
@@ -306,9 +306,9 @@ class ListenerCache:
         parts.append(self._tail(listener))
         return b"".join(parts), tuple(kept)
 
-    @staticmethod
-    def _head(listener: Listener) -> bytes:
+    def _head(self, listener: Listener) -> bytes:
         head = listener_head(listener.name, listener.address, listener.port)
+        head.MergeFrom(self._listener_fields)
         data: bytes = head.SerializeToString(deterministic=True)
         return data
 

@@ -5,6 +5,9 @@ only as contributions.  Contour's listeners always hold the same policy filters,
 virtual host, route or weighted cluster says otherwise through ``typed_per_filter_config``
 (``internal/envoy/v3/listener.go``, ``route.go``, ``ratelimit.go``):
 
+- ``envoy.filters.http.compressor`` (gzip, brotli or zstd; Contour's default gzip), then
+  ``envoy.filters.http.grpc_web`` and ``envoy.filters.http.grpc_stats``: Contour's default
+  filters, identical on every connection manager (:func:`compressor_filter`).
 - ``envoy.filters.http.cors``: CORS, per virtual host or route (:func:`cors_policy`).
 - ``envoy.filters.http.local_ratelimit``: no token bucket at the filter level, so nothing is
   limited until a virtual host or route brings its own bucket (:func:`local_rate_limit`).
@@ -39,7 +42,13 @@ from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.core.v3 import extension_pb2 as core_extension
 from envoy.config.rbac.v3 import rbac_pb2 as rbac_config
 from envoy.config.route.v3 import route_components_pb2 as route_components
+from envoy.extensions.compression.brotli.compressor.v3 import brotli_pb2
+from envoy.extensions.compression.gzip.compressor.v3 import gzip_pb2
+from envoy.extensions.compression.zstd.compressor.v3 import zstd_pb2
+from envoy.extensions.filters.http.compressor.v3 import compressor_pb2 as compressor
 from envoy.extensions.filters.http.cors.v3 import cors_pb2 as cors
+from envoy.extensions.filters.http.grpc_stats.v3 import config_pb2 as grpc_stats
+from envoy.extensions.filters.http.grpc_web.v3 import grpc_web_pb2 as grpc_web
 from envoy.extensions.filters.http.local_ratelimit.v3 import local_rate_limit_pb2 as local_ratelimit
 from envoy.extensions.filters.http.lua.v3 import lua_pb2 as lua
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2 as rbac_filter
@@ -69,6 +78,9 @@ from cpx.dag.nodes import (
 from cpx.xds.envoy.common import seconds, to_any
 
 LUA_FILTER = "envoy.filters.http.lua"
+COMPRESSOR_FILTER = "envoy.filters.http.compressor"
+GRPC_WEB_FILTER = "envoy.filters.http.grpc_web"
+GRPC_STATS_FILTER = "envoy.filters.http.grpc_stats"
 CORS_FILTER = "envoy.filters.http.cors"
 LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit"
 COOKIE_REWRITE_FILTER = "envoy.filters.http.lua.cookie_rewrite"
@@ -214,6 +226,67 @@ end
 
 
 # -- connection manager filters: inert at the listener level ----------------------------------------
+
+# Contour's compression algorithms (contour.yaml ``compression.algorithm``): "disabled" adds no
+# compressor; the others name the compressor library.
+COMPRESSION_ALGORITHMS = ("gzip", "brotli", "zstd", "disabled")
+DEFAULT_COMPRESSION = "gzip"
+_COMPRESSOR_LIBRARIES = {"gzip": gzip_pb2.Gzip, "brotli": brotli_pb2.Brotli, "zstd": zstd_pb2.Zstd}
+# Envoy's default compressible types plus gRPC-Web's (Contour's list, internal/envoy/v3/listener.go).
+_COMPRESSIBLE_TYPES = (
+    "text/html",
+    "text/plain",
+    "text/css",
+    "application/javascript",
+    "application/x-javascript",
+    "text/javascript",
+    "text/x-javascript",
+    "text/ecmascript",
+    "text/js",
+    "text/jscript",
+    "text/x-js",
+    "application/ecmascript",
+    "application/x-json",
+    "application/xml",
+    "application/json",
+    "image/svg+xml",
+    "text/xml",
+    "application/xhtml+xml",
+    "application/grpc-web",
+    "application/grpc-web+proto",
+    "application/grpc-web+json",
+    "application/grpc-web+thrift",
+    "application/grpc-web-text",
+    "application/grpc-web-text+proto",
+    "application/grpc-web-text+thrift",
+)
+
+
+@functools.cache
+def compressor_filter(algorithm: str) -> compressor.Compressor | None:
+    """Contour's response compressor with ``algorithm``'s library at its defaults; None: disabled."""
+    library = _COMPRESSOR_LIBRARIES.get(algorithm)
+    if library is None:
+        return None
+    return compressor.Compressor(
+        compressor_library=core_extension.TypedExtensionConfig(
+            name=algorithm, typed_config=to_any(library())
+        ),
+        response_direction_config=compressor.Compressor.ResponseDirectionConfig(
+            common_config=compressor.Compressor.CommonDirectionConfig(content_type=_COMPRESSIBLE_TYPES)
+        ),
+    )
+
+
+@functools.cache
+def grpc_web_filter() -> grpc_web.GrpcWeb:
+    return grpc_web.GrpcWeb()
+
+
+@functools.cache
+def grpc_stats_filter() -> grpc_stats.FilterConfig:
+    """Contour's: per-method stats as filter state and upstream latency stats."""
+    return grpc_stats.FilterConfig(emit_filter_state=True, enable_upstream_stats=True)
 
 
 @functools.cache

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import attrs
 from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
@@ -21,8 +21,11 @@ from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
 from google.protobuf import wrappers_pb2
 
 from cpx.config import Config
+from cpx.contourkeys import cipher_suite, ecdh_curve
 from cpx.dag.nodes import ClientCertificateDetails, DownstreamValidation, Secret, TCPProxy, TLSParams
+from cpx.durations import parse_timeout_seconds
 from cpx.xds.envoy.common import ads_config_source, seconds, to_any
+from cpx.xds.envoy.limits import NO_LIMITS, ListenerLimits, uint32
 from cpx.xds.envoy.scoped import scope_selector, scoped_routes, upgrade_guard
 from cpx.xds.naming import cluster_name, secret_name
 
@@ -42,6 +45,47 @@ _TLS_VERSIONS = {
 }
 
 
+# Contour's serverHeaderTransformation values.
+SERVER_HEADER_TRANSFORMATIONS = {
+    "overwrite": hcm.HttpConnectionManager.OVERWRITE,
+    "append_if_absent": hcm.HttpConnectionManager.APPEND_IF_ABSENT,
+    "pass_through": hcm.HttpConnectionManager.PASS_THROUGH,
+}
+MIN_TLS_VERSIONS = ("1.2", "1.3")
+# Contour's accesslog-level: the lowest status logged (0: every request; "disabled": no access log).
+ACCESS_LOG_LEVELS = {"info": 0, "error": 300, "critical": 500, "disabled": None}
+# Contour's default-http-versions: each version's ALPN name and codec, in ALPN preference order.
+HTTP_VERSIONS = {
+    "http/2": ("h2", hcm.HttpConnectionManager.HTTP2),
+    "http/1.1": ("http/1.1", hcm.HttpConnectionManager.HTTP1),
+}
+
+
+def _timeout(config: Config, name: str) -> float | None:
+    value = config.option(name)
+    if value is None:
+        return None
+    try:
+        return parse_timeout_seconds(value)
+    except ValueError as err:
+        raise ValueError(f"--{name.replace('_', '-')}: {err}") from None
+
+
+def _choice(config: Config, name: str, choices: Iterable[str], default: str) -> str:
+    value = str(config.option(name, default))
+    if value not in choices:
+        raise ValueError(f"--{name.replace('_', '-')}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _checked(config: Config, name: str, check: Callable[[str], str]) -> tuple[str, ...]:
+    try:
+        # Duplicates dropped, order kept (Contour's SanitizedCipherSuites).
+        return tuple(dict.fromkeys(check(item) for item in config.option(name, ())))
+    except ValueError as err:
+        raise ValueError(f"--{name.replace('_', '-')}: {err}") from None
+
+
 @attrs.frozen(kw_only=True)
 class HTTPSettings:
     """Connection-manager settings, from optional ``Config.options`` (seconds; ``None``: Envoy default)."""
@@ -51,15 +95,59 @@ class HTTPSettings:
     request_timeout: float = 0.0  # 0: no overall request timeout (Contour's default)
     merge_slashes: bool = True  # Contour's default (disableMergeSlashes: false)
     min_tls_version: str = "1.2"
+    max_tls_version: str | None = None  # None: each virtual host's own maximum
+    cipher_suites: tuple[str, ...] = ()  # (): Envoy's defaults
+    ecdh_curves: tuple[str, ...] = ()  # (): Envoy's defaults
+    max_connection_duration: float | None = None
+    delayed_close_timeout: float | None = None
+    drain_timeout: float | None = None  # Contour's connection-shutdown-grace-period
+    # default-http-versions: what TLS chains offer by ALPN, and the codec (AUTO unless only one).
+    alpn: tuple[str, ...] = ("h2", "http/1.1")
+    codec: hcm.HttpConnectionManager.CodecType.ValueType = hcm.HttpConnectionManager.AUTO
+    limits: ListenerLimits = NO_LIMITS  # Contour's listener.*
+    access_log_level: str = "info"
+    server_header: str = "overwrite"  # Contour's serverHeaderTransformation
+    num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
     @classmethod
     def from_config(cls, config: Config) -> HTTPSettings:
+        """The settings of ``config``'s options; ValueError names the flag of a bad value."""
+        hops = config.option("num_trusted_hops", 0)
+        if not isinstance(hops, int) or not 0 <= hops < 2**32:
+            raise ValueError(f"--num-trusted-hops: {hops!r} is not between 0 and {2**32 - 1}")
+        minimum = _choice(config, "tls_minimum_protocol_version", MIN_TLS_VERSIONS, "1.2")
+        maximum = config.option("tls_maximum_protocol_version")
+        if maximum is not None:
+            maximum = _choice(config, "tls_maximum_protocol_version", MIN_TLS_VERSIONS, "1.3")
+            if maximum < minimum:
+                raise ValueError("--tls-maximum-protocol-version: lower than the minimum")
+        versions = [v.lower() for v in config.option("default_http_versions", ())]
+        unknown = [v for v in versions if v not in HTTP_VERSIONS]
+        if unknown:
+            raise ValueError(
+                f"--default-http-versions: {unknown[0]!r} is not one of {', '.join(HTTP_VERSIONS)}"
+            )
+        chosen = [HTTP_VERSIONS[v] for v in HTTP_VERSIONS if v in versions] or list(HTTP_VERSIONS.values())
         return cls(
-            connection_idle_timeout=config.option("connection_idle_timeout"),
-            stream_idle_timeout=config.option("stream_idle_timeout"),
-            request_timeout=config.option("request_timeout", 0.0),
+            connection_idle_timeout=_timeout(config, "connection_idle_timeout"),
+            max_connection_duration=_timeout(config, "max_connection_duration"),
+            delayed_close_timeout=_timeout(config, "delayed_close_timeout"),
+            drain_timeout=_timeout(config, "connection_shutdown_grace_period"),
+            alpn=tuple(name for name, _ in chosen),
+            codec=chosen[0][1] if len(chosen) == 1 else hcm.HttpConnectionManager.AUTO,
+            limits=ListenerLimits.from_config(config),
+            access_log_level=_choice(config, "accesslog_level", ACCESS_LOG_LEVELS, "info"),
+            stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
+            request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
-            min_tls_version=config.option("tls_minimum_protocol_version", "1.2"),
+            min_tls_version=minimum,
+            max_tls_version=maximum,
+            cipher_suites=_checked(config, "tls_cipher_suites", cipher_suite),
+            ecdh_curves=_checked(config, "tls_ecdh_curves", ecdh_curve),
+            server_header=_choice(
+                config, "server_header_transformation", SERVER_HEADER_TRANSFORMATIONS, "overwrite"
+            ),
+            num_trusted_hops=hops,
         )
 
 
@@ -75,10 +163,21 @@ def socket_address(address: str, port: int) -> core_address.Address:
     return core_address.Address(socket_address=sock)
 
 
-def stdout_access_log() -> accesslog.AccessLog:
-    return accesslog.AccessLog(
+def stdout_access_log(level: str = "info") -> accesslog.AccessLog:
+    """Envoy's default text format on stdout; Contour's access log levels: "error" logs responses
+    of status 300 and above (and any with a response flag), "critical" 500 and above."""
+    log = accesslog.AccessLog(
         name="envoy.access_loggers.stdout", typed_config=to_any(stream_log.StdoutAccessLog())
     )
+    least = ACCESS_LOG_LEVELS.get(level)
+    if least:
+        status = accesslog.AccessLogFilter()
+        status.status_code_filter.comparison.op = accesslog.ComparisonFilter.GE
+        status.status_code_filter.comparison.value.default_value = least
+        status.status_code_filter.comparison.value.runtime_key = "contour.accesslog.filter.status_code"
+        flagged = accesslog.AccessLogFilter(response_flag_filter=accesslog.ResponseFlagFilter())
+        log.filter.or_filter.filters.extend([status, flagged])
+    return log
 
 
 def listener_filters(tls_inspection: bool) -> list[listener_components.ListenerFilter]:
@@ -131,7 +230,12 @@ def http_connection_manager(
         strip_any_host_port=True,
         preserve_external_request_id=True,
         request_timeout=seconds(settings.request_timeout),
-        access_log=[stdout_access_log()],
+        access_log=[]
+        if settings.access_log_level == "disabled"
+        else [stdout_access_log(settings.access_log_level)],
+        server_header_transformation=SERVER_HEADER_TRANSFORMATIONS[settings.server_header],
+        xff_num_trusted_hops=settings.num_trusted_hops,
+        codec_type=settings.codec,
     )
     if scoped:
         manager.scoped_routes.CopyFrom(scoped_routes(route_config_name))
@@ -142,10 +246,23 @@ def http_connection_manager(
         common.idle_timeout.CopyFrom(seconds(settings.connection_idle_timeout))
     else:
         common.SetInParent()  # Contour always sets the message, leaving Envoy's default (1 h)
+    limits = settings.limits
+    if limits.max_requests_per_connection is not None:
+        common.max_requests_per_connection.CopyFrom(uint32(limits.max_requests_per_connection))
+    if limits.http2_max_concurrent_streams is not None:
+        manager.http2_protocol_options.max_concurrent_streams.CopyFrom(
+            uint32(limits.http2_max_concurrent_streams)
+        )
+    if settings.max_connection_duration is not None:
+        common.max_connection_duration.CopyFrom(seconds(settings.max_connection_duration))
     if settings.stream_idle_timeout is not None:
         manager.stream_idle_timeout.CopyFrom(seconds(settings.stream_idle_timeout))
     if forward_client_certificate is not None:
         _forward_client_certificate(manager, forward_client_certificate)
+    if settings.delayed_close_timeout is not None:
+        manager.delayed_close_timeout.CopyFrom(seconds(settings.delayed_close_timeout))
+    if settings.drain_timeout is not None:
+        manager.drain_timeout.CopyFrom(seconds(settings.drain_timeout))
     return listener_components.Filter(name=HCM_FILTER, typed_config=to_any(manager))
 
 
@@ -197,10 +314,19 @@ def downstream_tls(
     # The configured minimum is a floor: a virtual host may ask for more, never for less.
     floor = tls_version(settings.min_tls_version, tls_common.TlsParameters.TLSv1_2)
     minimum = max(floor, tls_version(params.min_version, floor))
+    maximum = tls_version(params.max_version)
+    if settings.max_tls_version is not None:
+        # ... and the configured maximum a ceiling (Contour's min), never below the minimum.
+        ceiling = tls_version(settings.max_tls_version)
+        maximum = max(
+            minimum, ceiling if maximum == tls_common.TlsParameters.TLS_AUTO else min(maximum, ceiling)
+        )
     common = tls.CommonTlsContext(
         tls_params=tls_common.TlsParameters(
             tls_minimum_protocol_version=minimum,
-            tls_maximum_protocol_version=tls_version(params.max_version),
+            tls_maximum_protocol_version=maximum,
+            cipher_suites=settings.cipher_suites,
+            ecdh_curves=settings.ecdh_curves,
         ),
         tls_certificate_sds_secret_configs=[
             tls_secret.SdsSecretConfig(name=secret_name(secret), sds_config=ads_config_source())
