@@ -107,7 +107,6 @@ def cpx_configure(config: Config) -> None:
     if compression not in envoy_filters.COMPRESSION_ALGORITHMS:
         choices = ", ".join(envoy_filters.COMPRESSION_ALGORITHMS)
         raise ConfigError(f"--compression: {compression!r} is not one of {choices}")
-    _configured["compression"] = compression
     try:
         HTTPSettings.from_config(config)
     except ValueError as err:
@@ -117,15 +116,6 @@ def cpx_configure(config: Config) -> None:
         raise ConfigError(
             f"--cluster-dns-lookup-family: {family!r} is not one of {', '.join(DNS_LOOKUP_FAMILIES)}"
         )
-
-
-@hookimpl
-def cpx_unconfigure(config: Config) -> None:
-    _configured["compression"] = envoy_filters.DEFAULT_COMPRESSION
-
-
-# What cpx_http_filters (which gets no Config) needs from the configuration.
-_configured = {"compression": envoy_filters.DEFAULT_COMPRESSION}
 
 
 @hookimpl
@@ -150,8 +140,8 @@ def cpx_resource_caches() -> Iterator[ResourceCacheSpec]:
 
 
 @hookimpl
-def cpx_http_filters() -> Iterator[HttpFilterSpec]:
-    yield from filters.http_filters(_configured["compression"])
+def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
+    yield from filters.http_filters(config.option(COMPRESSION_OPTION.name, envoy_filters.DEFAULT_COMPRESSION))
 
 
 @hookimpl
