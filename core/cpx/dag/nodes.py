@@ -267,6 +267,20 @@ class DirectResponse:
     body: str | None = None
 
 
+# What Envoy's RouteAction.cluster_not_found_response_code can answer.
+FAILED_SHARE_CODES = (500, 503, 404)
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class FailedShare:
+    """The weighted share of a route's requests that would have gone to backends that cannot be
+    used (not found, not permitted): Envoy answers them ``status_code`` itself while the route's
+    clusters serve the rest.  Alone (no clusters) it is a direct response."""
+
+    weight: int = attrs.field(validator=attrs.validators.gt(0))
+    status_code: int = attrs.field(default=500, validator=attrs.validators.in_(FAILED_SHARE_CODES))
+
+
 @attrs.frozen(cache_hash=True, kw_only=True)
 class MirrorPolicy:
     cluster: Cluster
@@ -358,8 +372,9 @@ class CORSPolicy:
 class Route:
     """One route of a virtual host: match conditions plus exactly one action.
 
-    The action is `clusters` (weighted), `redirect`, or `direct_response`; `https_redirect` turns an
-    HTTP route into a 301 to HTTPS.  A route with neither clusters nor another action answers 503,
+    The action is `clusters` (weighted, plus a `failed_share` Envoy answers itself), `redirect`, or
+    `direct_response`; `https_redirect` turns an HTTP route into a 301 to HTTPS.  A route with
+    neither clusters nor another action answers 503 (its `failed_share`'s status if it has one),
     which is how a dangling Service reference behaves in Contour.
     """
 
@@ -367,6 +382,7 @@ class Route:
     headers: tuple[HeaderMatch, ...] = ()
     query: tuple[QueryMatch, ...] = ()
     clusters: tuple[Cluster, ...] = ()
+    failed_share: FailedShare | None = None  # weighted against ``clusters``
     redirect: Redirect | None = None
     direct_response: DirectResponse | None = None
     https_redirect: bool = False

@@ -2,9 +2,9 @@
 
 Each match of each rule is one :class:`cpx.dag.Route`.  Precedence between equally specific matches
 (gateway.networking.k8s.io: older route, then namespace/name, then rule and match order) is the
-route's ``precedence``.  Bad backends are left out (their weight goes to the others); a rule left
-with none answers 500.  A rule cpx cannot serve (unsupported filter, bad regex) is dropped and
-reported.
+route's ``precedence``.  Bad backends keep their weight as the route's failed share, answered 500
+(503 for gRPC) by Envoy, as the spec asks; a rule left with none answers that status.  A rule
+cpx cannot serve (unsupported filter, bad regex) is dropped and reported.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from cpx.dag import (
     Cluster,
     DirectResponse,
     Duration,
+    FailedShare,
     MirrorPolicy,
     Redirect,
     RetryPolicy,
@@ -103,7 +104,7 @@ def _rule(
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
         filters.check_prefix_modifier(effects.redirect.path, [m.path for m in matches])
-    clusters, websocket = _clusters(source, rule, key, problems)
+    clusters, failed_weight, websocket = _clusters(source, rule, key, problems)
     mirrors = tuple(_mirrors(source, effects, key, problems))
     timeouts, retry = _timeouts(rule)
     request_headers = effects.request_headers
@@ -138,6 +139,7 @@ def _rule(
                 mirrors=mirrors,
                 timeout_policy=timeouts,
                 retry_policy=retry,
+                failed_share=_failed_share(failed_weight, kind_rules.no_backends),
             )
         routes.append(route)
     redirect = effects.redirect
@@ -182,11 +184,17 @@ def _redirect(effects: Effects, path: Any) -> Redirect:
     return attrs.evolve(redirect, prefix=prefix, regex_rewrite=regex)
 
 
+def _failed_share(weight: int, answer: DirectResponse) -> FailedShare | None:
+    return FailedShare(weight=weight, status_code=answer.status_code) if weight > 0 else None
+
+
 def _clusters(
     source: SourceView, rule: Mapping[str, Any], key: ObjectKey, problems: list[backends.BackendProblem]
-) -> tuple[tuple[Cluster, ...], bool]:
-    """The rule's valid backends with a weight; whether one of them speaks WebSocket."""
+) -> tuple[tuple[Cluster, ...], int, bool]:
+    """The rule's valid backends with a weight, the weight of its invalid ones, and whether a valid
+    one speaks WebSocket."""
     found: list[Cluster] = []
+    failed_weight = 0
     websocket = False
     for ref in rule.get("backendRefs") or ():
         if not isinstance(ref, Mapping):
@@ -198,11 +206,12 @@ def _clusters(
             )
         except backends.BackendProblem as problem:
             problems.append(problem)
+            failed_weight += backends.weight(ref)
             continue
         if backend.cluster.weight > 0:
             found.append(backend.cluster)
             websocket = websocket or backend.websocket
-    return tuple(found), websocket
+    return tuple(found), failed_weight, websocket
 
 
 def _mirrors(

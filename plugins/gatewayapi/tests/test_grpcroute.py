@@ -221,7 +221,10 @@ spec: {ports: [{port: 8082, appProtocol: kubernetes.io/ws}]}
 """
     result = build(cpx_translate, service, grpc_route("g", spec))
     [entry] = envoy_routes(result)
-    assert entry["route"]["cluster"].startswith("default/v1/")  # the usable backend takes it all
+    # The unusable backend's share answers UNAVAILABLE (503), as the spec asks; v1 keeps its own.
+    clusters = entry["route"]["weightedClusters"]["clusters"]
+    assert [c["name"].split("/")[:2] for c in clusters] == [["cpx", "failed-backends"], ["default", "v1"]]
+    assert "clusterNotFoundResponseCode" not in entry["route"]  # Envoy's default: SERVICE_UNAVAILABLE
     found = conditions(grpc_parents(result, "g")[0])
     assert found == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", "UnsupportedProtocol")}
 

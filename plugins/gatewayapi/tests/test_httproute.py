@@ -329,14 +329,24 @@ def test_bad_backend_answers_500_and_stays_accepted(cpx_translate: Translate, re
     assert status == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", reason)}
 
 
-def test_bad_backend_weight_goes_to_the_good_one(cpx_translate: Translate) -> None:
+def test_bad_backends_keep_their_weight_answered_500(cpx_translate: Translate) -> None:
+    # The spec: requests that would have gone to an invalid backend get a 500; the valid ones keep
+    # their share.  Envoy answers the failed share's absent cluster with the route's 500.
     spec = """
   parentRefs: [{name: gw}]
   rules:
-  - backendRefs: [{name: missing, port: 8080}, {name: v1, port: 8080}]
+  - backendRefs:
+    - {name: missing, port: 8080, weight: 2}
+    - {kind: Unknown, name: v2, port: 8080}
+    - {name: gone, port: 8080, weight: 0}
+    - {name: v1, port: 8080, weight: 3}
 """
     result = build(cpx_translate, route("r", spec))
-    assert envoy_routes(result)[0]["route"]["cluster"].startswith("default/v1/")
+    action = envoy_routes(result)[0]["route"]
+    entries = [(c["name"].split("/")[:2], c["weight"]) for c in action["weightedClusters"]["clusters"]]
+    assert entries == [(["cpx", "failed-backends"], 3), (["default", "v1"], 3)]
+    assert action["clusterNotFoundResponseCode"] == "INTERNAL_SERVER_ERROR"
+    assert conditions(parents(result, "r")[0])["ResolvedRefs"][0] == "False"
 
 
 def test_reference_grant_permits_a_cross_namespace_backend(cpx_translate: Translate) -> None:

@@ -41,7 +41,10 @@ spec:
     backendRefs: [{{name: echo, port: 80}}]
   - matches: [{{path: {{type: Exact, value: /missing}}}}]
     backendRefs: [{{name: nowhere, port: 80}}]
+  - matches: [{{path: {{type: PathPrefix, value: /half}}}}]
+    backendRefs: [{{name: echo, port: 80}}, {{name: nowhere, port: 80}}]
 """
+REQUESTS = 200
 
 
 def test_httproute_served_on_the_gateway_address(cpx_envoy: Callable[..., Any]) -> None:
@@ -57,4 +60,10 @@ def test_httproute_served_on_the_gateway_address(cpx_envoy: Callable[..., Any]) 
     assert b"x-added" in response.body.lower()
     answered("/v2example", 404)  # PathPrefix compares whole segments
     answered("/missing", 500)  # a rule whose only backend is missing answers 500
+    # Equal weights, one backend missing: Envoy answers its half 500 itself, the echo the rest.
+    statuses = [
+        http_get(url + "/half", host_header="example.com", timeout=2.0).status for _ in range(REQUESTS)
+    ]
+    assert set(statuses) == {200, 500}
+    assert REQUESTS * 0.3 < statuses.count(500) < REQUESTS * 0.7, statuses.count(500)
     assert served.rejected_updates() == 0
