@@ -446,6 +446,11 @@ def test_retry_policy() -> None:
     assert not one_route(prefix(retry_policy=RetryPolicy(retry_on=""))).route.HasField("retry_policy")
     zero = one_route(prefix(retry_policy=RetryPolicy(num_retries=0))).route.retry_policy
     assert zero.HasField("num_retries") and zero.num_retries.value == 0
+    assert not zero.HasField("retry_back_off")  # Envoy's default backoff
+    backoff = one_route(prefix(retry_policy=RetryPolicy(backoff=0.1))).route.retry_policy.retry_back_off
+    assert backoff.base_interval.nanos == 100_000_000 and not backoff.HasField("max_interval")
+    with pytest.raises(ValueError):
+        RetryPolicy(backoff=0.001)  # Envoy wants more than 1 ms
 
 
 def test_websocket_and_prefix_rewrite() -> None:

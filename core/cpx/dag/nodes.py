@@ -232,6 +232,10 @@ class RetryPolicy:
     num_retries: int = 1
     per_try_timeout: Duration | None = None
     retriable_status_codes: tuple[int, ...] = ()
+    # Envoy's retry_back_off base interval in seconds (more than 1 ms); None: Envoy's 25 ms.
+    backoff: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0.001))
+    )
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)

@@ -36,6 +36,7 @@ _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
 _DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
 _UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
+_MIN_BACKOFF = 0.002  # seconds: GEP-2257 allows 1 ms, Envoy's base interval must exceed it
 
 
 @attrs.frozen
@@ -266,15 +267,18 @@ def _timeouts(rule: Mapping[str, Any]) -> tuple[TimeoutPolicy, RetryPolicy | Non
 
 
 def _retry(spec: object, per_try: Duration | None) -> RetryPolicy | None:
-    """The experimental ``retry`` stanza: connection failures always, plus the listed codes."""
+    """The experimental ``retry`` stanza: connection failures always, plus the listed codes;
+    ``backoff`` is the base of Envoy's exponential backoff (which wants more than 1 ms)."""
     if not isinstance(spec, Mapping):
         return None
     codes = tuple(c for c in spec.get("codes") or () if isinstance(c, int))
     attempts = spec.get("attempts")
     retry_on = "connect-failure,refused-stream,reset" + (",retriable-status-codes" if codes else "")
+    backoff = duration(spec.get("backoff"))
     return RetryPolicy(
         retry_on=retry_on,
         num_retries=attempts if isinstance(attempts, int) else 1,
         per_try_timeout=per_try if per_try is not None and not per_try.disabled else None,
         retriable_status_codes=codes,
+        backoff=max(backoff.seconds, _MIN_BACKOFF) if backoff is not None and backoff.seconds else None,
     )

@@ -547,6 +547,12 @@ def test_timeouts(cpx_translate: Translate) -> None:
     timeouts: {request: 1s, backendRequest: 200ms}
     retry: {codes: [500, 503], attempts: 3}
     backendRefs: [{name: v1, port: 8080}]
+  - matches: [{path: {value: /backoff}}]
+    retry: {attempts: 2, backoff: 100ms}
+    backendRefs: [{name: v1, port: 8080}]
+  - matches: [{path: {value: /tiny}}]
+    retry: {backoff: 1ms}
+    backendRefs: [{name: v1, port: 8080}]
 """
     result = build(cpx_translate, route("r", spec))
     by_path = {r["match"]["pathSeparatedPrefix"]: r["route"] for r in envoy_routes(result)}
@@ -558,6 +564,10 @@ def test_timeouts(cpx_translate: Translate) -> None:
     assert retry["retryPolicy"]["numRetries"] == 3
     assert retry["retryPolicy"]["perTryTimeout"] == "0.200s"
     assert retry["retryPolicy"]["retriableStatusCodes"] == [500, 503]
+    assert "retryBackOff" not in retry["retryPolicy"]
+    assert by_path["/backoff"]["retryPolicy"]["retryBackOff"] == {"baseInterval": "0.100s"}
+    # Envoy wants more than 1 ms.
+    assert by_path["/tiny"]["retryPolicy"]["retryBackOff"] == {"baseInterval": "0.002s"}
 
 
 def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) -> None:

@@ -31,7 +31,7 @@ from cpx.dag.nodes import (
     Route,
 )
 from cpx.dag.sorting import sorted_headers, sorted_query
-from cpx.xds.envoy.common import timeout
+from cpx.xds.envoy.common import seconds, timeout
 from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
 from cpx.xds.httpfilters import (
     HttpFilters,
@@ -228,6 +228,8 @@ def retry_policy(policy: RetryPolicy) -> route_components.RetryPolicy:
     out.num_retries.value = policy.num_retries
     if policy.per_try_timeout is not None:
         out.per_try_timeout.CopyFrom(timeout(policy.per_try_timeout))
+    if policy.backoff is not None:
+        out.retry_back_off.base_interval.CopyFrom(seconds(policy.backoff))
     return out
 
 
