@@ -116,13 +116,16 @@ def httproutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 @st.composite
 def grpcroutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
-    """A GRPCRoute on the same hosts: not merged with HTTPRoutes (copies of their frozen hosts)."""
+    """A GRPCRoute on the same hosts: not merged with HTTPRoutes (copies of their frozen hosts); older
+    or newer than they are, so that it takes their hosts or leaves them."""
     spec: dict[str, Any] = {
         "parentRefs": [{"name": draw(st.sampled_from(sorted(GATEWAYS))), "namespace": "a"}],
         "hostnames": draw(st.lists(st.sampled_from(HOSTNAMES), max_size=1)),
         "rules": [{"backendRefs": [{"name": draw(st.sampled_from(SERVICE_NAMES)), "port": 80}]}],
     }
-    obj = {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": {"generation": 1}, "spec": spec}
+    created = draw(st.sampled_from(("2025-12-31T00:00:00Z", "2026-01-01T12:00:00Z", "2026-01-03T00:00:00Z")))
+    meta = {"generation": 1, "creationTimestamp": created}
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": meta, "spec": spec}
     return draw(namespaces), "grpc", obj
 
 
