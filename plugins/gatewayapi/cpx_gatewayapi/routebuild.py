@@ -9,7 +9,6 @@ cpx cannot serve (unsupported filter, bad regex) is dropped and reported.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,14 +26,13 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_gatewayapi import backends, filters, grpcmatch, routematch
+from cpx_gatewayapi import backends, filters, grpcmatch, routematch, sessions
+from cpx_gatewayapi.durations import duration
 from cpx_gatewayapi.filters import Effects, FilterProblem
 from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 # Rules and matches per route are capped by the schema (16 and 64): room to spare.
 _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
-_DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
 _MIN_BACKOFF = 0.002  # seconds: GEP-2257 allows 1 ms, Envoy's base interval must exceed it
 
@@ -86,7 +84,9 @@ def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: 
         if not isinstance(rule, Mapping):
             continue
         try:
-            out.rules.append(_rule(source, rule, key, rank * _RULE_SLOTS + index, out.backend_problems))
+            out.rules.append(
+                _rule(source, rule, key, index, rank * _RULE_SLOTS + index, out.backend_problems)
+            )
         except FilterProblem as err:
             out.dropped.append(f"rule {index}: {err}")
     return out
@@ -96,6 +96,7 @@ def _rule(
     source: SourceView,
     rule: Mapping[str, Any],
     key: ObjectKey,
+    rule_index: int,
     slot: int,
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
@@ -108,6 +109,7 @@ def _rule(
     clusters, failed_weight, websocket = _clusters(source, rule, key, problems)
     mirrors = tuple(_mirrors(source, effects, key, problems))
     timeouts, retry = _timeouts(rule)
+    session = sessions.parse(rule.get("sessionPersistence"), key, rule_index)
     request_headers = effects.request_headers
     if effects.host_rewrite is not None:
         request_headers = attrs.evolve(request_headers, host_rewrite=effects.host_rewrite)
@@ -142,6 +144,10 @@ def _rule(
                 retry_policy=retry,
                 failed_share=_failed_share(failed_weight, kind_rules.no_backends),
             )
+            if session is not None:
+                route = attrs.evolve(
+                    route, attachments=route.attachments.set(sessions.SESSION, session, origin=key)
+                )
         routes.append(route)
     redirect = effects.redirect
     keeps_port = redirect is not None and redirect.port is None and redirect.scheme is None
@@ -240,17 +246,6 @@ def _mirror_percent(mirror: Mapping[str, Any]) -> float:
         denominator = fraction.get("denominator") or 100
         return min(100.0, 100.0 * fraction["numerator"] / denominator) if denominator > 0 else 100.0
     return 100.0
-
-
-def duration(text: object) -> Duration | None:
-    """A GEP-2257 duration (``1h30m``, ``500ms``); ``0s`` disables; None if absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    parts = _DURATION.findall(text)
-    if "".join(n + u for n, u in parts) != text:
-        return None
-    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
-    return Duration(seconds=seconds or None)
 
 
 def _timeouts(rule: Mapping[str, Any]) -> tuple[TimeoutPolicy, RetryPolicy | None]:
