@@ -10,38 +10,27 @@ from typing import Any
 import pytest
 from cpx.testing import EchoServer, endpoint_slice, eventually, http_get, service
 
+from cpx_gatewayapi.testing.objects import gateway_yaml
+
 pytestmark = pytest.mark.e2e
 
-ADDRESS = "127.0.0.78"
+ADDRESS = "127.0.0.81"
 URL = f"http://{ADDRESS}:8080"
 REQUESTS = 20
 
-GATEWAY = f"""
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {{name: gw, namespace: default}}
-spec:
-  gatewayClassName: contour
-  addresses: [{{type: IPAddress, value: "{ADDRESS}"}}]
-  listeners: [{{name: http, port: 80, protocol: HTTP}}]
----
+ROUTE = """
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {{name: r, namespace: default}}
+metadata: {name: r, namespace: default}
 spec:
-  parentRefs: [{{name: gw}}]
+  parentRefs: [{name: gw}]
   rules:
-  - matches: [{{path: {{type: PathPrefix, value: /cookie}}}}]
-    sessionPersistence: {{sessionName: sticky}}
-    backendRefs: [{{name: pair, port: 80}}]
-  - matches: [{{path: {{type: PathPrefix, value: /header}}}}]
-    sessionPersistence: {{type: Header, sessionName: x-session}}
-    backendRefs: [{{name: pair, port: 80}}]
+  - matches: [{path: {type: PathPrefix, value: /cookie}}]
+    sessionPersistence: {sessionName: sticky}
+    backendRefs: [{name: pair, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /header}}]
+    sessionPersistence: {type: Header, sessionName: x-session}
+    backendRefs: [{name: pair, port: 80}]
 """
 
 
@@ -60,7 +49,7 @@ def test_a_session_sticks_to_one_endpoint(
     cpx_envoy: Callable[..., Any], pair: tuple[EchoServer, EchoServer]
 ) -> None:
     one, two = pair
-    served = cpx_envoy(GATEWAY, plugins=["gatewayapi"])
+    served = cpx_envoy(gateway_yaml(ADDRESS) + "---\n" + ROUTE, plugins=["gatewayapi"])
     served.apply(_objects(one, two))
 
     def get(path: str, headers: dict[str, str] | None = None) -> Any:
