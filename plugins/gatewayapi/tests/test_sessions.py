@@ -8,6 +8,7 @@ from typing import Any
 
 from cpx.testing import Translation
 
+from .test_grpcroute import grpc_parents, grpc_route
 from .test_httproute import BASE, HTTP_LISTENER, conditions, envoy_routes, parents, route
 
 Translate = Callable[..., Translation]
@@ -91,3 +92,17 @@ def test_what_envoy_cannot_do_drops_the_rule(cpx_translate: Translate) -> None:
     assert conditions(entry)["PartiallyInvalid"] == ("True", "UnsupportedValue")
     [partial] = [c for c in entry["conditions"] if c["type"] == "PartiallyInvalid"]
     assert "idleTimeout is not supported" in partial["message"]
+
+
+def test_grpcroute_sessions_too(cpx_translate: Translate) -> None:
+    spec = """
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{method: {service: echo.Echo, method: Echo}}]
+    sessionPersistence: {type: Header, sessionName: x-session}
+    backendRefs: [{name: v1, port: 8080}]
+"""
+    result = cpx_translate(BASE + grpc_route("g", spec), ["gatewayapi"])
+    [entry] = envoy_routes(result)
+    assert _session_state(entry)["typedConfig"]["name"] == "x-session"
+    assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("True", "Accepted")
