@@ -64,9 +64,9 @@ def parse(spec: object, key: ObjectKey, rule: int) -> Session | None:
     name = str(spec.get("sessionName") or _default_name(key, rule))
     if kind == HEADER:
         return Session(type=HEADER, name=name)
-    cookie: Mapping[str, Any] = spec.get("cookieConfig") or {}
+    cookie = spec.get("cookieConfig")
     ttl = None
-    if cookie.get("lifetimeType") == PERMANENT:
+    if isinstance(cookie, Mapping) and cookie.get("lifetimeType") == PERMANENT:
         lifetime = duration(spec.get("absoluteTimeout"))
         if lifetime is None or lifetime.seconds is None:
             raise FilterProblem("a Permanent session cookie needs a non-zero absoluteTimeout")
