@@ -137,15 +137,18 @@ def _apply_route(
         for parent in plan.attached:
             for listener, _ in parent.listeners:
                 attachments.add(listener)
-    conflicts = 0
+    conflicts, yielded = 0, False
     served: set[tuple[str, str, bool, str]] = set()
     routes = [route for rule in built.rules for route in rule.routes]
     for listener, host in plan.targets:
         if _served_by_httproutes(dag, host, http_hosts):
             conflicts += len(routes)  # an older HTTPRoute has the host
+            yielded = True
             continue
         conflicts += _serve(dag, listener, host, routes, plan.key, served)
-    dag.set_status(plan.key, routestatus.route_status(plan.obj, plan.attached, built, conflicts, served))
+    other = HTTPROUTE_KIND if yielded else None
+    computed = routestatus.route_status(plan.obj, plan.attached, built, conflicts, served, other)
+    dag.set_status(plan.key, computed)
 
 
 def _serve(

@@ -40,7 +40,7 @@ from cpx.dag import DAG, Route, SecureVirtualHost, VirtualHost
 from cpx_gatewayapi import routestatus, status
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.kinds import BACKEND_TLS_POLICY, GATEWAY, GATEWAY_CLASS
-from cpx_gatewayapi.model import Attachments, GatewayListener
+from cpx_gatewayapi.model import GRPCROUTE_KIND, Attachments, GatewayListener
 from cpx_gatewayapi.routebuild import Translated
 from cpx_gatewayapi.routeparents import Attached
 
@@ -63,6 +63,7 @@ class Outcome(NamedTuple):
 
     conflicts: int  # matches left out: an older route has them
     served: tuple[str, ...]  # match keys served
+    yielded: bool = False  # the host went to an older route of the other kind (GRPCRoute)
 
 
 @attrs.frozen(eq=False)
@@ -91,12 +92,14 @@ class RoutePlan:
             return None
         if not self.attached or self.built is None:
             return status.route_status(())
-        conflicts = 0
+        conflicts, yielded = 0, False
         served: set[tuple[str, str, bool, str]] = set()
         for host, outcome in outcomes:
             conflicts += outcome.conflicts
+            yielded = yielded or outcome.yielded
             served.update((host.listener, host.name, host.secure, match) for match in outcome.served)
-        return routestatus.route_status(self.obj, self.attached, self.built, conflicts, served)
+        other = GRPCROUTE_KIND if yielded else None
+        return routestatus.route_status(self.obj, self.attached, self.built, conflicts, served, other)
 
 
 Age = tuple[str, str, str]
@@ -109,7 +112,7 @@ def merge(
     older than all of them (``claim``: its age) has the host; what each came to."""
     ordered = list(plans)
     if claim is not None and ordered and claim < ordered[0].age:
-        return {plan.key: Outcome(max(1, _route_count(plan, host)), ()) for plan in ordered}
+        return {plan.key: Outcome(max(1, _route_count(plan, host)), (), yielded=True) for plan in ordered}
     outcomes = {}
     for rank, plan in enumerate(ordered):
         seen: dict[str, None] = {}

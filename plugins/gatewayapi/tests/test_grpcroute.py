@@ -280,15 +280,18 @@ def test_an_older_grpcroute_keeps_the_host_from_a_newer_httproute(cpx_translate:
     result = build(cpx_translate, route("h", http, created="2026-02-01T00:00:00Z"), grpc_route("g", grpc))
     assert [r["match"] for r in envoy_routes(result, "shared.example.com")] == [{"path": "/echo.Echo/Echo"}]
     assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("True", "Accepted")
-    found = conditions(parents(result, "h")[0])
-    assert found["Accepted"] == ("False", "RuleMatchConflict")
+    [accepted] = [c for c in parents(result, "h")[0]["conditions"] if c["type"] == "Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "RuleMatchConflict")
+    assert "an older GRPCRoute on the same hostname" in accepted["message"]
     # Same age: namespace/name decides ("default/g" < "default/h").
     result = build(cpx_translate, route("h", http), grpc_route("g", grpc))
     assert [r["match"] for r in envoy_routes(result, "shared.example.com")] == [{"path": "/echo.Echo/Echo"}]
     # The HTTPRoute named first wins.
     result = build(cpx_translate, route("a", http), grpc_route("g", grpc))
     assert [r["route"]["cluster"].split("/")[1] for r in envoy_routes(result, "shared.example.com")] == ["v2"]
-    assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("False", "RuleMatchConflict")
+    [accepted] = [c for c in grpc_parents(result, "g")[0]["conditions"] if c["type"] == "Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "RuleMatchConflict")
+    assert "an older HTTPRoute on the same hostname" in accepted["message"]
 
 
 def test_same_match_of_a_newer_grpcroute_is_dropped(cpx_translate: Translate) -> None:
