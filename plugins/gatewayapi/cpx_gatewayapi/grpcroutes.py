@@ -114,8 +114,8 @@ def _hosts(build: _Build, listener: GatewayListener, hosts: Sequence[str]) -> It
         return
     mine = listener.hostname or hostnames.ANY
     for host in hosts:
-        if hostnames.owner(build.owners[listener.dag_listener], host) == mine:  # else a more
-            # specific listener on this port owns the name
+        # Not the names a more specific listener on this port owns.
+        if hostnames.owner(build.owners[listener.dag_listener], host) == mine:
             yield HostKey(listener.dag_listener, host, listener.protocol == "HTTPS")
 
 
