@@ -32,6 +32,7 @@ from cpx.dag.nodes import (
     CORSPolicy,
     DirectResponse,
     Duration,
+    FailedShare,
     HashPolicy,
     HeaderMatch,
     HeaderMatchKind,
@@ -58,7 +59,7 @@ from cpx.xds import resource
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.envoy.filters import COOKIE_REWRITE_LUA
 from cpx.xds.envoy.route import build_route
-from cpx.xds.naming import cluster_name
+from cpx.xds.naming import FAILED_SHARE_CLUSTER, cluster_name
 
 # Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
 # it is tested in test_scoped_routes.py).
@@ -344,6 +345,34 @@ def test_no_clusters_answers_503() -> None:
     assert envoy_route.direct_response.status == 503
 
 
+def test_failed_share_is_a_weighted_entry_envoy_answers() -> None:
+    # One cluster plus the failed share: the weighted form, the failed entry naming no real cluster.
+    failed = FailedShare(weight=3)
+    action = one_route(prefix(clusters=(backend("a", 1),), failed_share=failed)).route
+    assert [(e.name, e.weight.value) for e in action.weighted_clusters.clusters] == [
+        (FAILED_SHARE_CLUSTER, 3),
+        (cluster_name(backend("a")), 1),
+    ]
+    assert action.cluster_not_found_response_code == route_components.RouteAction.INTERNAL_SERVER_ERROR
+    gone = FailedShare(weight=1, status_code=503)
+    action = one_route(prefix(clusters=(backend("a"),), failed_share=gone)).route
+    assert action.cluster_not_found_response_code == route_components.RouteAction.SERVICE_UNAVAILABLE
+    # Without one the default (503) stays implicit.
+    assert not one_route(prefix(clusters=(backend("a"), backend("b")))).route.cluster_not_found_response_code
+
+
+def test_failed_share_alone_is_a_direct_response() -> None:
+    envoy_route = one_route(prefix(clusters=(), failed_share=FailedShare(weight=2)))
+    assert envoy_route.WhichOneof("action") == "direct_response"
+    assert envoy_route.direct_response.status == 500
+
+
+@pytest.mark.parametrize("bad", [{"weight": 0}, {"weight": 1, "status_code": 502}])
+def test_failed_share_takes_what_envoy_can_answer(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError):
+        FailedShare(**bad)
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
@@ -417,6 +446,11 @@ def test_retry_policy() -> None:
     assert not one_route(prefix(retry_policy=RetryPolicy(retry_on=""))).route.HasField("retry_policy")
     zero = one_route(prefix(retry_policy=RetryPolicy(num_retries=0))).route.retry_policy
     assert zero.HasField("num_retries") and zero.num_retries.value == 0
+    assert not zero.HasField("retry_back_off")  # Envoy's default backoff
+    backoff = one_route(prefix(retry_policy=RetryPolicy(backoff=0.1))).route.retry_policy.retry_back_off
+    assert backoff.base_interval.nanos == 100_000_000 and not backoff.HasField("max_interval")
+    with pytest.raises(ValueError):
+        RetryPolicy(backoff=0.001)  # Envoy wants more than 1 ms
 
 
 def test_websocket_and_prefix_rewrite() -> None:

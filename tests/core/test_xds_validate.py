@@ -444,6 +444,12 @@ def _route(**fields: Any) -> Any:
     return build_route(Route(**fields), secure=False, fqdn="example.com", filters=filters)
 
 
+def _failed_share() -> Any:
+    from cpx.dag.nodes import FailedShare
+
+    return FailedShare(weight=1)
+
+
 def _headers(name: str, value: str) -> Any:
     from cpx.dag.nodes import HeadersPolicy, HeaderValue
 
@@ -707,6 +713,7 @@ ROWS: list[tuple[str, str, Callable[[], Any], tuple[str, str] | None]] = [
         ("route.weighted_clusters.clusters", "envoy.weights: sum <= 4294967295"),
     ),
     ("weights summing to 2^32 - 1", "route", lambda: _weighted(4_294_967_294, 1), None),
+    ("a failed share next to a cluster", "route", lambda: _route(failed_share=_failed_share()), None),
     (
         "two TLS filter chains for one SNI name in different case",
         "listener",

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from cpx_gatewayapi.testing.objects import gateway_yaml
 
 pytestmark = pytest.mark.e2e
 
@@ -35,33 +36,24 @@ spec:
 
 
 def gateway_objects(gateway_port: int) -> str:
-    return f"""
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {{name: gw, namespace: default}}
-spec:
-  gatewayClassName: contour
-  addresses: [{{type: IPAddress, value: 127.0.0.1}}]
-  listeners: [{{name: http, port: {gateway_port}, protocol: HTTP}}]
----
+    listener = {"name": "http", "port": gateway_port, "protocol": "HTTP"}
+    return (
+        gateway_yaml("127.0.0.1", [listener])
+        + """---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {{name: route, namespace: default}}
+metadata: {name: route, namespace: default}
 spec:
-  parentRefs: [{{name: gw}}]
+  parentRefs: [{name: gw}]
   hostnames: [route.example.com]
   rules:
-  - matches: [{{path: {{type: PathPrefix, value: /}}}}]
-    backendRefs: [{{name: echo, port: 80}}]
+  - matches: [{path: {type: PathPrefix, value: /}}]
+    backendRefs: [{name: echo, port: 80}]
     filters:
     - type: ResponseHeaderModifier
-      responseHeaderModifier: {{set: [{{name: x-served-by, value: httproute}}]}}
+      responseHeaderModifier: {set: [{name: x-served-by, value: httproute}]}
 """
+    )
 
 
 def test_ingress_httpproxy_and_httproute_share_one_listener(cpx_envoy: Callable[..., Any]) -> None:

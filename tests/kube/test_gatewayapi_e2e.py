@@ -34,6 +34,7 @@ from cpx_gatewayapi.kinds import (
     TCPROUTE,
     TLSROUTE,
 )
+from cpx_gatewayapi.testing import objects as gateway_objects
 
 from cpx import objects as k8s
 from cpx.testing import EchoServer, EnvoyProcess, envoy_binary, http_get
@@ -119,28 +120,9 @@ def holds(found: Mapping[str, Any], type_: str, reason: str, generation: int) ->
     )
 
 
-def gateway_class() -> dict[str, Any]:
-    return {
-        "apiVersion": f"{GROUP}/v1",
-        "kind": "GatewayClass",
-        "metadata": {"name": "contour", "generation": 1},
-        "spec": {"controllerName": CONTROLLER},
-    }
-
-
 def gateway(name: str, port: int, address: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "gatewayClassName": "contour",
-        "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}],
-    }
-    if address is not None:
-        spec["addresses"] = [{"type": "IPAddress", "value": address}]
-    return {
-        "apiVersion": f"{GROUP}/v1",
-        "kind": "Gateway",
-        "metadata": {"name": name, "namespace": "default", "generation": 1},
-        "spec": spec,
-    }
+    listener = {"name": "http", "port": port, "protocol": "HTTP"}
+    return gateway_objects.gateway(address, [listener], name=name, generation=1)
 
 
 def route_spec(path: str) -> dict[str, Any]:
@@ -274,7 +256,7 @@ def test_gateway_api_in_kubernetes_mode(tmp_path: Path) -> None:
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}},
             *backend("echo", echo.port),
             ENVOY_SERVICE,
-            gateway_class(),
+            gateway_objects.gateway_class(generation=1),
             gateway("gw", 80, address),
             gateway("lb", lb_port),  # no address of its own: the Envoy Service's
             ROUTE,

@@ -11,6 +11,7 @@ from typing import Any
 import kmock
 import pytest
 from cpx_gatewayapi.kinds import GATEWAY, GATEWAY_CLASS, GROUP, HTTPROUTE
+from cpx_gatewayapi.testing import objects as gateway_objects
 from tests.kube.test_status import running
 
 from cpx import objects as k8s
@@ -27,22 +28,8 @@ from cpx.testing.kubeversions import VersionedKubernetesEmulator, api_client_for
 pytestmark = pytest.mark.kmock(cls=VersionedKubernetesEmulator)
 
 CONTROLLER = "projectcontour.io/gateway-controller"
-CLASS = {
-    "apiVersion": f"{GROUP}/v1",
-    "kind": "GatewayClass",
-    "metadata": {"name": "contour", "generation": 1},
-    "spec": {"controllerName": CONTROLLER},
-}
-GATEWAY_OBJ = {
-    "apiVersion": f"{GROUP}/v1",
-    "kind": "Gateway",
-    "metadata": {"name": "gw", "namespace": "default", "generation": 1},
-    "spec": {
-        "gatewayClassName": "contour",
-        "addresses": [{"type": "IPAddress", "value": "127.0.0.2"}],
-        "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}],
-    },
-}
+CLASS = gateway_objects.gateway_class(generation=1)
+GATEWAY_OBJ = gateway_objects.gateway("127.0.0.2", generation=1)
 ROUTE = {
     "apiVersion": f"{GROUP}/v1",
     "kind": "HTTPRoute",

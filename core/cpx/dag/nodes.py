@@ -327,6 +327,10 @@ class RetryPolicy:
     num_retries: int = 1
     per_try_timeout: Duration | None = None
     retriable_status_codes: tuple[int, ...] = ()
+    # Envoy's retry_back_off base interval in seconds (more than 1 ms); None: Envoy's 25 ms.
+    backoff: float | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.gt(0.001))
+    )
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
@@ -360,6 +364,20 @@ class Redirect:
 class DirectResponse:
     status_code: int
     body: str | None = None
+
+
+# What Envoy's RouteAction.cluster_not_found_response_code can answer.
+FAILED_SHARE_CODES = (500, 503, 404)
+
+
+@attrs.frozen(cache_hash=True, kw_only=True)
+class FailedShare:
+    """The weighted share of a route's requests that would have gone to backends that cannot be
+    used (not found, not permitted): Envoy answers them ``status_code`` itself while the route's
+    clusters serve the rest.  Alone (no clusters) it is a direct response."""
+
+    weight: int = attrs.field(validator=attrs.validators.gt(0))
+    status_code: int = attrs.field(default=500, validator=attrs.validators.in_(FAILED_SHARE_CODES))
 
 
 @attrs.frozen(cache_hash=True, kw_only=True)
@@ -453,8 +471,9 @@ class CORSPolicy:
 class Route:
     """One route of a virtual host: match conditions plus exactly one action.
 
-    The action is `clusters` (weighted), `redirect`, or `direct_response`; `https_redirect` turns an
-    HTTP route into a 301 to HTTPS.  A route with neither clusters nor another action answers 503,
+    The action is `clusters` (weighted, plus a `failed_share` Envoy answers itself), `redirect`, or
+    `direct_response`; `https_redirect` turns an HTTP route into a 301 to HTTPS.  A route with
+    neither clusters nor another action answers 503 (its `failed_share`'s status if it has one),
     which is how a dangling Service reference behaves in Contour.
     """
 
@@ -462,6 +481,7 @@ class Route:
     headers: tuple[HeaderMatch, ...] = ()
     query: tuple[QueryMatch, ...] = ()
     clusters: tuple[Cluster, ...] = ()
+    failed_share: FailedShare | None = None  # weighted against ``clusters``
     redirect: Redirect | None = None
     direct_response: DirectResponse | None = None
     https_redirect: bool = False

@@ -9,6 +9,14 @@ from cpx.dag.nodes import Cluster, Secret, UpstreamValidation
 
 MAX_NAME_LENGTH = 60
 
+# The weighted-cluster entry of a route's FailedShare: a cluster that is never served (two
+# segments, so no Service cluster's ``namespace/service/port/hash``; cpx's static clusters and the
+# plugins' cluster kinds use other names).  Envoy answers the requests it draws with the route's
+# cluster_not_found_response_code.  RDS routes naming an absent cluster are valid (Envoy checks
+# only inline routes' clusters, and cpx's validation turns that check off for them too), and
+# make-before-break (0016) does not wait for it: the gate is the whole CDS set, not the names routes use.
+FAILED_SHARE_CLUSTER = "cpx/failed-backends"
+
 
 def _sha1_10(text: str | bytes) -> str:
     data = text.encode() if isinstance(text, str) else text

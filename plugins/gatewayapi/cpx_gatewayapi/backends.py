@@ -1,8 +1,7 @@
 """backendRefs (and mirror backendRefs) to DAG clusters, with the spec's ResolvedRefs reasons.
 
 Only core Services are backends.  A reference to another namespace needs a ReferenceGrant there.
-A bad reference is skipped (its weight goes to the others, as in Contour) and reported; the
-route stays Accepted.
+A bad reference is reported and its weight answered 500 (routebuild); the route stays Accepted.
 """
 
 from __future__ import annotations
@@ -91,16 +90,21 @@ def resolve(
                 f"Service {namespace}/{name} port {port}: appProtocol {app_protocol} cannot carry gRPC",
             )
         upstream = attrs.evolve(upstream, protocol=_GRPC_PROTOCOLS.get(upstream.protocol, upstream.protocol))
-    weight = ref.get("weight")
     cluster = Cluster(
         upstream=upstream,
-        weight=weight if isinstance(weight, int) else 1,
+        weight=weight(ref),
         request_headers=request_headers,
         response_headers=response_headers,
     )
     if route_kind in _BACKEND_TLS_KINDS:
         cluster = backendtls.apply(source, cluster)
     return Backend(cluster=cluster, websocket=app_protocol == WEBSOCKET_APP_PROTOCOL)
+
+
+def weight(ref: Mapping[str, Any]) -> int:
+    """A backendRef's weight (the CRD's default: 1)."""
+    value = ref.get("weight")
+    return value if isinstance(value, int) and value >= 0 else 1
 
 
 def _app_protocol(source: SourceView, namespace: str, name: str, port: int) -> str | None:

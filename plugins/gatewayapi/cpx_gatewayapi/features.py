@@ -34,6 +34,11 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "HTTPRouteRequestMultipleMirrors",
             "HTTPRouteRequestTimeout",
             "HTTPRouteBackendTimeout",
+            # HTTPRoute experimental: rule ``retry`` (codes, attempts, backoff; connection errors
+            # always; a per-try timeout is retried).
+            "HTTPRouteRetry",
+            "HTTPRouteRetryBackendTimeout",
+            "HTTPRouteRetryConnectionError",
             # GRPCRoute core and extended (RequestHeaderModifier is a feature on upstream main).
             "GRPCRoute",
             "GRPCRouteNamedRouteRule",

@@ -24,7 +24,7 @@ from cpx import ObjectKey, SourceView, blame
 from cpx.dag import DAG, Route
 
 from cpx_gatewayapi import hostnames, routebuild, routeparents, status
-from cpx_gatewayapi.incremental import Contribution, HostKey, RouteMemo, RoutePlan
+from cpx_gatewayapi.incremental import Age, Contribution, HostKey, RouteMemo, RoutePlan
 from cpx_gatewayapi.kinds import HTTPROUTE
 from cpx_gatewayapi.model import HTTPROUTE_KIND, Attachments, GatewayListener, Resolution
 from cpx_gatewayapi.settings import Settings
@@ -47,10 +47,13 @@ def apply(
     attachments: Attachments,
     settings: Settings,
     memo: RouteMemo | None = None,
+    claims: Mapping[HostKey, Age] | None = None,
 ) -> None:
     """Attach every HTTPRoute to the listeners it selects and admits it, add its routes to their
     DAG listeners, count it in ``attachments``, and set its status (``status.parents``).  With a
-    ``memo`` kept from the last build, only what a change can affect is worked out again."""
+    ``memo`` kept from the last build, only what a change can affect is worked out again.
+    ``claims``: the hosts GRPCRoutes serve, with the age of the oldest there (it gets the host if
+    older than every HTTPRoute on it)."""
     build = _Build(source, resolution, settings, routeparents.port_hostnames(resolution))
     memo = memo if memo is not None else RouteMemo()
     memo.build(
@@ -60,6 +63,7 @@ def apply(
         (resolution, settings),
         lambda obj, key: plan(build, obj, key),
         attachments,
+        claims,
     )
 
 

@@ -17,6 +17,10 @@ equally specific matches follows the routes' age.  So the memo keeps:
 - per route its rendered status, rendered again only when its plan or one of its hosts changed
   (and then still last build's object when only transition times differ: ``stabilize``).
 
+A host an older GRPCRoute serves belongs to it (``claims``, the spec forbids merging the two
+kinds): the routes there count as conflicts and the memo installs no host for it.  A change of
+those claims rebuilds just the hosts whose claim changed.
+
 A host another processor already serves (an HTTPProxy or Ingress host on a shared listener) is
 *contested*: the routes are merged into that host through the accessors in every build, as
 building from scratch would.
@@ -36,7 +40,7 @@ from cpx.dag import DAG, Route, SecureVirtualHost, VirtualHost
 from cpx_gatewayapi import routestatus, status
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.kinds import BACKEND_TLS_POLICY, GATEWAY, GATEWAY_CLASS
-from cpx_gatewayapi.model import Attachments, GatewayListener
+from cpx_gatewayapi.model import GRPCROUTE_KIND, Attachments, GatewayListener
 from cpx_gatewayapi.routebuild import Translated
 from cpx_gatewayapi.routeparents import Attached
 
@@ -59,6 +63,7 @@ class Outcome(NamedTuple):
 
     conflicts: int  # matches left out: an older route has them
     served: tuple[str, ...]  # match keys served
+    yielded: bool = False  # the host went to an older route of the other kind (GRPCRoute)
 
 
 @attrs.frozen(eq=False)
@@ -87,18 +92,29 @@ class RoutePlan:
             return None
         if not self.attached or self.built is None:
             return status.route_status(())
-        conflicts = 0
+        conflicts, yielded = 0, False
         served: set[tuple[str, str, bool, str]] = set()
         for host, outcome in outcomes:
             conflicts += outcome.conflicts
+            yielded = yielded or outcome.yielded
             served.update((host.listener, host.name, host.secure, match) for match in outcome.served)
-        return routestatus.route_status(self.obj, self.attached, self.built, conflicts, served)
+        other = GRPCROUTE_KIND if yielded else None
+        return routestatus.route_status(self.obj, self.attached, self.built, conflicts, served, other)
 
 
-def merge(vhost: VirtualHost, host: HostKey, plans: Iterable[RoutePlan]) -> dict[ObjectKey, Outcome]:
-    """Add the routes of ``plans`` (oldest first) to ``vhost``; what each came to."""
+Age = tuple[str, str, str]
+
+
+def merge(
+    vhost: VirtualHost, host: HostKey, plans: Iterable[RoutePlan], claim: Age | None = None
+) -> dict[ObjectKey, Outcome]:
+    """Add the routes of ``plans`` (oldest first) to ``vhost``, unless a route of another kind
+    older than all of them (``claim``: its age) has the host; what each came to."""
+    ordered = list(plans)
+    if claim is not None and ordered and claim < ordered[0].age:
+        return {plan.key: Outcome(max(1, _route_count(plan, host)), (), yielded=True) for plan in ordered}
     outcomes = {}
-    for rank, plan in enumerate(plans):
+    for rank, plan in enumerate(ordered):
         seen: dict[str, None] = {}
         conflicts = 0
         for contribution in plan.targets[host]:
@@ -119,6 +135,10 @@ def merge(vhost: VirtualHost, host: HostKey, plans: Iterable[RoutePlan]) -> dict
                 )
         outcomes[plan.key] = Outcome(conflicts, tuple(seen))
     return outcomes
+
+
+def _route_count(plan: RoutePlan, host: HostKey) -> int:
+    return sum(len(contribution.routes) for contribution in plan.targets[host])
 
 
 def _new_host(host: HostKey) -> VirtualHost:
@@ -147,13 +167,14 @@ class RouteMemo:
     groups: dict[tuple[str, bool], dict[str, VirtualHost]] = attrs.field(factory=dict)
     unsorted: set[tuple[str, bool]] = attrs.field(factory=set)
     contested: dict[HostKey, dict[ObjectKey, Outcome]] = attrs.field(factory=dict)
+    claims: dict[HostKey, Age] = attrs.field(factory=dict)  # hosts routes of another kind may take
     statuses: dict[ObjectKey, dict[str, Any]] = attrs.field(factory=dict)
     counts: Counter[tuple[ObjectKey, str]] = attrs.field(factory=Counter)
     planned: int = 0  # routes planned in the last build (tests)
 
     def reset(self) -> None:
         self._source, self._revision, self._inputs = None, -1, None
-        for table in (self.plans, self.host_routes, self.hosts, self.outcomes, self.groups):
+        for table in (self.plans, self.host_routes, self.hosts, self.outcomes, self.groups, self.claims):
             table.clear()
         self.reads.clear()
         self.unsorted.clear()
@@ -169,11 +190,12 @@ class RouteMemo:
         inputs: object,
         make_plan: PlanMaker,
         attachments: Attachments,
+        claims: Mapping[HostKey, Age] | None = None,
     ) -> None:
-        """Bring the memo up to date with ``source`` and put its result into ``dag``, the
-        statuses and ``attachments``."""
+        """Bring the memo up to date with ``source`` and ``claims`` and put its result into
+        ``dag``, the statuses and ``attachments``."""
         try:
-            self._update(dag, source, gvk, inputs, make_plan, attachments)
+            self._update(dag, source, gvk, inputs, make_plan, attachments, claims or {})
         except BaseException:
             self.reset()  # a half-applied update must not leak into the next build
             raise
@@ -186,6 +208,7 @@ class RouteMemo:
         inputs: object,
         make_plan: PlanMaker,
         attachments: Attachments,
+        claims: Mapping[HostKey, Age],
     ) -> None:
         dirty: set[HostKey] = set()
         stale = self._stale(source, gvk, inputs)
@@ -208,6 +231,10 @@ class RouteMemo:
                     plan = make_plan(obj, key)
                 self._keep(plan, lookups, dirty)
         self.planned = len(objects)
+        if claims != self.claims:
+            moved = {h for h in claims.keys() | self.claims.keys() if claims.get(h) != self.claims.get(h)}
+            dirty.update(moved.intersection(self.host_routes))
+            self.claims = dict(claims)
         for host in dirty:
             self._build_host(host)
         contested = self._install(dag)
@@ -271,7 +298,11 @@ class RouteMemo:
             self.groups.get(group, {}).pop(host.name, None)
             return
         vhost = _new_host(host)
-        self.outcomes[host] = merge(vhost, host, self._ordered(host))
+        self.outcomes[host] = merge(vhost, host, self._ordered(host), self.claims.get(host))
+        if not vhost.routes and host in self.claims:  # another kind's: no host of ours
+            self.hosts.pop(host, None)
+            self.groups.get(group, {}).pop(host.name, None)
+            return
         self.hosts[host] = vhost.freeze()
         hosts = self.groups.setdefault(group, {})
         if host.name not in hosts:
@@ -307,7 +338,7 @@ class RouteMemo:
                     vhost = dag.ensure_virtual_host(name, fqdn)
                 if fqdn.startswith("*."):
                     vhost.single_label_wildcard = False
-                contested[host] = merge(vhost, host, self._ordered(host))
+                contested[host] = merge(vhost, host, self._ordered(host), self.claims.get(host))
         return contested
 
     def _render(self, key: ObjectKey) -> None:

@@ -39,17 +39,13 @@ def upstream_docs(
     Gateway name."""
     from cpx.testing import make_tls_secret  # noqa: PLC0415 (test material, loaded only here)
 
-    gateway_class = {
-        "apiVersion": "gateway.networking.k8s.io/v1",
-        "kind": "GatewayClass",
-        "metadata": {"name": "contour"},
-        "spec": {"controllerName": CONTROLLER_NAME},
-    }
+    from cpx_gatewayapi.testing.objects import gateway_class  # noqa: PLC0415 (likewise)
+
     secrets = [
         make_tls_secret(INFRA_NS, "tls-passthrough-checks-certificate", [PASSTHROUGH_HOST])[0],
         make_tls_secret(INFRA_NS, "tls-terminate-checks-certificate", [TERMINATE_HOST])[0],
     ]
-    docs = [gateway_class, *_load(manifests / "base.yaml"), *secrets, *_load(manifests / name)]
+    docs = [gateway_class(), *_load(manifests / "base.yaml"), *secrets, *_load(manifests / name)]
     docs += [dict(doc) for doc in extra]
     addresses: dict[str, str] = {}
     for doc in docs:

@@ -7,6 +7,7 @@ from typing import Any
 
 from cpx import (
     Config,
+    HttpFilterSpec,
     ObjectKey,
     OptionSpec,
     Phase,
@@ -25,6 +26,7 @@ from cpx_gatewayapi import (
     l4schema,
     routeschema,
     schema,
+    sessions,
     status,
 )
 from cpx_gatewayapi.backendtlsstatus import BackendTLSStatusProcessor
@@ -98,6 +100,11 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
         description="gateway.networking.k8s.io BackendTLSPolicy status (ancestors)",
         accessors_only=True,
     )
+
+
+@hookimpl
+def cpx_http_filters() -> Iterator[HttpFilterSpec]:
+    yield from sessions.http_filters()
 
 
 @hookimpl

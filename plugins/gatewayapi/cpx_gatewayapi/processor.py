@@ -40,8 +40,9 @@ class GatewayAPIProcessor:
     def run(self, dag: DAG, source: SourceView) -> None:
         resolution = gateways.resolve(dag, source, self.settings)
         attachments = Attachments()
-        httproutes.apply(dag, source, resolution, attachments, self.settings, self.routes)
-        grpcroutes.apply(dag, source, resolution, attachments, self.settings)
+        grpc = grpcroutes.plan(source, resolution, self.settings)
+        httproutes.apply(dag, source, resolution, attachments, self.settings, self.routes, grpc.claims)
+        grpcroutes.apply(dag, grpc, attachments, self.settings)
         l4routes.apply(dag, source, resolution, attachments, self.settings)
         _catch_all_hosts(dag, resolution)
         gateways.report(dag, source, resolution, attachments, self.settings)

@@ -2,14 +2,13 @@
 
 Each match of each rule is one :class:`cpx.dag.Route`.  Precedence between equally specific matches
 (gateway.networking.k8s.io: older route, then namespace/name, then rule and match order) is the
-route's ``precedence``.  Bad backends are left out (their weight goes to the others); a rule left
-with none answers 500.  A rule cpx cannot serve (unsupported filter, bad regex) is dropped and
-reported.
+route's ``precedence``.  Bad backends keep their weight as the route's failed share, answered 500
+(503 for gRPC) by Envoy, as the spec asks; a rule left with none answers that status.  A rule
+cpx cannot serve (unsupported filter, bad regex) is dropped and reported.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -19,6 +18,7 @@ from cpx.dag import (
     Cluster,
     DirectResponse,
     Duration,
+    FailedShare,
     MirrorPolicy,
     Redirect,
     RetryPolicy,
@@ -26,15 +26,15 @@ from cpx.dag import (
     TimeoutPolicy,
 )
 
-from cpx_gatewayapi import backends, filters, grpcmatch, routematch
+from cpx_gatewayapi import backends, filters, grpcmatch, routematch, sessions
+from cpx_gatewayapi.durations import duration
 from cpx_gatewayapi.filters import Effects, FilterProblem
 from cpx_gatewayapi.model import GRPCROUTE_KIND
 
 # Rules and matches per route are capped by the schema (16 and 64): room to spare.
 _RULE_SLOTS, _MATCH_SLOTS = 1_000, 1_000
-_DURATION = re.compile(r"([0-9]{1,5})(h|ms|m|s)")
-_UNITS = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
 NO_BACKENDS = DirectResponse(status_code=500)
+_MIN_BACKOFF = 0.002  # seconds: GEP-2257 allows 1 ms, Envoy's base interval must exceed it
 
 
 @attrs.frozen
@@ -84,7 +84,9 @@ def translate(source: SourceView, obj: Mapping[str, Any], key: ObjectKey, rank: 
         if not isinstance(rule, Mapping):
             continue
         try:
-            out.rules.append(_rule(source, rule, key, rank * _RULE_SLOTS + index, out.backend_problems))
+            out.rules.append(
+                _rule(source, rule, key, index, rank * _RULE_SLOTS + index, out.backend_problems)
+            )
         except FilterProblem as err:
             out.dropped.append(f"rule {index}: {err}")
     return out
@@ -94,6 +96,7 @@ def _rule(
     source: SourceView,
     rule: Mapping[str, Any],
     key: ObjectKey,
+    rule_index: int,
     slot: int,
     problems: list[backends.BackendProblem],
 ) -> RuleRoutes:
@@ -103,9 +106,10 @@ def _rule(
     filters.check_prefix_modifier(effects.path_rewrite, [m.path for m in matches])
     if effects.redirect is not None:
         filters.check_prefix_modifier(effects.redirect.path, [m.path for m in matches])
-    clusters, websocket = _clusters(source, rule, key, problems)
+    clusters, failed_weight, websocket = _clusters(source, rule, key, problems)
     mirrors = tuple(_mirrors(source, effects, key, problems))
     timeouts, retry = _timeouts(rule)
+    session = sessions.parse(rule.get("sessionPersistence"), key, rule_index)
     request_headers = effects.request_headers
     if effects.host_rewrite is not None:
         request_headers = attrs.evolve(request_headers, host_rewrite=effects.host_rewrite)
@@ -138,7 +142,12 @@ def _rule(
                 mirrors=mirrors,
                 timeout_policy=timeouts,
                 retry_policy=retry,
+                failed_share=_failed_share(failed_weight, kind_rules.no_backends),
             )
+            if session is not None:
+                route = attrs.evolve(
+                    route, attachments=route.attachments.set(sessions.SESSION, session, origin=key)
+                )
         routes.append(route)
     redirect = effects.redirect
     keeps_port = redirect is not None and redirect.port is None and redirect.scheme is None
@@ -182,11 +191,17 @@ def _redirect(effects: Effects, path: Any) -> Redirect:
     return attrs.evolve(redirect, prefix=prefix, regex_rewrite=regex)
 
 
+def _failed_share(weight: int, answer: DirectResponse) -> FailedShare | None:
+    return FailedShare(weight=weight, status_code=answer.status_code) if weight > 0 else None
+
+
 def _clusters(
     source: SourceView, rule: Mapping[str, Any], key: ObjectKey, problems: list[backends.BackendProblem]
-) -> tuple[tuple[Cluster, ...], bool]:
-    """The rule's valid backends with a weight; whether one of them speaks WebSocket."""
+) -> tuple[tuple[Cluster, ...], int, bool]:
+    """The rule's valid backends with a weight, the weight of its invalid ones, and whether a valid
+    one speaks WebSocket."""
     found: list[Cluster] = []
+    failed_weight = 0
     websocket = False
     for ref in rule.get("backendRefs") or ():
         if not isinstance(ref, Mapping):
@@ -198,11 +213,12 @@ def _clusters(
             )
         except backends.BackendProblem as problem:
             problems.append(problem)
+            failed_weight += backends.weight(ref)
             continue
         if backend.cluster.weight > 0:
             found.append(backend.cluster)
             websocket = websocket or backend.websocket
-    return tuple(found), websocket
+    return tuple(found), failed_weight, websocket
 
 
 def _mirrors(
@@ -232,17 +248,6 @@ def _mirror_percent(mirror: Mapping[str, Any]) -> float:
     return 100.0
 
 
-def duration(text: object) -> Duration | None:
-    """A GEP-2257 duration (``1h30m``, ``500ms``); ``0s`` disables; None if absent or malformed."""
-    if not isinstance(text, str) or not text:
-        return None
-    parts = _DURATION.findall(text)
-    if "".join(n + u for n, u in parts) != text:
-        return None
-    seconds = sum(int(n) * _UNITS[u] for n, u in parts)
-    return Duration(seconds=seconds or None)
-
-
 def _timeouts(rule: Mapping[str, Any]) -> tuple[TimeoutPolicy, RetryPolicy | None]:
     """``request`` bounds the whole exchange, ``backendRequest`` each try: without retries one try
     is the exchange, so the tighter of the two is the route timeout."""
@@ -257,15 +262,18 @@ def _timeouts(rule: Mapping[str, Any]) -> tuple[TimeoutPolicy, RetryPolicy | Non
 
 
 def _retry(spec: object, per_try: Duration | None) -> RetryPolicy | None:
-    """The experimental ``retry`` stanza: connection failures always, plus the listed codes."""
+    """The experimental ``retry`` stanza: connection failures always, plus the listed codes;
+    ``backoff`` is the base of Envoy's exponential backoff (which wants more than 1 ms)."""
     if not isinstance(spec, Mapping):
         return None
     codes = tuple(c for c in spec.get("codes") or () if isinstance(c, int))
     attempts = spec.get("attempts")
     retry_on = "connect-failure,refused-stream,reset" + (",retriable-status-codes" if codes else "")
+    backoff = duration(spec.get("backoff"))
     return RetryPolicy(
         retry_on=retry_on,
         num_retries=attempts if isinstance(attempts, int) else 1,
         per_try_timeout=per_try if per_try is not None and not per_try.disabled else None,
         retriable_status_codes=codes,
+        backoff=max(backoff.seconds, _MIN_BACKOFF) if backoff is not None and backoff.seconds else None,
     )

@@ -15,7 +15,7 @@ from typing import Any
 
 from cpx import capped, json_type, metadata_problems, must_be, shown
 
-from cpx_gatewayapi.routebuild import duration
+from cpx_gatewayapi.durations import duration
 
 MAX_PARENTS, MAX_HOSTNAMES, MAX_RULES, MAX_MATCHES, MAX_ITEMS = 32, 16, 16, 64, 16
 MAX_TOTAL_MATCHES = 128

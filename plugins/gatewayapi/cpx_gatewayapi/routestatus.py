@@ -63,7 +63,10 @@ def route_status(
     built: Translated,
     conflicts: int,
     served: set[tuple[str, str, bool, str]],
+    yielded_to: str | None = None,
 ) -> dict[str, Any]:
+    """``yielded_to``: the kind of the older routes some of the route's hosts went to (an HTTPRoute
+    and a GRPCRoute never share a host)."""
     generation = generation_of(obj)
     parents = []
     for parent in attached:
@@ -71,9 +74,18 @@ def route_status(
         controller = parent.gateway.controller_name
         previous = stored_conditions(obj, ref, controller)
         kind = str(obj.get("kind") or "HTTPRoute")
-        conditions = _conditions(kind, parent, built, conflicts, bool(served), generation, previous)
+        conflicts_with = _conflicts_message(yielded_to)
+        conditions = _conditions(
+            kind, parent, built, conflicts, conflicts_with, bool(served), generation, previous
+        )
         parents.append({"parentRef": ref, "controllerName": controller, "conditions": conditions})
     return status.route_status(parents)
+
+
+def _conflicts_message(yielded_to: str | None) -> str:
+    if yielded_to is None:
+        return "rules of other routes"
+    return f"rules of other routes or an older {yielded_to} on the same hostname"
 
 
 def _conditions(
@@ -81,6 +93,7 @@ def _conditions(
     parent: Attached,
     built: Translated,
     conflicts: int,
+    conflicts_with: str,
     any_served: bool,
     generation: int,
     previous: Sequence[Mapping[str, Any]],
@@ -92,11 +105,14 @@ def _conditions(
     elif built.all_dropped:
         accepted = (False, UNSUPPORTED_VALUE, "; ".join(built.dropped))
     elif conflicts and not any_served:
-        accepted = (False, RULE_MATCH_CONFLICT, "All rules conflict with rules of other routes")
+        accepted = (False, RULE_MATCH_CONFLICT, f"All rules conflict with {conflicts_with}")
     elif built.dropped:
         partial = (UNSUPPORTED_VALUE, "Dropped Rule: " + "; ".join(built.dropped))
     elif conflicts:
-        partial = (RULE_MATCH_PARTIALLY_CONFLICT, "Dropped Rule: some matches conflict with other routes")
+        partial = (
+            RULE_MATCH_PARTIALLY_CONFLICT,
+            f"Dropped Rule: some matches conflict with {conflicts_with}",
+        )
     found = [condition(ACCEPTED, accepted[0], accepted[1], accepted[2], generation, previous)]
     if built.backend_problems:
         problem = built.backend_problems[0]

@@ -24,6 +24,8 @@ import grpc
 import yaml
 from cpx.testing import CpxProcess, EnvoyProcess, endpoint_slice, envoy_binary, write_manifest
 
+from cpx_gatewayapi.testing.objects import HTTP_LISTENER, gateway, gateway_class
+
 from .grpcecho import call, free_loopback, grpc_echo, unary
 
 INFRA_NS = "gateway-conformance-infra"
@@ -186,28 +188,14 @@ def _base_docs(ports: Mapping[str, int]) -> list[dict[str, Any]]:
             "kind": "Namespace",
             "metadata": {"name": INFRA_NS, "labels": {"gateway-conformance": "infra"}},
         },
-        {
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "GatewayClass",
-            "metadata": {"name": "contour"},
-            "spec": {"controllerName": CONTROLLER_NAME},
-        },
-        {  # upstream's base same-namespace Gateway
-            "apiVersion": "gateway.networking.k8s.io/v1",
-            "kind": "Gateway",
-            "metadata": {"name": SAME_NAMESPACE, "namespace": INFRA_NS},
-            "spec": {
-                "gatewayClassName": "contour",
-                "listeners": [
-                    {
-                        "name": "http",
-                        "port": 80,
-                        "protocol": "HTTP",
-                        "allowedRoutes": {"namespaces": {"from": "Same"}},
-                    }
-                ],
-            },
-        },
+        gateway_class(),
+        # upstream's base same-namespace Gateway (its address is set per run)
+        gateway(
+            None,
+            [{**HTTP_LISTENER, "allowedRoutes": {"namespaces": {"from": "Same"}}}],
+            name=SAME_NAMESPACE,
+            namespace=INFRA_NS,
+        ),
     ]
     for backend, port in ports.items():
         docs.append(

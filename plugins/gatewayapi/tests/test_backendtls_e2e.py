@@ -18,6 +18,8 @@ from cpx.ops import certgen
 from cpx.ops.echoserver import EchoServer
 from cpx.testing import default_ca, endpoint_slice, eventually, http_get, issue_cert, service
 
+from cpx_gatewayapi.testing.objects import gateway_yaml
+
 pytestmark = pytest.mark.e2e
 
 ADDRESS = "127.0.0.78"
@@ -35,20 +37,7 @@ CASES: dict[str, tuple[str, str, list[dict[str, str]]]] = {
     "san-uri-mismatch": ("ca", HOST, [{"type": "URI", "uri": "spiffe://def.example.com/test-identity"}]),
 }
 
-GATEWAY = f"""
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {{name: gw, namespace: default}}
-spec:
-  gatewayClassName: contour
-  addresses: [{{type: IPAddress, value: "{ADDRESS}"}}]
-  listeners: [{{name: http, port: 80, protocol: HTTP}}]
-"""
+GATEWAY = gateway_yaml(ADDRESS)
 
 
 def ca_config_map(name: str, pem: bytes) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from cpx.testing import Translation
 from cpx_gatewayapi.kinds import GROUP
 from cpx_gatewayapi.plugin import cpx_status_writers, cpx_watches
 
-from .test_httproute import BASE, HTTP_LISTENER, conditions, envoy_routes, route
+from .test_httproute import BASE, HTTP_LISTENER, conditions, envoy_routes, parents, route
 
 Translate = Callable[..., Translation]
 H2C_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
@@ -221,7 +221,10 @@ spec: {ports: [{port: 8082, appProtocol: kubernetes.io/ws}]}
 """
     result = build(cpx_translate, service, grpc_route("g", spec))
     [entry] = envoy_routes(result)
-    assert entry["route"]["cluster"].startswith("default/v1/")  # the usable backend takes it all
+    # The unusable backend's share answers UNAVAILABLE (503), as the spec asks; v1 keeps its own.
+    clusters = entry["route"]["weightedClusters"]["clusters"]
+    assert [c["name"].split("/")[:2] for c in clusters] == [["cpx", "failed-backends"], ["default", "v1"]]
+    assert "clusterNotFoundResponseCode" not in entry["route"]  # Envoy's default: SERVICE_UNAVAILABLE
     found = conditions(grpc_parents(result, "g")[0])
     assert found == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", "UnsupportedProtocol")}
 
@@ -251,13 +254,16 @@ def test_listener_that_admits_only_httproutes_refuses_grpcroutes(cpx_translate: 
     assert conditions(parent)["Accepted"] == ("False", "NotAllowedByListeners")
 
 
-def test_grpcroute_does_not_merge_into_an_httproute_host(cpx_translate: Translate) -> None:
-    http = """
+SHARED_HTTP = """
   parentRefs: [{name: gw}]
   hostnames: [shared.example.com]
   rules:
   - backendRefs: [{name: v2, port: 8080}]
 """
+
+
+def test_grpcroute_does_not_merge_into_an_httproute_host(cpx_translate: Translate) -> None:
+    http = SHARED_HTTP
     grpc = SIMPLE.replace("rules:", "hostnames: [shared.example.com, grpc.example.com]\n  rules:")
     result = build(cpx_translate, route("h", http), grpc_route("g", grpc, created="2026-02-01T00:00:00Z"))
     shared = envoy_routes(result, "shared.example.com")
@@ -265,6 +271,27 @@ def test_grpcroute_does_not_merge_into_an_httproute_host(cpx_translate: Translat
     assert [r["match"] for r in envoy_routes(result, "grpc.example.com")] == [{"path": "/echo.Echo/Echo"}]
     found = conditions(grpc_parents(result, "g")[0])
     assert found["PartiallyInvalid"] == ("True", "RuleMatchPartiallyConflict")
+
+
+def test_an_older_grpcroute_keeps_the_host_from_a_newer_httproute(cpx_translate: Translate) -> None:
+    # The spec: of an HTTPRoute and a GRPCRoute with intersecting hostnames, the older is accepted.
+    http = SHARED_HTTP
+    grpc = SIMPLE.replace("rules:", "hostnames: [shared.example.com]\n  rules:")
+    result = build(cpx_translate, route("h", http, created="2026-02-01T00:00:00Z"), grpc_route("g", grpc))
+    assert [r["match"] for r in envoy_routes(result, "shared.example.com")] == [{"path": "/echo.Echo/Echo"}]
+    assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("True", "Accepted")
+    [accepted] = [c for c in parents(result, "h")[0]["conditions"] if c["type"] == "Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "RuleMatchConflict")
+    assert "an older GRPCRoute on the same hostname" in accepted["message"]
+    # Same age: namespace/name decides ("default/g" < "default/h").
+    result = build(cpx_translate, route("h", http), grpc_route("g", grpc))
+    assert [r["match"] for r in envoy_routes(result, "shared.example.com")] == [{"path": "/echo.Echo/Echo"}]
+    # The HTTPRoute named first wins.
+    result = build(cpx_translate, route("a", http), grpc_route("g", grpc))
+    assert [r["route"]["cluster"].split("/")[1] for r in envoy_routes(result, "shared.example.com")] == ["v2"]
+    [accepted] = [c for c in grpc_parents(result, "g")[0]["conditions"] if c["type"] == "Accepted"]
+    assert (accepted["status"], accepted["reason"]) == ("False", "RuleMatchConflict")
+    assert "an older HTTPRoute on the same hostname" in accepted["message"]
 
 
 def test_same_match_of_a_newer_grpcroute_is_dropped(cpx_translate: Translate) -> None:

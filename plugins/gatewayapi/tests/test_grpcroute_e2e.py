@@ -13,26 +13,15 @@ import pytest
 import yaml
 from cpx.testing import backend, eventually, make_tls_secret
 
+from cpx_gatewayapi.testing.objects import gateway_yaml
+
 from .grpcecho import call, free_loopback, grpc_echo, unary
 
 pytestmark = pytest.mark.e2e
 
 AUTHORITY = "grpc.example.com"
 
-OBJECTS = """
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {{name: contour}}
-spec: {{controllerName: projectcontour.io/gateway-controller}}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {{name: gw, namespace: default}}
-spec:
-  gatewayClassName: contour
-  addresses: [{{type: IPAddress, value: "{address}"}}]
-  listeners: [{{name: http, port: 80, protocol: HTTP}}]
----
+ROUTE = """
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
 metadata: {{name: g, namespace: default}}
@@ -67,7 +56,7 @@ def test_grpcroute_routes_calls_by_method(cpx_envoy: Callable[..., Any]) -> None
         ports = {name: stack.enter_context(grpc_echo(name)) for name in ("grpc-v1", "grpc-v2")}
         services = [obj for name, port in ports.items() for obj in backend(name, port)]
         address = free_loopback(8080)
-        objects = OBJECTS.format(address=address, authority=AUTHORITY)
+        objects = gateway_yaml(address) + "---\n" + ROUTE.format(authority=AUTHORITY)
         served = cpx_envoy(objects + "---\n" + yaml.safe_dump_all(services), plugins=["gatewayapi"])
         target = f"{address}:8080"
 

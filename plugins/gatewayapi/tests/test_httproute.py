@@ -329,14 +329,24 @@ def test_bad_backend_answers_500_and_stays_accepted(cpx_translate: Translate, re
     assert status == {"Accepted": ("True", "Accepted"), "ResolvedRefs": ("False", reason)}
 
 
-def test_bad_backend_weight_goes_to_the_good_one(cpx_translate: Translate) -> None:
+def test_bad_backends_keep_their_weight_answered_500(cpx_translate: Translate) -> None:
+    # The spec: requests that would have gone to an invalid backend get a 500; the valid ones keep
+    # their share.  Envoy answers the failed share's absent cluster with the route's 500.
     spec = """
   parentRefs: [{name: gw}]
   rules:
-  - backendRefs: [{name: missing, port: 8080}, {name: v1, port: 8080}]
+  - backendRefs:
+    - {name: missing, port: 8080, weight: 2}
+    - {kind: Unknown, name: v2, port: 8080}
+    - {name: gone, port: 8080, weight: 0}
+    - {name: v1, port: 8080, weight: 3}
 """
     result = build(cpx_translate, route("r", spec))
-    assert envoy_routes(result)[0]["route"]["cluster"].startswith("default/v1/")
+    action = envoy_routes(result)[0]["route"]
+    entries = [(c["name"].split("/")[:2], c["weight"]) for c in action["weightedClusters"]["clusters"]]
+    assert entries == [(["cpx", "failed-backends"], 3), (["default", "v1"], 3)]
+    assert action["clusterNotFoundResponseCode"] == "INTERNAL_SERVER_ERROR"
+    assert conditions(parents(result, "r")[0])["ResolvedRefs"][0] == "False"
 
 
 def test_reference_grant_permits_a_cross_namespace_backend(cpx_translate: Translate) -> None:
@@ -537,6 +547,12 @@ def test_timeouts(cpx_translate: Translate) -> None:
     timeouts: {request: 1s, backendRequest: 200ms}
     retry: {codes: [500, 503], attempts: 3}
     backendRefs: [{name: v1, port: 8080}]
+  - matches: [{path: {value: /backoff}}]
+    retry: {attempts: 2, backoff: 100ms}
+    backendRefs: [{name: v1, port: 8080}]
+  - matches: [{path: {value: /tiny}}]
+    retry: {backoff: 1ms}
+    backendRefs: [{name: v1, port: 8080}]
 """
     result = build(cpx_translate, route("r", spec))
     by_path = {r["match"]["pathSeparatedPrefix"]: r["route"] for r in envoy_routes(result)}
@@ -548,6 +564,10 @@ def test_timeouts(cpx_translate: Translate) -> None:
     assert retry["retryPolicy"]["numRetries"] == 3
     assert retry["retryPolicy"]["perTryTimeout"] == "0.200s"
     assert retry["retryPolicy"]["retriableStatusCodes"] == [500, 503]
+    assert "retryBackOff" not in retry["retryPolicy"]
+    assert by_path["/backoff"]["retryPolicy"]["retryBackOff"] == {"baseInterval": "0.100s"}
+    # Envoy wants more than 1 ms.
+    assert by_path["/tiny"]["retryPolicy"]["retryBackOff"] == {"baseInterval": "0.002s"}
 
 
 def test_https_listener_serves_secure_virtual_hosts(cpx_translate: Translate) -> None:

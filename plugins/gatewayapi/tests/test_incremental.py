@@ -146,3 +146,33 @@ def test_a_changed_gateway_replans_every_route() -> None:
     assert stack.planned == ROUTES
     assert sorted(dag.listeners[LISTENER].virtual_hosts) == ["r1.example.com"]
     assert reason(dag, 0) == "NoMatchingListenerHostname"
+
+
+def grpc_route(host: str, day: int) -> KubeObject:
+    meta = {"name": "g", "namespace": "default", "creationTimestamp": f"2025-12-{day:02d}T00:00:00Z"}
+    spec = {
+        "parentRefs": [{"name": "gw"}],
+        "hostnames": [host],
+        "rules": [{"backendRefs": [{"name": "s0", "port": 80}]}],
+    }
+    return {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": meta, "spec": spec}
+
+
+def test_an_older_grpcroute_takes_only_its_host_without_replanning() -> None:
+    # The GRPCRoute is older than every HTTPRoute: r1's host becomes its own; r1 conflicts there.
+    stack = Stack(*(route(i) for i in range(ROUTES)))
+    before = stack.dag
+    after = stack.build(grpc_route("r1.example.com", day=1))
+    assert stack.planned == 0  # no HTTPRoute planned again: only the claimed host is rebuilt
+    old, new = before.listeners[LISTENER].virtual_hosts, after.listeners[LISTENER].virtual_hosts
+    assert [name for name in new if name in old and new[name] is not old[name]] == ["r1.example.com"]
+    [served] = new["r1.example.com"].routes.values()
+    assert served.origin is not None and served.origin.kind == "GRPCRoute"
+    assert (reason(after, 0), reason(after, 1)) == ("Accepted", "RuleMatchConflict")
+    # It goes: r1 has its host again.
+    stack.source.remove(grpc_route("r1.example.com", day=1))
+    dag = stack.build()
+    assert stack.planned == 0
+    assert reason(dag, 1) == "Accepted"
+    [back] = dag.listeners[LISTENER].virtual_hosts["r1.example.com"].routes.values()
+    assert back.origin == key(1)

@@ -32,6 +32,12 @@ SERVICE_NAMES = ("s1", "s2")
 SECRET_NAMES = ("t1", "t2")
 HOSTNAMES = ("foo.example.com", "bar.example.com", "*.example.com")
 PATHS = ("/", "/api")
+# Older than every HTTPRoute, between their two ages, newer than all.
+GRPCROUTE_AGES = {
+    "grpc0": "2025-12-31T00:00:00Z",
+    "grpc1": "2026-01-01T12:00:00Z",
+    "grpc2": "2026-01-03T00:00:00Z",
+}
 GROUP = "gateway.networking.k8s.io"
 CLASS = {
     "apiVersion": f"{GROUP}/v1",
@@ -116,14 +122,18 @@ def httproutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
 
 @st.composite
 def grpcroutes(draw: st.DrawFn) -> tuple[str, str, dict[str, Any]]:
-    """A GRPCRoute on the same hosts: not merged with HTTPRoutes (copies of their frozen hosts)."""
+    """A GRPCRoute on the same hosts: not merged with HTTPRoutes (copies of their frozen hosts); older
+    or newer than they are, so that it takes their hosts or leaves them.  Each name has its own
+    creationTimestamp, as in a cluster (the source, like Contour's, ignores a change of it alone)."""
     spec: dict[str, Any] = {
         "parentRefs": [{"name": draw(st.sampled_from(sorted(GATEWAYS))), "namespace": "a"}],
         "hostnames": draw(st.lists(st.sampled_from(HOSTNAMES), max_size=1)),
         "rules": [{"backendRefs": [{"name": draw(st.sampled_from(SERVICE_NAMES)), "port": 80}]}],
     }
-    obj = {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": {"generation": 1}, "spec": spec}
-    return draw(namespaces), "grpc", obj
+    name, created = draw(st.sampled_from(sorted(GRPCROUTE_AGES.items())))
+    meta = {"generation": 1, "creationTimestamp": created}
+    obj = {"apiVersion": f"{GROUP}/v1", "kind": "GRPCRoute", "metadata": meta, "spec": spec}
+    return draw(namespaces), name, obj
 
 
 @st.composite

@@ -31,7 +31,7 @@ from cpx.dag.nodes import (
     Route,
 )
 from cpx.dag.sorting import sorted_headers, sorted_query
-from cpx.xds.envoy.common import timeout
+from cpx.xds.envoy.common import seconds, timeout
 from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
 from cpx.xds.httpfilters import (
     HttpFilters,
@@ -42,7 +42,7 @@ from cpx.xds.httpfilters import (
     virtual_host_fields,
     weighted_cluster_configs,
 )
-from cpx.xds.naming import MAX_NAME_LENGTH, cluster_name, hashname
+from cpx.xds.naming import FAILED_SHARE_CLUSTER, MAX_NAME_LENGTH, cluster_name, hashname
 
 AUTHORITY_HEADER = ":authority"
 # Contour's singleDNSLabelWildcardRegex: a wildcard host name matches exactly one DNS label.
@@ -55,6 +55,11 @@ _REDIRECT_CODES = {
     303: route_components.RedirectAction.SEE_OTHER,
     307: route_components.RedirectAction.TEMPORARY_REDIRECT,
     308: route_components.RedirectAction.PERMANENT_REDIRECT,
+}
+_CLUSTER_NOT_FOUND_CODES = {
+    500: route_components.RouteAction.INTERNAL_SERVER_ERROR,
+    503: route_components.RouteAction.SERVICE_UNAVAILABLE,
+    404: route_components.RouteAction.NOT_FOUND,
 }
 _OVERWRITE = core_base.HeaderValueOption.OVERWRITE_IF_EXISTS_OR_ADD
 _APPEND = core_base.HeaderValueOption.APPEND_IF_EXISTS_OR_ADD
@@ -227,6 +232,8 @@ def retry_policy(policy: RetryPolicy) -> route_components.RetryPolicy:
     out.num_retries.value = policy.num_retries
     if policy.per_try_timeout is not None:
         out.per_try_timeout.CopyFrom(timeout(policy.per_try_timeout))
+    if policy.backoff is not None:
+        out.retry_back_off.base_interval.CopyFrom(seconds(policy.backoff))
     return out
 
 
@@ -248,7 +255,7 @@ def mirror_policy(mirror: MirrorPolicy) -> route_components.RouteAction.RequestM
 def _single_simple_cluster(route: Route, filters: HttpFilters) -> bool:
     """One cluster without its own header policies or per-filter configs goes on ``route.cluster``
     (Contour's rule)."""
-    if len(route.clusters) != 1:
+    if len(route.clusters) != 1 or route.failed_share is not None:
         return False
     only = route.clusters[0]
     return (
@@ -278,6 +285,10 @@ def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_componen
         for name, config in weighted_cluster_configs(filters, route, cluster):
             entry.typed_per_filter_config[name].CopyFrom(config)
         entries.append(entry)
+    if route.failed_share is not None:
+        failed = route_components.WeightedCluster.ClusterWeight(name=FAILED_SHARE_CLUSTER)
+        failed.weight.value = route.failed_share.weight
+        entries.append(failed)
     entries.sort(key=lambda e: (e.name, e.weight.value))
     return route_components.WeightedCluster(clusters=entries)
 
@@ -301,6 +312,8 @@ def _fill_action(action: route_components.RouteAction, route: Route, filters: Ht
         action.cluster = cluster_name(route.clusters[0])
     else:
         action.weighted_clusters.CopyFrom(weighted_clusters(route, filters))
+    if route.failed_share is not None:
+        action.cluster_not_found_response_code = _CLUSTER_NOT_FOUND_CODES[route.failed_share.status_code]
     policy = route.timeout_policy
     if policy.response is not None:
         action.timeout.CopyFrom(timeout(policy.response))
@@ -344,7 +357,8 @@ def build_route(
         out.redirect.CopyFrom(redirect_action(route.redirect))
     elif not route.clusters:
         # A route whose Services are all missing answers 503, like Contour's dangling references.
-        out.direct_response.status = 503
+        failed = route.failed_share
+        out.direct_response.status = 503 if failed is None else failed.status_code
     else:
         _fill_action(out.route, route, filters)
         if not route.request_headers.is_empty():

@@ -22,7 +22,8 @@ in ``Host`` (none for 80), as in a cluster.  Timeouts are shorter than upstream'
 Modules: ``base`` (the suite's names, the port mapping, waiting), ``echo`` (the backends),
 ``answers`` (what a test expects of an answer, and the comparison), ``checks`` (status
 conditions), ``waits`` and ``traffic`` (the harness's status and request halves), ``harness``
-(:class:`Conformance`: the session's processes and the objects a test applies).
+(:class:`Conformance`: the session's processes and the objects a test applies), ``objects`` (the
+GatewayClass and Gateways the other end-to-end tests serve).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ from cpx_gatewayapi.testing.echo import (
 from cpx_gatewayapi.testing.harness import (
     Conformance,
 )
+from cpx_gatewayapi.testing.objects import gateway, gateway_class, gateway_yaml
 
 __all__ = [
     "ALL_NAMESPACES",
@@ -87,6 +89,9 @@ __all__ = [
     "await_convergence",
     "compare",
     "envoy_port",
+    "gateway",
+    "gateway_class",
+    "gateway_yaml",
     "h2c_request",
     "wait_until",
 ]

@@ -29,7 +29,6 @@ from cpx_gatewayapi.testing.base import (
     ECHO_SERVICES,
     ECHO_TARGET_PORT,
     GATEWAY_CLASS_NAME,
-    GROUP,
     INFRA_NS,
     WEB_NS,
     WEBSOCKET,
@@ -40,6 +39,7 @@ from cpx_gatewayapi.testing.base import (
     wait_until,
 )
 from cpx_gatewayapi.testing.echo import EchoBackend
+from cpx_gatewayapi.testing.objects import gateway_class
 from cpx_gatewayapi.testing.traffic import Traffic
 from cpx_gatewayapi.testing.waits import StatusWaits
 
@@ -156,14 +156,7 @@ class Conformance(StatusWaits, Traffic):
     def _base_docs(self) -> list[dict[str, Any]]:
         docs = [doc for doc in load_yaml(self.base_manifest) if doc.get("kind") in BASE_KINDS]
         docs = [d for d in docs if d["kind"] != "Service" or _ns_name(d) in self.backends]
-        docs.append(
-            {
-                "apiVersion": f"{GROUP}/v1",
-                "kind": "GatewayClass",
-                "metadata": {"name": GATEWAY_CLASS_NAME},
-                "spec": {"controllerName": CONTROLLER_NAME},
-            }
-        )
+        docs.append(gateway_class())
         for (namespace, service), echo in self.backends.items():
             ports = {ECHO_TARGET_PORT: echo.port, ECHO_H2C_TARGET_PORT: echo.h2c_port}
             docs.append(self._endpoint_slice(namespace, service, ports, docs, self.websocket.port))
