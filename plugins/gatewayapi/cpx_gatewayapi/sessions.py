@@ -82,9 +82,13 @@ def _default_name(key: ObjectKey, rule: int) -> str:
 
 _INERT = stateful.StatefulSession()  # no session state: the filter does nothing
 
+# Set on the DAG while any GatewayClass exists: only then do connection managers carry the
+# filter, so that Envoy's configuration does not change for users of Ingress and HTTPProxy alone.
+IN_USE = AttachmentKey("gatewayapi/in-use", bool)
 
-def _listener_config(site: FilterSite) -> stateful.StatefulSession:
-    return _INERT
+
+def _listener_config(site: FilterSite) -> stateful.StatefulSession | None:
+    return _INERT if site.dag_attachments.get(IN_USE) else None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -106,3 +106,22 @@ def test_grpcroute_sessions_too(cpx_translate: Translate) -> None:
     [entry] = envoy_routes(result)
     assert _session_state(entry)["typedConfig"]["name"] == "x-session"
     assert conditions(grpc_parents(result, "g")[0])["Accepted"] == ("True", "Accepted")
+
+
+def test_without_a_gateway_class_no_connection_manager_carries_the_filter(cpx_translate: Translate) -> None:
+    ingress = """
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web, namespace: default}
+spec:
+  defaultBackend: {service: {name: web, port: {number: 80}}}
+"""
+    listeners = cpx_translate(ingress).envoy_json()["listeners"]
+    filters = [
+        f["name"]
+        for listener in listeners
+        for chain in listener["filterChains"]
+        for manager in chain["filters"]
+        for f in manager["typedConfig"].get("httpFilters", [])
+    ]
+    assert filters and FILTER not in filters
