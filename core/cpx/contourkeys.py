@@ -110,11 +110,11 @@ def mapping(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def block(value: Any) -> bool:
+def block(value: Any) -> bool | None:
     """A block whose presence turns its feature on (a Go pointer to a struct), its keys checked
-    as keys of their own: ``withRequestBody: {}`` is on."""
+    as keys of their own: ``withRequestBody: {}`` is on, ``withRequestBody: null`` unset."""
     mapping(value)  # a mapping or nothing
-    return value is not None
+    return None if value is None else True
 
 
 def string_map(value: Any) -> dict[str, str]:

@@ -291,3 +291,19 @@ def test_every_key_of_contours_documented_example_is_known_and_sorted() -> None:
         "rateLimitService.domain",  # the HTTPProxy plugin takes rateLimitService.*
     }
     assert {"accesslog-format", "policy.applyToIngress", "tracing.serviceName"} <= (warned)
+
+
+def test_a_set_block_is_on_and_its_keys_are_keys_of_their_own() -> None:
+    assert load("globalExtAuth: {withRequestBody: {}}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": True
+    }
+    assert load("globalExtAuth: {withRequestBody: {packAsBytes: true}}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": True,
+        "globalExtAuth.withRequestBody.packAsBytes": True,
+    }
+    assert load("globalExtAuth: {withRequestBody: null}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": None
+    }
+    problems = _problems("globalExtAuth: {withRequestBody: {maxRequestBytes: x, bogus: 1}}")
+    assert "globalExtAuth.withRequestBody.maxRequestBytes: expected an integer, got 'x'" in problems
+    assert "globalExtAuth.withRequestBody.bogus: unknown key" in problems

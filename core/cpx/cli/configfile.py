@@ -68,7 +68,7 @@ def _converted(
         if convert is not None:
             value = convert(value)
         if param.multiple:
-            items = value if isinstance(value, list) else [value]
+            items = value if isinstance(value, list | tuple) else [value]
             return tuple(param.type.convert(item, param, ctx) for item in items)
         return param.type.convert(value, param, ctx)
     except click.BadParameter as err:

@@ -24,8 +24,12 @@ def namespaced_name(value: Any) -> str:
 
 def key_values(value: Mapping[str, str]) -> tuple[str, ...]:
     """A mapping as the ``key=value`` items a repeatable flag takes."""
-    if any("=" in key or not key for key in value):
-        raise ValueError(f"keys must be non-empty and without '=': {sorted(value)!r}")
+    for key, text in value.items():
+        # The flag splits at commas and a part with "=" starts an item: keep that unambiguous.
+        if not key or "=" in key or "," in key or any("=" in part for part in text.split(",")[1:]):
+            raise ValueError(
+                f"{key}: {text!r}: a key must be non-empty without '=' or ',', no '=' after a ','"
+            )
     return tuple(f"{key}={text}" for key, text in value.items())
 
 

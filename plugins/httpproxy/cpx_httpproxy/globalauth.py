@@ -6,7 +6,7 @@ filter on the HTTP listener too); a root opts out with ``authorization.authPolic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cpx import Config, DurationError, OptionSpec, parse_timeout
@@ -59,7 +59,7 @@ def options() -> Iterator[OptionSpec]:
     )
     yield option(
         "context",
-        "key=value sent with every check (repeatable)",
+        "key=value sent with every check (repeatable; a comma-separated part without = continues a value)",
         "authPolicy.context",
         multiple=True,
         config_convert=key_values,
@@ -100,12 +100,7 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
         parse_timeout(timeout)
     except DurationError as err:
         raise ValueError(f"--global-ext-auth-response-timeout: {err}") from None
-    context: dict[str, str] = {}
-    for item in config.option(PREFIX + "context") or ():
-        key, equals, value = str(item).partition("=")
-        if not equals or not key:
-            raise ValueError(f"--global-ext-auth-context: expected key=value, got {item!r}")
-        context[key] = value
+    context = _context(config.option(PREFIX + "context") or ())
     wire: dict[str, Any] = {
         "extensionRef": {"namespace": namespace, "name": name},
         "serviceType": service_type,
@@ -128,3 +123,20 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
             "packAsBytes": bool(config.option(PREFIX + "pack_as_bytes")),
         }
     return model.AuthorizationServer.from_dict(wire)
+
+
+def _context(items: Iterable[str]) -> dict[str, str]:
+    """``key=value`` items; the flag's values are split at commas, so an item without "=" goes on
+    the value before it (``scopes=read,write``)."""
+    context: dict[str, str] = {}
+    last = ""
+    for item in items:
+        key, equals, value = str(item).partition("=")
+        if not equals and last:
+            context[last] += "," + str(item)
+            continue
+        if not equals or not key:
+            raise ValueError(f"--global-ext-auth-context: expected key=value, got {item!r}")
+        context[key] = value
+        last = key
+    return context
