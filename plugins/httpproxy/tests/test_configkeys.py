@@ -228,3 +228,53 @@ def test_the_keys_load_only_with_the_plugin(tmp_path: Path) -> None:
         translate_command.make_context(
             "translate", ["--plugins", "ingress", "-c", str(config), str(tmp_path)]
         )
+
+
+# Contour's documented files: guides/external-authorization.md ("global external authorization"),
+# config/rate-limiting.md and guides/global-rate-limiting.md (the default global policy).
+DOCUMENTED_AUTH = """
+globalExtAuth:
+  extensionService: projectcontour-auth/htpasswd
+  failOpen: false
+  authPolicy:
+    context:
+      header1: value1
+      header2: value2
+  responseTimeout: 1s
+"""
+DOCUMENTED_RATE_LIMIT = """
+rateLimitService:
+  extensionService: projectcontour/ratelimit
+  domain: contour
+  failOpen: false
+  defaultGlobalRateLimitPolicy:
+    descriptors:
+      - entries:
+        - requestHeader:
+            headerName: X-Custom-Header
+            descriptorKey: CustomHeader
+"""
+
+
+def test_contours_documented_files_load(tmp_path: Path) -> None:
+    auth = _settings(tmp_path, DOCUMENTED_AUTH).global_auth
+    assert auth == model.AuthorizationServer.from_dict(
+        {
+            "extensionRef": {"namespace": "projectcontour-auth", "name": "htpasswd"},
+            "authPolicy": {"context": {"header1": "value1", "header2": "value2"}},
+            "responseTimeout": "1s",
+        }
+    )
+    limits = _settings(tmp_path, DOCUMENTED_RATE_LIMIT)
+    assert limits.rate_limit_service == ServiceSettings(namespace="projectcontour", name="ratelimit")
+    assert limits.default_global_rate_limit == model.GlobalRateLimitPolicy.from_dict(
+        {
+            "descriptors": [
+                {
+                    "entries": [
+                        {"requestHeader": {"headerName": "X-Custom-Header", "descriptorKey": "CustomHeader"}}
+                    ]
+                }
+            ]
+        }
+    )
