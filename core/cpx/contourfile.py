@@ -71,6 +71,8 @@ class _Walk:
         known = KEYS.get(path)
         if known is not None:
             self.found[path] = known.check(value)
+            if path in self.nodes and isinstance(value, Mapping):
+                self.walk(value, path + ".")  # a block that is set (on) and has keys of its own
         elif path in self.leaves:
             self.found[path] = _claimed_value(value)
         elif path not in self.nodes:

@@ -110,6 +110,13 @@ def mapping(value: Any) -> dict[str, Any]:
     return dict(value)
 
 
+def block(value: Any) -> bool | None:
+    """A block whose presence turns its feature on (a Go pointer to a struct), its keys checked
+    as keys of their own: ``withRequestBody: {}`` is on, ``withRequestBody: null`` unset."""
+    mapping(value)  # a mapping or nothing
+    return None if value is None else True
+
+
 def string_map(value: Any) -> dict[str, str]:
     return {string(k): string(v) for k, v in mapping(value).items()}
 
@@ -188,8 +195,9 @@ _METRICS_TLS = "cpx serves /metrics over plain HTTP"
 _ENVOY_METRICS = "Envoy's stats listener is in its bootstrap: `cpx bootstrap --stats-address/--stats-port`"
 _ACCESS_LOG = "cpx's access log is Envoy's default text format on stdout"
 _POLICY = "global header policies are not implemented"
-_EXT_AUTH = "--global-ext-auth-* (external authorization); ignoring it would serve without authorization"
-_RATE_LIMIT = "--rate-limit-* (global rate limiting)"
+# Taken by the HTTPProxy plugin's options: without it, these keys are not supported.
+_EXT_AUTH = "needs the HTTPProxy plugin (--global-ext-auth-*); ignoring it would serve without authorization"
+_RATE_LIMIT = "needs the HTTPProxy plugin (--rate-limit-*, global rate limiting)"
 
 
 def _keys(prefix: str, *keys: ContourKey) -> tuple[ContourKey, ...]:
@@ -302,17 +310,17 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ),
     *_keys(
         "rateLimitService",
-        ContourKey("extensionService", string, note=_RATE_LIMIT, planned=True),
-        ContourKey("domain", string, note=_RATE_LIMIT, planned=True),
-        ContourKey("failOpen", boolean, False, note=_RATE_LIMIT, planned=True),
-        ContourKey("enableXRateLimitHeaders", boolean, False, note=_RATE_LIMIT, planned=True),
-        ContourKey("enableResourceExhaustedCode", boolean, False, note=_RATE_LIMIT, planned=True),
-        ContourKey("defaultGlobalRateLimitPolicy", mapping, note=_RATE_LIMIT, planned=True),
+        ContourKey("extensionService", string, note=_RATE_LIMIT),
+        ContourKey("domain", string, note=_RATE_LIMIT),
+        ContourKey("failOpen", boolean, False, note=_RATE_LIMIT),
+        ContourKey("enableXRateLimitHeaders", boolean, False, note=_RATE_LIMIT),
+        ContourKey("enableResourceExhaustedCode", boolean, False, note=_RATE_LIMIT),
+        ContourKey("defaultGlobalRateLimitPolicy", mapping, note=_RATE_LIMIT),
     ),
     *_keys(
         "globalExtAuth",
         *(
-            ContourKey(path, check, default, note=_EXT_AUTH, planned=True, refuse=True)
+            ContourKey(path, check, default, note=_EXT_AUTH, refuse=True)
             for path, check, default in (
                 ("extensionService", string, None),
                 ("serviceType", one_of("grpc", "http"), None),
@@ -321,6 +329,7 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
                 ("authPolicy.context", string_map, None),
                 ("responseTimeout", duration, None),
                 ("failOpen", boolean, False),
+                ("withRequestBody", block, None),
                 ("withRequestBody.maxRequestBytes", integer(0), None),
                 ("withRequestBody.allowPartialMessage", boolean, False),
                 ("withRequestBody.packAsBytes", boolean, False),

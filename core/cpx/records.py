@@ -204,12 +204,17 @@ class OptionSpec:
     ``config_key`` is the option's key in Contour's configuration file (``cpx serve -c``), a
     dotted path such as ``"tls.fallback-certificate"``: the file's value goes through the flag's
     own type check, a flag given on the command line wins, and a Contour ``{namespace, name}``
-    reference becomes ``"namespace/name"``.
+    reference becomes ``"namespace/name"``.  ``config_convert`` turns a file value the flag
+    cannot take as it is (a mapping, a list of records) into the flag's value, e.g. a mapping
+    into the YAML/JSON text the flag takes or into ``key=value`` items; a ``ValueError`` refuses
+    the file with the key's path and its message.
 
     **Example**::
 
         OptionSpec(name="root_namespaces", help="Namespaces of root HTTPProxies", multiple=True)
         OptionSpec(name="fallback_certificate", help="...", config_key="tls.fallback-certificate")
+        OptionSpec(name="context", help="key=value ...", multiple=True, config_key="auth.context",
+                   config_convert=lambda found: tuple(f"{k}={v}" for k, v in found.items()))
     """
 
     name: str  # the Python name, e.g. "ingress_class_name"; the flag is --ingress-class-name
@@ -218,6 +223,7 @@ class OptionSpec:
     multiple: bool = False
     type: type = str
     config_key: str | None = None  # Contour's configuration file key, e.g. "disablePermitInsecure"
+    config_convert: Callable[[Any], Any] | None = None  # the file's value -> the flag's
 
     @property
     def flag(self) -> str:

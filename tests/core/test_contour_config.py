@@ -127,12 +127,12 @@ compression: {algorithm: brotli}
     findings = review(found, claimed={"compression.algorithm"})
     assert findings.warnings == (
         "cluster.dns-lookup-family: not supported, ignored (Envoy's auto is used)",
-        "rateLimitService.extensionService: planned, not supported yet, ignored "
-        "(--rate-limit-* (global rate limiting))",
+        "rateLimitService.extensionService: not supported, ignored "
+        "(needs the HTTPProxy plugin (--rate-limit-*, global rate limiting))",
     )
     assert findings.refusals == (
-        "globalExtAuth.extensionService: planned, not supported yet (--global-ext-auth-* (external "
-        "authorization); ignoring it would serve without authorization); remove the key to start",
+        "globalExtAuth.extensionService: not supported (needs the HTTPProxy plugin (--global-ext-auth-*); "
+        "ignoring it would serve without authorization); remove the key to start",
     )
 
 
@@ -174,8 +174,8 @@ def test_flags_on_the_command_line_win_over_the_file(tmp_path: Path) -> None:
 def test_start_refusals_name_the_key(tmp_path: Path) -> None:
     with pytest.raises(click.UsageError, match=r"gateway\.controllerName: unknown key"):
         _params(tmp_path, "gateway: {controllerName: x/y}", plugins="httpproxy")
-    with pytest.raises(click.UsageError, match=r"globalExtAuth\.failOpen: planned.*remove the key to start"):
-        _params(tmp_path, "globalExtAuth: {failOpen: true}")
+    with pytest.raises(click.UsageError, match=r"globalExtAuth\.failOpen: not supported.*remove the key"):
+        _params(tmp_path, "globalExtAuth: {failOpen: true}", plugins="ingress")
     with pytest.raises(click.UsageError, match=r"tls\.cipher-suites: invalid cipher suite 'x'"):
         _params(tmp_path, "tls: {cipher-suites: [x]}")
     with pytest.raises(click.UsageError, match=r"timeouts\.request-timeout: .3x. is not a duration"):
@@ -288,10 +288,22 @@ def test_every_key_of_contours_documented_example_is_known_and_sorted() -> None:
         "default-http-versions",
         "cluster.dns-lookup-family",
         "network.admin-port",
+        "rateLimitService.domain",  # the HTTPProxy plugin takes rateLimitService.*
     }
-    assert {
-        "accesslog-format",
-        "policy.applyToIngress",
-        "tracing.serviceName",
-        "rateLimitService.domain",
-    } <= (warned)
+    assert {"accesslog-format", "policy.applyToIngress", "tracing.serviceName"} <= (warned)
+
+
+def test_a_set_block_is_on_and_its_keys_are_keys_of_their_own() -> None:
+    assert load("globalExtAuth: {withRequestBody: {}}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": True
+    }
+    assert load("globalExtAuth: {withRequestBody: {packAsBytes: true}}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": True,
+        "globalExtAuth.withRequestBody.packAsBytes": True,
+    }
+    assert load("globalExtAuth: {withRequestBody: null}", "contour.yaml") == {
+        "globalExtAuth.withRequestBody": None
+    }
+    problems = _problems("globalExtAuth: {withRequestBody: {maxRequestBytes: x, bogus: 1}}")
+    assert "globalExtAuth.withRequestBody.maxRequestBytes: expected an integer, got 'x'" in problems
+    assert "globalExtAuth.withRequestBody.bogus: unknown key" in problems

@@ -8,6 +8,7 @@ own type check; a flag given on the command line (or its environment variable) w
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +52,29 @@ def claims(host: PluginHost) -> dict[str, str]:
     return found
 
 
-def _converted(param: click.Parameter, key: str, value: Any, ctx: click.Context) -> Any:
+def _conversions(host: PluginHost) -> dict[str, Callable[[Any], Any]]:
+    """Contour key -> how its option turns the file's value into the flag's."""
+    return {
+        spec.config_key: spec.config_convert
+        for spec in host.options()
+        if spec.config_key is not None and spec.config_convert is not None
+    }
+
+
+def _converted(
+    param: click.Parameter, key: str, value: Any, ctx: click.Context, convert: Callable[[Any], Any] | None
+) -> Any:
     try:
+        if convert is not None:
+            value = convert(value)
         if param.multiple:
-            items = value if isinstance(value, list) else [value]
+            items = value if isinstance(value, list | tuple) else [value]
             return tuple(param.type.convert(item, param, ctx) for item in items)
         return param.type.convert(value, param, ctx)
     except click.BadParameter as err:
         raise click.UsageError(f"{key}: {err.message}", ctx) from None
+    except ValueError as err:
+        raise click.UsageError(f"{key}: {err}", ctx) from None
 
 
 def apply_config_file(ctx: click.Context, host: PluginHost, path: Path) -> None:
@@ -74,6 +90,7 @@ def apply_config_file(ctx: click.Context, host: PluginHost, path: Path) -> None:
     for warning in findings.warnings:
         log.warning("%s: %s", path, warning)
     params = {p.name: p for p in ctx.command.params}
+    conversions = _conversions(host)
     for key, value in found.items():
         param = params.get(taken.get(key, ""))
         # Empty is unset in Contour's file; a key of another command (serve's kubeconfig for
@@ -81,5 +98,5 @@ def apply_config_file(ctx: click.Context, host: PluginHost, path: Path) -> None:
         if param is None or param.name is None or value in (None, "", [], {}):
             continue
         if ctx.get_parameter_source(param.name) not in _FROM_USER:
-            ctx.params[param.name] = _converted(param, key, value, ctx)
+            ctx.params[param.name] = _converted(param, key, value, ctx, conversions.get(key))
             ctx.set_parameter_source(param.name, ParameterSource.DEFAULT_MAP)

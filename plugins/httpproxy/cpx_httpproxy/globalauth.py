@@ -6,31 +6,81 @@ filter on the HTTP listener too); a root opts out with ``authorization.authPolic
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from cpx import Config, DurationError, OptionSpec, parse_timeout
 
 from cpx_httpproxy import model
+from cpx_httpproxy.configkeys import document, key_values, namespaced_name, parse_document
+from cpx_httpproxy.schema import validate_http_settings
 
 PREFIX = "global_ext_auth_"
+FLAG = "--global-ext-auth-"
 
 
 def options() -> Iterator[OptionSpec]:
-    def option(name: str, help: str, **kwargs: Any) -> OptionSpec:
-        return OptionSpec(name=PREFIX + name, help=f"global external authorization: {help}", **kwargs)
+    def option(name: str, help: str, key: str | None = None, **kwargs: Any) -> OptionSpec:
+        return OptionSpec(
+            name=PREFIX + name,
+            help=f"global external authorization: {help}",
+            config_key=None if key is None else f"globalExtAuth.{key}",  # Contour's configuration file
+            **kwargs,
+        )
 
-    yield option("extension_service", "the ExtensionService (namespace/name) that authorizes every root")
-    yield option("service_type", "grpc (default) or http")
-    yield option("http_path_prefix", "path prefix of the checks sent to an http server")
-    yield option("response_timeout", "how long to wait for the server (default: its ExtensionService's)")
-    yield option("fail_open", "allow requests when the server fails", type=bool, default=False)
-    yield option("disabled", "authorization is off unless a route enables it", type=bool, default=False)
-    yield option("context", "key=value sent with every check (repeatable)", multiple=True)
-    yield option("with_request_body", "send the request body to the server", type=bool, default=False)
-    yield option("max_request_bytes", "body bytes sent (default 1024)", type=int)
-    yield option("allow_partial_message", "send the first max-request-bytes of longer bodies", type=bool)
-    yield option("pack_as_bytes", "send the body as raw bytes", type=bool)
+    yield option(
+        "extension_service",
+        "the ExtensionService (namespace/name) that authorizes every root",
+        "extensionService",
+        config_convert=namespaced_name,
+    )
+    yield option("service_type", "grpc (default) or http", "serviceType")
+    yield option(
+        "http_settings",
+        "settings for an http server (YAML or JSON, as an HTTPProxy's authorization.httpSettings)",
+        "httpSettings",
+        config_convert=document(validate_http_settings, "httpSettings"),
+    )
+    yield option(
+        "http_path_prefix", "path prefix of the checks sent to an http server (wins over httpSettings')"
+    )
+    yield option(
+        "response_timeout",
+        "how long to wait for the server (default: its ExtensionService's)",
+        "responseTimeout",
+    )
+    yield option("fail_open", "allow requests when the server fails", "failOpen", type=bool, default=False)
+    yield option(
+        "disabled",
+        "authorization is off unless a route enables it",
+        "authPolicy.disabled",
+        type=bool,
+        default=False,
+    )
+    yield option(
+        "context",
+        "key=value sent with every check (repeatable; a comma-separated part without = continues a value)",
+        "authPolicy.context",
+        multiple=True,
+        config_convert=key_values,
+    )
+    yield option(
+        "with_request_body",
+        "send the request body to the server",
+        "withRequestBody",
+        type=bool,
+        default=False,
+    )
+    yield option(
+        "max_request_bytes", "body bytes sent (default 1024)", "withRequestBody.maxRequestBytes", type=int
+    )
+    yield option(
+        "allow_partial_message",
+        "send the first max-request-bytes of longer bodies",
+        "withRequestBody.allowPartialMessage",
+        type=bool,
+    )
+    yield option("pack_as_bytes", "send the body as raw bytes", "withRequestBody.packAsBytes", type=bool)
 
 
 def from_config(config: Config) -> model.AuthorizationServer | None:
@@ -38,9 +88,10 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
     ref = config.option(PREFIX + "extension_service")
     if not ref:
         return None
-    namespace, slash, name = str(ref).partition("/")
-    if not slash or not namespace or not name or "/" in name:
-        raise ValueError(f"--global-ext-auth-extension-service: expected namespace/name, got {ref!r}")
+    try:
+        namespace, _, name = namespaced_name(ref).partition("/")
+    except ValueError as err:
+        raise ValueError(f"--global-ext-auth-extension-service: {err}") from None
     service_type = config.option(PREFIX + "service_type") or "grpc"
     if service_type not in ("grpc", "http"):
         raise ValueError(f"--global-ext-auth-service-type: expected grpc or http, got {service_type!r}")
@@ -49,12 +100,7 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
         parse_timeout(timeout)
     except DurationError as err:
         raise ValueError(f"--global-ext-auth-response-timeout: {err}") from None
-    context: dict[str, str] = {}
-    for item in config.option(PREFIX + "context") or ():
-        key, equals, value = str(item).partition("=")
-        if not equals or not key:
-            raise ValueError(f"--global-ext-auth-context: expected key=value, got {item!r}")
-        context[key] = value
+    context = _context(config.option(PREFIX + "context") or ())
     wire: dict[str, Any] = {
         "extensionRef": {"namespace": namespace, "name": name},
         "serviceType": service_type,
@@ -62,8 +108,14 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
         "failOpen": bool(config.option(PREFIX + "fail_open")),
         "authPolicy": {"disabled": bool(config.option(PREFIX + "disabled")), "context": context},
     }
+    given = config.option(PREFIX + "http_settings")
+    settings = dict(
+        parse_document(given, FLAG + "http-settings", validate_http_settings, "httpSettings") if given else {}
+    )
     if config.option(PREFIX + "http_path_prefix"):
-        wire["httpSettings"] = {"pathPrefix": str(config.option(PREFIX + "http_path_prefix"))}
+        settings["pathPrefix"] = str(config.option(PREFIX + "http_path_prefix"))
+    if settings:
+        wire["httpSettings"] = settings
     if config.option(PREFIX + "with_request_body"):
         wire["withRequestBody"] = {
             "maxRequestBytes": config.option(PREFIX + "max_request_bytes") or 1024,
@@ -71,3 +123,20 @@ def from_config(config: Config) -> model.AuthorizationServer | None:
             "packAsBytes": bool(config.option(PREFIX + "pack_as_bytes")),
         }
     return model.AuthorizationServer.from_dict(wire)
+
+
+def _context(items: Iterable[str]) -> dict[str, str]:
+    """``key=value`` items; the flag's values are split at commas, so an item without "=" goes on
+    the value before it (``scopes=read,write``)."""
+    context: dict[str, str] = {}
+    last = ""
+    for item in items:
+        key, equals, value = str(item).partition("=")
+        if not equals and last:
+            context[last] += "," + str(item)
+            continue
+        if not equals or not key:
+            raise ValueError(f"--global-ext-auth-context: expected key=value, got {item!r}")
+        context[key] = value
+        last = key
+    return context

@@ -12,11 +12,9 @@ named after Contour's ``rateLimitService``), as in Contour.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
-import yaml
 from cpx import Config, ConfigError, FilterSite, HttpFilterSpec, ObjectKey, OptionSpec, SourceView
 from cpx.dag import (
     DAG,
@@ -30,6 +28,7 @@ from cpx.dag import (
 
 from cpx_httpproxy import model
 from cpx_httpproxy.conditions import merge_headers
+from cpx_httpproxy.configkeys import document, namespaced_name, parse_document
 from cpx_httpproxy.policies import PolicyError
 from cpx_httpproxy.proxies import NOT_IMPLEMENTED
 from cpx_httpproxy.schema import validate_global_rate_limit_policy
@@ -46,6 +45,7 @@ FAIL_OPEN_OPTION = "rate_limit_fail_open"
 X_RATELIMIT_HEADERS_OPTION = "rate_limit_enable_x_ratelimit_headers"
 RESOURCE_EXHAUSTED_OPTION = "rate_limit_enable_resource_exhausted_code"
 DEFAULT_POLICY_OPTION = "rate_limit_default_global_policy"
+_KEY = "rateLimitService"  # the options' block in Contour's configuration file
 
 
 # -- DAG values --------------------------------------------------------------------------------------
@@ -171,34 +171,42 @@ def options() -> list[OptionSpec]:
             name=EXTENSION_SERVICE_OPTION,
             help="namespace/name of the ExtensionService of the global rate limit service "
             "(Contour's rateLimitService.extensionService); needs the extsvc plugin",
+            config_key=f"{_KEY}.extensionService",
+            config_convert=namespaced_name,
         ),
         OptionSpec(
             name=DOMAIN_OPTION,
             help="the domain passed to the rate limit service (Contour's rateLimitService.domain)",
             default=DEFAULT_DOMAIN,
+            config_key=f"{_KEY}.domain",
         ),
         OptionSpec(
             name=FAIL_OPEN_OPTION,
             help="allow requests when the rate limit service does not answer",
             type=bool,
             default=False,
+            config_key=f"{_KEY}.failOpen",
         ),
         OptionSpec(
             name=X_RATELIMIT_HEADERS_OPTION,
             help="add the X-RateLimit-* response headers (IETF draft 03)",
             type=bool,
             default=False,
+            config_key=f"{_KEY}.enableXRateLimitHeaders",
         ),
         OptionSpec(
             name=RESOURCE_EXHAUSTED_OPTION,
             help="answer rate-limited gRPC requests with RESOURCE_EXHAUSTED instead of UNAVAILABLE",
             type=bool,
             default=False,
+            config_key=f"{_KEY}.enableResourceExhaustedCode",
         ),
         OptionSpec(
             name=DEFAULT_POLICY_OPTION,
             help="the global rate limit policy of every HTTPProxy virtual host without one "
             '(YAML or JSON, as an HTTPProxy\'s rateLimitPolicy.global: {"descriptors": [...]})',
+            config_key=f"{_KEY}.defaultGlobalRateLimitPolicy",
+            config_convert=document(validate_global_rate_limit_policy, "defaultGlobalRateLimitPolicy"),
         ),
     ]
 
@@ -240,15 +248,7 @@ def default_policy(config: Config) -> model.GlobalRateLimitPolicy | None:
     if not given:
         return None
     flag = "--rate-limit-default-global-policy"
-    data: Any = given
-    if not isinstance(given, Mapping):
-        try:
-            data = yaml.safe_load(str(given))  # JSON is YAML
-        except yaml.YAMLError as err:
-            raise ConfigError(f"{flag} is neither YAML nor JSON: {err}") from None
-    problems = validate_global_rate_limit_policy(data, "defaultGlobalRateLimitPolicy")
-    if problems:
-        raise ConfigError(f"{flag} is not a global rate limit policy: {'; '.join(problems)}")
+    data = parse_document(given, flag, validate_global_rate_limit_policy, "defaultGlobalRateLimitPolicy")
     return model.GlobalRateLimitPolicy.from_dict(data)
 
 

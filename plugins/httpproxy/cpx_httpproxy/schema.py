@@ -55,6 +55,14 @@ def validate_global_rate_limit_policy(value: Any, path: str) -> list[str]:
     return openapi_problems({path: value}, {"properties": {path: crd.GLOBAL_RATE_LIMIT}})
 
 
+def validate_http_settings(value: Any, path: str) -> list[str]:
+    """What the API server would refuse in an ``authorization.httpSettings`` given elsewhere
+    (the global authorization server's)."""
+    return openapi_problems(
+        {path: value}, {"properties": {path: crd.AUTHORIZATION["properties"]["httpSettings"]}}
+    )
+
+
 def validate(obj: Mapping[str, Any]) -> list[str]:
     """WatchSpec.validate: the problems the API server would refuse this HTTPProxy for."""
     return openapi_problems(obj, crd.OPENAPI_SCHEMA, cel_rules=CEL_RULES)
