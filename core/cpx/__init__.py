@@ -22,6 +22,7 @@ Names                                              What for
 ``SERVICE`` ``ENDPOINT_SLICE`` ``SECRET``          the kinds the core itself watches
 ``NAMESPACE``
 ``annotations_of`` ``name_of`` ``namespace_of``    reading an object's metadata
+``crd_manifest``                                   the CustomResourceDefinition of a plugin's kind
 ``SourceView`` ``Lookups`` ``ReadIndex``           the watched objects, read-only, as processors see
                                                    them; what a memoised result read (``depend_on``)
 ``PluginDeclined``                                 raised in ``cpx_configure`` to opt out of this run
@@ -69,6 +70,7 @@ from cpx.objects import (
     KubeObject,
     ObjectKey,
     annotations_of,
+    crd_manifest,
     name_of,
     namespace_of,
 )
@@ -190,6 +192,7 @@ __all__ = [
     "annotations_of",
     "blame",
     "capped",
+    "crd_manifest",
     "fixed_clock",
     "go_quote",
     "hookimpl",
