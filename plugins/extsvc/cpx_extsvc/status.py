@@ -1,19 +1,6 @@
-"""ExtensionService status as Contour writes it (``internal/status/extensionstatus.go``): one
-DetailedCondition of type ``Valid`` with its errors and warnings::
-
-    conditions:
-    - type: Valid
-      status: "True" | "False"
-      reason: Valid | ErrorPresent
-      message: Valid ExtensionService | At least one error present, see Errors for details
-      observedGeneration: <metadata.generation>
-      lastTransitionTime: <RFC 3339>
-      errors: [{type, status: "True", reason, message}, ...]
-      warnings: [...]
-
-The condition is the core's :class:`cpx.DetailedStatus`; the previous ``lastTransitionTime`` is kept
-while the condition's status stays the same (the Kubernetes convention; it also keeps ``cpx
-translate`` output stable).
+"""ExtensionService status as Contour writes it (``internal/status/extensionstatus.go``): the core's
+:class:`cpx.DetailedStatus`, one DetailedCondition of type ``Valid`` (message ``Valid
+ExtensionService``) with its errors and warnings, and nothing else (no currentStatus).
 """
 
 from __future__ import annotations
