@@ -39,7 +39,6 @@ ORPHANED = "orphaned"
 
 VALID_CONDITION = "Valid"
 VALID_MESSAGE = "Valid HTTPProxy"
-ERROR_PRESENT = "ErrorPresent"
 ERROR_PRESENT_MESSAGE = "At least one error present, see Errors for details"
 ORPHANED_MESSAGE = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
 
