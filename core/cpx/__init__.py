@@ -22,6 +22,7 @@ Names                                              What for
 ``SERVICE`` ``ENDPOINT_SLICE`` ``SECRET``          the kinds the core itself watches
 ``NAMESPACE``
 ``annotations_of`` ``name_of`` ``namespace_of``    reading an object's metadata
+``crd_manifest``                                   the CustomResourceDefinition of a plugin's kind
 ``SourceView`` ``Lookups`` ``ReadIndex``           the watched objects, read-only, as processors see
                                                    them; what a memoised result read (``depend_on``)
 ``PluginDeclined``                                 raised in ``cpx_configure`` to opt out of this run
@@ -32,6 +33,10 @@ Names                                              What for
 ``INGRESS_CLASS_OPTION``                           the ``--ingress-class-name`` option and matching
 ``ingress_class_accepts`` ``ingress_class_matches``
 ``ingress_class_names``
+``DetailedStatus`` ``SubCondition``                Contour's ``Valid`` DetailedCondition (errors, warnings)
+``valid_condition`` ``object_generation``          for a kind's status; ``StatusClock`` stamps its
+``StatusClock`` ``fixed_clock`` ``utc_now``        lastTransitionTime
+``status_timestamp``
 ``STATUS_ADDRESS_OPTION``                          load-balancer addresses written into status
 ``load_balancer_status`` ``parse_status_addresses``
 ``capped`` ``json_type`` ``metadata_problems``     building ``WatchSpec.validate`` messages like the
@@ -65,6 +70,7 @@ from cpx.objects import (
     KubeObject,
     ObjectKey,
     annotations_of,
+    crd_manifest,
     name_of,
     namespace_of,
 )
@@ -88,6 +94,16 @@ from cpx.records import (
     WatchSpec,
 )
 from cpx.sources.view import Lookups, ReadIndex, SourceView
+from cpx.status.detailed import (
+    DetailedStatus,
+    StatusClock,
+    SubCondition,
+    fixed_clock,
+    object_generation,
+    status_timestamp,
+    utc_now,
+    valid_condition,
+)
 
 if TYPE_CHECKING:
     from cpx.builtin.openapi import openapi_problems
@@ -143,6 +159,7 @@ __all__ = [
     "CustomNode",
     "DelegationNotEnabledError",
     "DelegationNotPermittedError",
+    "DetailedStatus",
     "DurationError",
     "EndpointsObserver",
     "FilterSite",
@@ -168,11 +185,15 @@ __all__ = [
     "ServicePortError",
     "SourceBound",
     "SourceView",
+    "StatusClock",
     "StatusWriterSpec",
+    "SubCondition",
     "WatchSpec",
     "annotations_of",
     "blame",
     "capped",
+    "crd_manifest",
+    "fixed_clock",
     "go_quote",
     "hookimpl",
     "ingress_class_accepts",
@@ -185,10 +206,14 @@ __all__ = [
     "must_be",
     "name_of",
     "namespace_of",
+    "object_generation",
     "openapi_problems",
     "parse_go_duration",
     "parse_go_duration_nanos",
     "parse_status_addresses",
     "parse_timeout",
     "shown",
+    "status_timestamp",
+    "utc_now",
+    "valid_condition",
 ]

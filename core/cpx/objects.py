@@ -128,6 +128,41 @@ DNS1035_LABEL = NameRule(
 _NAME_RULES = {SERVICE.group_kind: DNS1035_LABEL, NAMESPACE.group_kind: DNS1123_LABEL}
 
 
+def crd_manifest(
+    gvk: GroupVersionKind,
+    openapi_schema: Mapping[str, Any],
+    *,
+    short_names: tuple[str, ...] = (),
+    printer_columns: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The apiextensions.k8s.io/v1 CustomResourceDefinition of a plugin's kind: one served and
+    stored version with a status subresource.  Keys are in controller-gen's (sorted) order."""
+    version: dict[str, Any] = {
+        "name": gvk.version,
+        "schema": {"openAPIV3Schema": openapi_schema},
+        "served": True,
+        "storage": True,
+        "subresources": {"status": {}},
+    }
+    if printer_columns:
+        version = {"additionalPrinterColumns": printer_columns, **version}
+    names: dict[str, Any] = {"kind": gvk.kind, "listKind": f"{gvk.kind}List", "plural": gvk.plural}
+    if short_names:
+        names["shortNames"] = list(short_names)
+    names["singular"] = gvk.kind.lower()
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{gvk.plural}.{gvk.group}"},
+        "spec": {
+            "group": gvk.group,
+            "names": names,
+            "scope": "Namespaced" if gvk.namespaced else "Cluster",
+            "versions": [version],
+        },
+    }
+
+
 def metadata_problems(obj: Mapping[str, Any]) -> list[str]:
     """What the API server would say about the object's ``metadata.name`` and ``namespace``."""
     key = ObjectKey.of(obj)

@@ -320,6 +320,29 @@ def object_meta(world: World, names: Sequence[str], **labels: Strategy[str]) -> 
     )
 
 
+def kind_objects(
+    gvk: GroupVersionKind,
+    world: World,
+    names: Sequence[str],
+    spec: Strategy[Any],
+    *,
+    optional_meta: Mapping[str, Strategy[Any]] | None = None,
+) -> Strategy[dict[str, Any]]:
+    """Objects of ``gvk`` with ``spec``: named from ``names``, in one of the world's namespaces when
+    the kind is namespaced; ``optional_meta`` are metadata fields drawn or left out (annotations)."""
+    required: dict[str, Strategy[Any]] = {"name": st.sampled_from(names)}
+    if gvk.namespaced:
+        required["namespace"] = namespaces_of(world)
+    meta = (
+        st.fixed_dictionaries(required, optional=optional_meta)
+        if optional_meta
+        else st.fixed_dictionaries(required)
+    )
+    return st.fixed_dictionaries(
+        {"apiVersion": st.just(gvk.api_version), "kind": st.just(gvk.kind), "metadata": meta, "spec": spec}
+    )
+
+
 def _service_ports(world: World) -> Strategy[list[dict[str, Any]]]:
     port = st.sampled_from(world.ports).flatmap(
         lambda p: st.fixed_dictionaries(

@@ -155,19 +155,19 @@ def _having(filters: HttpFilters, kind: str) -> HttpFilters:
 
 def route_action_fields(filters: HttpFilters, route: Route) -> list[Message]:
     """The partial RouteActions filters contribute for ``route`` (merged into its own)."""
-    out = []
-    for spec in _having(filters, "route_action"):
-        fields = spec.route_action(route) if spec.route_action is not None else None
-        if fields is not None:
-            out.append(fields)
-    return out
+    return _contributions(filters, "route_action", route)
 
 
 def virtual_host_fields(filters: HttpFilters, vhost: VirtualHost) -> list[Message]:
     """The partial VirtualHosts filters contribute for ``vhost`` (merged into its tail)."""
-    out = []
-    for spec in _having(filters, "virtual_host_fields"):
-        fields = spec.virtual_host_fields(vhost) if spec.virtual_host_fields is not None else None
+    return _contributions(filters, "virtual_host_fields", vhost)
+
+
+def _contributions(filters: HttpFilters, kind: str, node: Route | VirtualHost) -> list[Message]:
+    """What each filter's ``kind`` callable returns for ``node``, in filter order (None: nothing)."""
+    out: list[Message] = []
+    for spec in _having(filters, kind):
+        fields = getattr(spec, kind)(node)
         if fields is not None:
             out.append(fields)
     return out

@@ -16,6 +16,7 @@ import attrs
 from cpx import (
     Config,
     DelegationNotPermittedError,
+    DetailedStatus,
     DurationError,
     NotFoundError,
     ObjectKey,
@@ -37,9 +38,9 @@ from cpx.dag import (
     UpstreamValidation,
 )
 
+from cpx_extsvc import status
 from cpx_extsvc.cluster import ExtensionCluster, cluster_name
 from cpx_extsvc.kinds import EXTENSION_SERVICE
-from cpx_extsvc.status import Conditions
 
 SPEC_ERROR = "SpecError"
 TLS_ERROR = "TLSError"
@@ -60,14 +61,14 @@ class Built:
 
     cluster: ExtensionCluster | None
     upstream: ExtensionUpstream
-    conditions: Conditions
+    conditions: DetailedStatus
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _timeouts(spec: Mapping[str, Any], conditions: Conditions) -> tuple[Duration | None, Duration | None]:
+def _timeouts(spec: Mapping[str, Any], conditions: DetailedStatus) -> tuple[Duration | None, Duration | None]:
     """Contour's timeoutPolicy(): the response and idle connection timeouts (None: Envoy's default)."""
     policy = _mapping(spec.get("timeoutPolicy"))
     parsed: dict[str, Duration | None] = {}
@@ -75,7 +76,7 @@ def _timeouts(spec: Mapping[str, Any], conditions: Conditions) -> tuple[Duration
         try:
             parsed[field] = parse_timeout(str(policy.get(field) or ""))
         except DurationError as err:
-            conditions.error(
+            conditions.add_error(
                 SPEC_ERROR,
                 "TimeoutPolicyNotValid",
                 f"spec.timeoutPolicy failed to parse: error parsing {what} timeout: {err}",
@@ -83,7 +84,7 @@ def _timeouts(spec: Mapping[str, Any], conditions: Conditions) -> tuple[Duration
             return None, None
     if policy.get("idle"):
         # ext_authz and ratelimit have a request timeout only.
-        conditions.warning(
+        conditions.add_warning(
             SPEC_ERROR,
             "IgnoredField",
             'ignoring field ".Spec.TimeoutPolicy.Idle"; '
@@ -92,10 +93,10 @@ def _timeouts(spec: Mapping[str, Any], conditions: Conditions) -> tuple[Duration
     return parsed["response"], parsed["idleConnection"]
 
 
-def _load_balancer_policy(spec: Mapping[str, Any], conditions: Conditions) -> str:
+def _load_balancer_policy(spec: Mapping[str, Any], conditions: DetailedStatus) -> str:
     strategy = _mapping(spec.get("loadBalancerPolicy")).get("strategy")
     if strategy in _UNSUPPORTED_LB:
-        conditions.warning(
+        conditions.add_warning(
             SPEC_ERROR,
             "IgnoredField",
             f'ignoring field ".Spec.LoadBalancerPolicy"; {strategy} load balancer policy is not '
@@ -116,7 +117,7 @@ def _circuit_breakers(spec: Mapping[str, Any]) -> CircuitBreakers:
 
 
 def _validation(
-    spec: Mapping[str, Any], key: ObjectKey, source: SourceView, conditions: Conditions
+    spec: Mapping[str, Any], key: ObjectKey, source: SourceView, conditions: DetailedStatus
 ) -> UpstreamValidation | None:
     """Contour's LookupUpstreamValidation for ``spec.validation``; records the error and returns
     None when it fails (the caller then refuses the whole ExtensionService)."""
@@ -128,7 +129,7 @@ def _validation(
     try:
         ca = source.lookup_ca_secret(namespace, name, key)
     except DelegationNotPermittedError:
-        conditions.error(
+        conditions.add_error(
             TLS_ERROR,
             "CACertificateNotDelegated",
             f"service.UpstreamValidation.CACertificate Secret {shown} is not configured for certificate "
@@ -149,14 +150,15 @@ def _validation(
     return UpstreamValidation(ca=ca, subject_names=tuple(subject_names or [subject_name]))
 
 
-def _invalid_validation(conditions: Conditions, problem: str) -> UpstreamValidation | None:
+def _invalid_validation(conditions: DetailedStatus, problem: str) -> UpstreamValidation | None:
     """Record a TLSUpstreamValidation error; no validation (the caller refuses the object)."""
-    conditions.error(SPEC_ERROR, "TLSUpstreamValidation", f"TLS upstream validation policy error: {problem}")
+    message = f"TLS upstream validation policy error: {problem}"
+    conditions.add_error(SPEC_ERROR, "TLSUpstreamValidation", message)
     return None
 
 
 def _upstreams(
-    spec: Mapping[str, Any], key: ObjectKey, source: SourceView, conditions: Conditions
+    spec: Mapping[str, Any], key: ObjectKey, source: SourceView, conditions: DetailedStatus
 ) -> tuple[tuple[ServicePort, ...], tuple[int, ...]]:
     """The services (same namespace only: a cross-namespace reference would subvert the
     installation), each with its weight."""
@@ -171,12 +173,12 @@ def _upstreams(
             external = bool(_mapping(service.get("spec")).get("externalName"))
             port = None if external else lookup_service_port(source, key.namespace, name, int(target["port"]))
         except (NotFoundError, ServicePortError) as err:
-            conditions.error(
+            conditions.add_error(
                 SERVICE_ERROR, "ServiceUnresolvedReference", f"unresolved service {shown}: {err}"
             )
             continue
         if port is None:
-            conditions.error(
+            conditions.add_error(
                 SERVICE_ERROR,
                 "UnsupportedServiceType",
                 f'Service {shown} is of unsupported type "ExternalName".',
@@ -191,7 +193,7 @@ def _upstreams(
 def build(obj: Mapping[str, Any], key: ObjectKey, source: SourceView) -> Built:
     """Contour's buildExtensionService, in its order of checks."""
     spec = _mapping(obj.get("spec"))
-    conditions = Conditions()
+    conditions = status.for_object(obj)
     response, idle_connection = _timeouts(spec, conditions)
     lb_policy = _load_balancer_policy(spec, conditions)
     protocol = str(spec.get("protocol") or "h2")
@@ -204,7 +206,7 @@ def build(obj: Mapping[str, Any], key: ObjectKey, source: SourceView) -> Built:
         if validation is not None:
             sni = validation.subject_names[0]
             if protocol != "h2":
-                conditions.error(
+                conditions.add_error(
                     SPEC_ERROR,
                     "InconsistentProtocol",
                     f"upstream TLS validation not supported for {go_quote(protocol)} protocol",
@@ -246,4 +248,4 @@ class ExtensionServiceProcessor:
             dag.registries.publish(EXTENSION_UPSTREAMS, key, built.upstream, reads=reads)
             for note in built.conditions.notes():
                 dag.add_note(key, note)
-            dag.set_status(key, built.conditions.render(obj))
+            dag.set_status(key, status.render(built.conditions, obj))

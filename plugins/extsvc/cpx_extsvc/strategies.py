@@ -16,7 +16,7 @@ from cpx.testing.strategies import (
     from_schema,
     hostile_ints,
     hostile_strings,
-    namespaces_of,
+    kind_objects,
 )
 from hypothesis import strategies as st
 
@@ -35,15 +35,7 @@ def extension_services(world: World) -> Strategy[dict[str, Any]]:
         "status": st.just({}),
     }
     spec = from_schema(schema.SPEC_SCHEMA, overrides, path="spec", hostile=world.hostile)
-    meta = st.fixed_dictionaries({"name": st.sampled_from(NAMES), "namespace": namespaces_of(world)})
-    return st.fixed_dictionaries(
-        {
-            "apiVersion": st.just("projectcontour.io/v1alpha1"),
-            "kind": st.just("ExtensionService"),
-            "metadata": meta,
-            "spec": spec,
-        }
-    )
+    return kind_objects(EXTENSION_SERVICE, world, NAMES, spec)
 
 
 STRATEGIES = (KindStrategy(gvk=EXTENSION_SERVICE, objects=extension_services),)

@@ -23,6 +23,7 @@ from cpx.testing.strategies import (
     from_schema,
     hostile_ints,
     hostile_strings,
+    kind_objects,
     mostly,
     namespaces_of,
 )
@@ -115,20 +116,7 @@ def _kind(gvk: GroupVersionKind, names: tuple[str, ...], *, max_fields: int = 3)
             max_fields=max_fields,
             hostile=world.hostile,
         )
-        names_of = st.sampled_from(names)
-        meta = (
-            st.fixed_dictionaries({"name": names_of, "namespace": namespaces_of(world)})
-            if gvk.namespaced
-            else st.fixed_dictionaries({"name": names_of})
-        )
-        return st.fixed_dictionaries(
-            {
-                "apiVersion": st.just(gvk.api_version),
-                "kind": st.just(gvk.kind),
-                "metadata": meta,
-                "spec": spec,
-            }
-        )
+        return kind_objects(gvk, world, names, spec)
 
     return KindStrategy(gvk=gvk, objects=objects)
 

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
+from cpx import crd_manifest
 
 from cpx_httpproxy.kinds import HTTPPROXY
 
@@ -882,32 +883,9 @@ PRINTER_COLUMNS = [
 
 def custom_resource_definition() -> dict[str, Any]:
     """The apiextensions.k8s.io/v1 CustomResourceDefinition manifest for HTTPProxy."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{HTTPPROXY.plural}.{HTTPPROXY.group}"},
-        "spec": {
-            "group": HTTPPROXY.group,
-            "names": {
-                "kind": HTTPPROXY.kind,
-                "listKind": f"{HTTPPROXY.kind}List",
-                "plural": HTTPPROXY.plural,
-                "singular": HTTPPROXY.kind.lower(),
-                "shortNames": ["proxy", "proxies"],
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": HTTPPROXY.version,
-                    "served": True,
-                    "storage": True,
-                    "additionalPrinterColumns": PRINTER_COLUMNS,
-                    "schema": {"openAPIV3Schema": OPENAPI_SCHEMA},
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
-    }
+    return crd_manifest(
+        HTTPPROXY, OPENAPI_SCHEMA, short_names=("proxy", "proxies"), printer_columns=PRINTER_COLUMNS
+    )
 
 
 class _Dumper(yaml.SafeDumper):

@@ -14,10 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from cpx import go_quote
 from cpx.dag import HeadersPolicy, HeaderValue
 
 from cpx_httpproxy import model
-from cpx_httpproxy.durations import quote
 
 NO_HEADERS = HeadersPolicy()
 
@@ -96,7 +96,7 @@ def valid_header_name(name: str) -> bool:
 
 def invalid_header_message(what: str, name: str) -> str:
     """``invalid set header "X_A": [a valid HTTP header must ...]`` (Contour's wording)."""
-    return f"invalid {what} {quote(name)}: {_HEADER_NAME_MESSAGE}"
+    return f"invalid {what} {go_quote(name)}: {_HEADER_NAME_MESSAGE}"
 
 
 def escape_header_value(value: str, dynamic: Mapping[str, str] | None = None) -> str:
@@ -133,10 +133,10 @@ def headers_policy(
     for entry in policy.set:
         key = canonical_header_key(entry.name)
         if key in values or (key == "Host" and host_seen):
-            raise HeaderPolicyError(f"duplicate header addition: {quote(key)}")
+            raise HeaderPolicyError(f"duplicate header addition: {go_quote(key)}")
         if key == "Host":
             if not allow_host_rewrite:
-                raise HeaderPolicyError(f"rewriting {quote(key)} header is not supported")
+                raise HeaderPolicyError(f"rewriting {go_quote(key)} header is not supported")
             host_seen = True
             source = _HOST_FROM_HEADER.fullmatch(entry.value)
             if source is None:
@@ -144,7 +144,7 @@ def headers_policy(
                 continue
             if not allow_dynamic_host:
                 raise HeaderPolicyError(
-                    f"rewriting {quote(key)} header from a request header is only supported on routes"
+                    f"rewriting {go_quote(key)} header from a request header is only supported on routes"
                 )
             host_rewrite_header = canonical_header_key(source.group(1))
             continue
@@ -155,7 +155,7 @@ def headers_policy(
     for name in policy.remove:
         key = canonical_header_key(name)
         if key in remove:
-            raise HeaderPolicyError(f"duplicate header removal: {quote(key)}")
+            raise HeaderPolicyError(f"duplicate header removal: {go_quote(key)}")
         if not valid_header_name(key):
             raise HeaderPolicyError(invalid_header_message("remove header", key))
         remove.add(key)

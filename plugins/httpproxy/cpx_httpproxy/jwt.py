@@ -22,18 +22,20 @@ import attrs
 from cpx import (
     SECRET,
     DelegationNotPermittedError,
+    DurationError,
     FilterSite,
     HttpFilterSpec,
     ObjectKey,
     RouteSite,
     SourceView,
+    go_quote,
+    parse_go_duration_nanos,
 )
 from cpx.dag import AttachmentKey, Attachments, DNSNameCluster, Route, UpstreamValidation
 from envoy.extensions.filters.http.jwt_authn.v3 import config_pb2 as jwt_v3
 from google.protobuf import duration_pb2
 
 from cpx_httpproxy import jwks, model
-from cpx_httpproxy.durations import DurationError, parse_go_duration_nanos, quote
 from cpx_httpproxy.services import ValidationProblem, ca_secret_ref, lookup_validation
 from cpx_httpproxy.status import JWT_VERIFICATION_ERROR, TLS_ERROR, ProxyStatus
 
@@ -160,13 +162,13 @@ class _Resolver:
             if remote and local:
                 raise self.fail(
                     "JWKSSourceConflict",
-                    f"{_PREFIX} for provider {quote(spec.name)} is invalid: "
+                    f"{_PREFIX} for provider {go_quote(spec.name)} is invalid: "
                     "at most one of remoteJWKS or localJWKS may be set",
                 )
             if not remote and not local:
                 raise self.fail(
                     "JWKSSourceMissing",
-                    f"{_PREFIX} for provider {quote(spec.name)} is invalid: "
+                    f"{_PREFIX} for provider {go_quote(spec.name)} is invalid: "
                     "exactly one of remoteJWKS or localJWKS must be set",
                 )
             base = Provider(spec.name, spec.issuer, tuple(spec.audiences), spec.forward_jwt)
@@ -183,7 +185,7 @@ class _Resolver:
             return jwks_from_secret(self.source, key, local.key)
         except ValueError as err:
             raise self.fail(
-                "LocalJWKSInvalid", f"{_PREFIX}.LocalJWKS for provider {quote(name)} is invalid: {err}"
+                "LocalJWKSInvalid", f"{_PREFIX}.LocalJWKS for provider {go_quote(name)} is invalid: {err}"
             ) from None
 
     def remote(self, remote: model.RemoteJWKS) -> RemoteJWKS:
@@ -195,7 +197,7 @@ class _Resolver:
         if scheme not in _DEFAULT_PORTS:
             raise self.fail(
                 "RemoteJWKSSchemeInvalid",
-                f"{where}.URI has invalid scheme {quote(scheme)}, must be http or https",
+                f"{where}.URI has invalid scheme {go_quote(scheme)}, must be http or https",
             )
         validation = None
         if remote.validation is not None:
@@ -211,7 +213,8 @@ class _Resolver:
         if family not in _DNS_FAMILIES:
             raise self.fail(
                 "RemoteJWKSDNSLookupFamilyInvalid",
-                f"{where}.DNSLookupFamily has an invalid value {quote(family)}, must be auto, all, v4 or v6",
+                f"{where}.DNSLookupFamily has an invalid value {go_quote(family)}, "
+                "must be auto, all, v4 or v6",
             )
         cluster = DNSNameCluster(
             address=host,
@@ -236,7 +239,7 @@ class _Resolver:
             ref = "/".join(ca_secret_ref(spec, self.referrer.namespace))
             raise self.fail(
                 "RemoteJWKSCACertificateNotDelegated",
-                f"{where}.CACertificate Secret {quote(ref)} is not configured for certificate delegation",
+                f"{where}.CACertificate Secret {go_quote(ref)} is not configured for certificate delegation",
             ) from None
         except ValidationProblem as err:
             raise self.fail("RemoteJWKSUpstreamValidationInvalid", f"{where} is invalid: {err}") from None
@@ -275,7 +278,7 @@ def fallback_conflict(vhost: model.VirtualHost) -> tuple[str, str, str] | None:
 def split_uri(uri: str) -> tuple[str, str, str]:
     """(scheme, host, port) of a URL, refused where Go's url.Parse refuses it (and without a host
     where there is a scheme: Envoy cannot fetch from no host); the port is "" when not given."""
-    problem = f"parse {quote(uri)}: "
+    problem = f"parse {go_quote(uri)}: "
     if any(ord(c) < 0x20 or ord(c) == 0x7F for c in uri):
         raise ValueError("net/url: invalid control character in URL")
     scheme, colon, rest = uri.partition(":")
@@ -296,7 +299,7 @@ def split_uri(uri: str) -> tuple[str, str, str]:
         host, _, port = hostport.partition(":")
         port = ":" + port if ":" in hostport else ""
     if port and (not port.startswith(":") or not port[1:].isdigit()):
-        raise ValueError(problem + f"invalid port {quote(port)} after host")
+        raise ValueError(problem + f"invalid port {go_quote(port)} after host")
     if scheme.lower() in _DEFAULT_PORTS and not host:
         raise ValueError(problem + "missing host")
     return scheme.lower(), host, port[1:]
@@ -316,7 +319,7 @@ def jwks_from_secret(source: SourceView, key: ObjectKey, field: str) -> str:
         raise ValueError('secret type is not "Opaque"')
     data = _secret_field(obj, field)
     if not data:
-        raise ValueError(f"missing {quote(field)} key or empty value")
+        raise ValueError(f"missing {go_quote(field)} key or empty value")
     text = data.strip()
     if not text:
         raise ValueError("empty JWKS")
@@ -367,7 +370,7 @@ def require_on_routes(
                 status.add_error(
                     JWT_VERIFICATION_ERROR,
                     "JWTProviderNotDefined",
-                    f"Route references an undefined JWT provider {quote(required)}",
+                    f"Route references an undefined JWT provider {go_quote(required)}",
                 )
                 return None
             attachments = attachments.set(JWT_REQUIREMENT, required, origin=origin)

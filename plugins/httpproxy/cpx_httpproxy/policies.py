@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 import re2
-from cpx import MAX_ENVOY_DURATION_SECONDS
+from cpx import MAX_ENVOY_DURATION_SECONDS, DurationError, go_quote, parse_go_duration_nanos, parse_timeout
 from cpx.dag import (
     CookieRewrite,
     CORSPolicy,
@@ -37,13 +37,7 @@ from cpx.dag import (
 )
 
 from cpx_httpproxy import model
-from cpx_httpproxy.durations import (
-    DurationError,
-    parse_go_duration_nanos,
-    parse_max_age,
-    parse_timeout,
-    quote,
-)
+from cpx_httpproxy.durations import parse_max_age
 from cpx_httpproxy.headers import canonical_header_key, escape_header_value, valid_header_name
 from cpx_httpproxy.status import IP_FILTER_ERROR, SPEC_ERROR, TCP_PROXY_ERROR, ProxyStatus
 
@@ -206,7 +200,7 @@ def _request_hash_policy(entry: model.RequestHashPolicy) -> HashPolicy | str:
         name = canonical_header_key(entry.header_hash_options.header_name)
         if not valid_header_name(name):
             return (
-                f"ignoring invalid header hash policy options with invalid header name {quote(name)}: "
+                f"ignoring invalid header hash policy options with invalid header name {go_quote(name)}: "
                 "[a valid HTTP header must consist of alphanumeric characters or '-' "
                 "(e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]"
             )
@@ -299,7 +293,7 @@ def cookie_rewrites(policies: Sequence[model.CookieRewritePolicy]) -> tuple[Cook
     names: set[str] = set()
     for policy in policies:
         if policy.name in names:
-            raise PolicyError(f"duplicate cookie rewrite rule for cookie {quote(policy.name)}")
+            raise PolicyError(f"duplicate cookie rewrite rule for cookie {go_quote(policy.name)}")
         names.add(policy.name)
         rewrite = CookieRewrite(
             name=policy.name,
@@ -309,7 +303,7 @@ def cookie_rewrites(policies: Sequence[model.CookieRewritePolicy]) -> tuple[Cook
             same_site=policy.same_site or None,
         )
         if rewrite == CookieRewrite(name=policy.name):
-            raise PolicyError(f"no attributes rewritten for cookie {quote(policy.name)}")
+            raise PolicyError(f"no attributes rewritten for cookie {go_quote(policy.name)}")
         out.append(rewrite)
     return tuple(out)
 
@@ -326,15 +320,15 @@ def local_rate_limit(policy: model.RateLimitPolicy | None) -> LocalRateLimit | N
         raise PolicyError(f"invalid requests value {local.requests} in local rate limit policy")
     unit = RATE_LIMIT_UNITS.get(local.unit)
     if unit is None:
-        raise PolicyError(f"invalid unit {quote(local.unit)} in local rate limit policy")
+        raise PolicyError(f"invalid unit {go_quote(local.unit)} in local rate limit policy")
     headers: dict[str, HeaderValue] = {}
     for header in local.response_headers_to_add:
         key = canonical_header_key(header.name)
         if key in headers:
-            raise PolicyError(f"duplicate header addition: {quote(key)}")
+            raise PolicyError(f"duplicate header addition: {go_quote(key)}")
         if not valid_header_name(key):
             raise PolicyError(
-                f"invalid header name {quote(key)}: [a valid HTTP header must consist of alphanumeric "
+                f"invalid header name {go_quote(key)}: [a valid HTTP header must consist of alphanumeric "
                 "characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')]"
             )
         headers[key] = HeaderValue(name=key, value=escape_header_value(header.value, {}))
@@ -418,7 +412,7 @@ def cors_policy(policy: model.CORSPolicy | None) -> CORSPolicy | None:
             re2.compile(origin, options=_RE2_OPTIONS)
         except re2.error:
             raise PolicyError(
-                f"invalid allowed origin {quote(origin)}: "
+                f"invalid allowed origin {go_quote(origin)}: "
                 "allowed origin is invalid exact match and invalid regex match"
             ) from None
         origins.append("regex:" + origin)

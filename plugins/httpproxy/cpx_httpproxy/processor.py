@@ -37,7 +37,9 @@ from cpx import (
     ConfigError,
     ObjectKey,
     SourceView,
+    StatusClock,
     load_balancer_status,
+    utc_now,
 )
 from cpx.dag import DAG, EXTENSION_UPSTREAMS
 
@@ -145,7 +147,7 @@ class HTTPProxyProcessor:
 
     config: Config
     settings: Settings
-    clock: st.Clock = st.utc_now
+    clock: StatusClock = utc_now
     # status.loadBalancer for every proxy, from the core's --ingress-status-address (as Contour).
     load_balancer: Mapping[str, Any] | None = None
     # The status each proxy got last build (kept, or reused, by the next one).

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Set
 from typing import Any
 
 import attrs
-from cpx import ObjectKey, blame
+from cpx import ObjectKey, StatusClock, SubCondition, blame
 from cpx.dag import DAG
 
 from cpx_httpproxy import model
@@ -92,7 +92,7 @@ class ProxyRegistry:
         self,
         dag: DAG,
         *,
-        clock: st.Clock,
+        clock: StatusClock,
         last: Published | None,
         changed: Set[Name] | None,
         load_balancer: Mapping[str, Any] | None,
@@ -163,13 +163,13 @@ class Rendered:
     dict (the status keeps its lastTransitionTime)."""
 
     proxy: Proxy
-    errors: tuple[st.SubCondition, ...]
-    warnings: tuple[st.SubCondition, ...]
+    errors: tuple[SubCondition, ...]
+    warnings: tuple[SubCondition, ...]
     status: dict[str, Any]
     reusable: bool
 
     def same(
-        self, proxy: Proxy, errors: tuple[st.SubCondition, ...], warnings: tuple[st.SubCondition, ...]
+        self, proxy: Proxy, errors: tuple[SubCondition, ...], warnings: tuple[SubCondition, ...]
     ) -> bool:
         return self.reusable and self.proxy is proxy and self.errors == errors and self.warnings == warnings
 
@@ -178,7 +178,7 @@ def _render(
     proxy: Proxy,
     status: ProxyStatus,
     last: Rendered | None,
-    clock: st.Clock,
+    clock: StatusClock,
     load_balancer: Mapping[str, Any] | None,
 ) -> Rendered:
     own = proxy.obj.get("status")
@@ -186,7 +186,7 @@ def _render(
     # a new lastTransitionTime (and log every proxy as changed).
     if isinstance(own, Mapping) and own:
         previous: Mapping[str, Any] | None = own
-        reusable = st.keeps_transition_time(own, status)
+        reusable = status.keeps_transition_time(own)
     else:
         previous, reusable = (last.status if last is not None else None), True
     computed = status.render(previous, clock=clock)

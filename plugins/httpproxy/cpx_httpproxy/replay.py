@@ -13,13 +13,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 
 import attrs
-from cpx import Lookups, ObjectKey
+from cpx import Lookups, ObjectKey, SubCondition
 from cpx.dag import DAG, VirtualHost
 
 from cpx_httpproxy.kinds import HTTP_LISTENER
 from cpx_httpproxy.proxies import Name, ProxyRegistry
 from cpx_httpproxy.roots import Served, add_plain, new_plain, serve_secure
-from cpx_httpproxy.status import SubCondition
 
 
 @attrs.frozen(eq=False)

@@ -6,12 +6,19 @@
 from __future__ import annotations
 
 import attrs
-from cpx import Config, DelegationNotPermittedError, ObjectKey, SecretError, SourceView, lookup_service_port
+from cpx import (
+    Config,
+    DelegationNotPermittedError,
+    ObjectKey,
+    SecretError,
+    SourceView,
+    go_quote,
+    lookup_service_port,
+)
 from cpx.dag import HeadersPolicy, ServicePort, UpstreamProtocol, UpstreamValidation
 
 from cpx_httpproxy import model
 from cpx_httpproxy.delegation import refusal_message
-from cpx_httpproxy.durations import quote
 from cpx_httpproxy.status import SERVICE_ERROR, TLS_ERROR, ProxyStatus
 
 PROTOCOLS = {"h2": UpstreamProtocol.H2, "h2c": UpstreamProtocol.H2C, "tls": UpstreamProtocol.TLS}
@@ -77,7 +84,7 @@ def lookup_validation(
     except DelegationNotPermittedError:
         raise
     except SecretError as err:
-        raise ValidationProblem(f"invalid CA Secret {quote(f'{ca_namespace}/{name}')}: {err}") from None
+        raise ValidationProblem(f"invalid CA Secret {go_quote(f'{ca_namespace}/{name}')}: {err}") from None
     if not validation.subject_name:
         raise ValidationProblem("missing subject alternative name")
     names = validation.subject_names or (validation.subject_name,)
@@ -95,7 +102,7 @@ def upstream_validation(
     validation = service.validation
     if validation is None or upstream.protocol not in (UpstreamProtocol.TLS, UpstreamProtocol.H2):
         return None
-    ref = quote("/".join(ca_secret_ref(validation, ctx.namespace)))
+    ref = go_quote("/".join(ca_secret_ref(validation, ctx.namespace)))
     try:
         return lookup_validation(validation, ctx.namespace, ctx.source, ctx.referrer)
     except DelegationNotPermittedError as err:

@@ -25,11 +25,11 @@ while the condition's status stays the same (the Kubernetes convention), which a
 from __future__ import annotations
 
 import copy
-import datetime as dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
+from cpx import DetailedStatus, StatusClock, SubCondition, object_generation, utc_now
 from cpx.dag import Note
 
 # currentStatus values (internal/status/proxystatus.go).
@@ -39,7 +39,6 @@ ORPHANED = "orphaned"
 
 VALID_CONDITION = "Valid"
 VALID_MESSAGE = "Valid HTTPProxy"
-ERROR_PRESENT = "ErrorPresent"
 ERROR_PRESENT_MESSAGE = "At least one error present, see Errors for details"
 ORPHANED_MESSAGE = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
 
@@ -61,82 +60,25 @@ TLS_ERROR = "TLSError"
 VIRTUAL_HOST_ERROR = "VirtualHostError"
 LISTENER_ERROR = "ListenerError"
 
-# Contour's LongMessageLength: the CRD allows 32768; Contour cuts a little earlier.
-LONG_MESSAGE_LENGTH = 32760
-
-Clock = Callable[[], dt.datetime]
-
-
-def utc_now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC)
-
-
-def fixed_clock(when: dt.datetime) -> Clock:
-    """A clock that always answers ``when`` (for ``cpx translate`` and tests)."""
-    return lambda: when
-
-
-def truncate(message: str) -> str:
-    """Contour's truncateLongMessage: at most 32760 bytes of UTF-8 (never half a character)."""
-    raw = message.encode()
-    if len(raw) <= LONG_MESSAGE_LENGTH:
-        return message
-    return raw[:LONG_MESSAGE_LENGTH].decode(errors="ignore")
-
-
-def timestamp(when: dt.datetime) -> str:
-    """A metav1.Time: RFC 3339 in UTC, whole seconds."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return when.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-@attrs.frozen
-class SubCondition:
-    """An error or a warning of the Valid condition (status is always "True")."""
-
-    type: str
-    reason: str
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"type": self.type, "status": "True", "reason": self.reason, "message": self.message}
-
 
 @attrs.define
-class ProxyStatus:
+class ProxyStatus(DetailedStatus):
     """Errors and warnings found for one HTTPProxy while building; renders its status.
 
-    As in Contour, every error is kept (in order, duplicates included); any error makes the proxy
-    invalid, and an ``Orphaned`` error makes it orphaned.  Warnings never change validity.
+    The Valid condition is the core's :class:`cpx.DetailedStatus`; an ``Orphaned`` error makes the
+    proxy orphaned (currentStatus and description, HTTPProxy's own fields).
     """
 
-    generation: int = 0
-    errors: list[SubCondition] = attrs.field(factory=list)
-    warnings: list[SubCondition] = attrs.field(factory=list)
+    valid_message: str = VALID_MESSAGE
 
     @classmethod
     def for_object(cls, obj: Mapping[str, Any]) -> ProxyStatus:
         """An empty status for this object; observedGeneration comes from metadata.generation."""
-        meta = obj.get("metadata")
-        generation = meta.get("generation") if isinstance(meta, Mapping) else None
-        if isinstance(generation, bool) or not isinstance(generation, int):
-            generation = 0
-        return cls(generation=generation)
-
-    def add_error(self, type: str, reason: str, message: str) -> None:
-        self.errors.append(SubCondition(type, reason, truncate(message)))
-
-    def add_warning(self, type: str, reason: str, message: str) -> None:
-        self.warnings.append(SubCondition(type, reason, truncate(message)))
+        return cls(generation=object_generation(obj))
 
     def orphan(self) -> None:
         """Mark the proxy as not reachable from any root."""
         self.add_error(ORPHANED_ERROR, "Orphaned", ORPHANED_MESSAGE)
-
-    @property
-    def valid(self) -> bool:
-        return not self.errors
 
     @property
     def current_status(self) -> str:
@@ -154,63 +96,15 @@ class ProxyStatus:
     def _orphan_error(self) -> SubCondition | None:
         return next((e for e in self.errors if e.type == ORPHANED_ERROR), None)
 
-    def condition(
-        self, previous: Mapping[str, Any] | None = None, *, clock: Clock = utc_now
+    def render(
+        self, previous: Mapping[str, Any] | None = None, *, clock: StatusClock = utc_now
     ) -> dict[str, Any]:
-        """The Valid DetailedCondition.  ``previous`` is the object's current status: its Valid
-        condition's lastTransitionTime is kept when the condition status does not change."""
-        status = "True" if self.valid else "False"
-        prior = _valid_condition(previous)
-        if prior is not None and prior.get("status") == status and prior.get("lastTransitionTime"):
-            transition = str(prior["lastTransitionTime"])
-        else:
-            transition = timestamp(clock())
-        out: dict[str, Any] = {
-            "type": VALID_CONDITION,
-            "status": status,
-            "reason": VALID_CONDITION if self.valid else ERROR_PRESENT,
-            "message": VALID_MESSAGE if self.valid else ERROR_PRESENT_MESSAGE,
-            "observedGeneration": self.generation,
-            "lastTransitionTime": transition,
-        }
-        # Go's omitempty: empty lists are left out.
-        if self.errors:
-            out["errors"] = [e.to_dict() for e in self.errors]
-        if self.warnings:
-            out["warnings"] = [w.to_dict() for w in self.warnings]
-        return out
-
-    def render(self, previous: Mapping[str, Any] | None = None, *, clock: Clock = utc_now) -> dict[str, Any]:
         """The status dict for ``DAG.set_status``."""
         return {
             "currentStatus": self.current_status,
             "description": self.description,
             "conditions": [self.condition(previous, clock=clock)],
         }
-
-    def notes(self) -> Iterator[Note]:
-        """The same errors and warnings as DAG notes (for logs and ``cpx translate``)."""
-        for e in self.errors:
-            yield Note(type=e.type, reason=e.reason, message=e.message)
-        for w in self.warnings:
-            yield Note(type=w.type, reason=w.reason, message=w.message, severity="warning")
-
-
-def keeps_transition_time(previous: Mapping[str, Any], status: ProxyStatus) -> bool:
-    """Whether rendering ``status`` over ``previous`` keeps the previous lastTransitionTime (rather
-    than stamping "now"), so that rendering it again gives the same dict."""
-    prior = _valid_condition(previous)
-    expected = "True" if status.valid else "False"
-    return prior is not None and prior.get("status") == expected and bool(prior.get("lastTransitionTime"))
-
-
-def _valid_condition(status: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    if not isinstance(status, Mapping):
-        return None
-    conditions = status.get("conditions")
-    if not isinstance(conditions, list):
-        return None
-    return next((c for c in conditions if isinstance(c, Mapping) and c.get("type") == VALID_CONDITION), None)
 
 
 def _legacy_fields(valid: Mapping[str, Any]) -> dict[str, Any]:

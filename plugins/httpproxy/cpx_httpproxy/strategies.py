@@ -17,8 +17,8 @@ from cpx.testing.strategies import (
     from_schema,
     hostile_ints,
     hostile_strings,
+    kind_objects,
     mostly,
-    namespaces_of,
 )
 from hypothesis import strategies as st
 
@@ -62,15 +62,7 @@ def httpproxies(world: World) -> Strategy[dict[str, Any]]:
         from_schema(spec_schema, overrides, path="spec", hostile=world.hostile),
         ratio=2,
     )
-    meta = st.fixed_dictionaries({"name": st.sampled_from(NAMES), "namespace": namespaces_of(world)})
-    return st.fixed_dictionaries(
-        {
-            "apiVersion": st.just("projectcontour.io/v1"),
-            "kind": st.just("HTTPProxy"),
-            "metadata": meta,
-            "spec": spec,
-        }
-    )
+    return kind_objects(HTTPPROXY, world, NAMES, spec)
 
 
 STRATEGIES = (KindStrategy(gvk=HTTPPROXY, objects=httpproxies),)

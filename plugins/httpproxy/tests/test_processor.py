@@ -19,6 +19,7 @@ from cpx import (
     ObjectKey,
     SourceView,
     WatchSpec,
+    fixed_clock,
     ingress_class_accepts,
 )
 from cpx.dag import (
@@ -49,7 +50,6 @@ from cpx.testing import (
     same_namespace_only,
 )
 
-from cpx_httpproxy import status
 from cpx_httpproxy.kinds import HTTP_LISTENER, HTTPPROXY, HTTPS_LISTENER
 from cpx_httpproxy.processor import HTTPProxyProcessor
 
@@ -171,7 +171,7 @@ def build(
             continue
         source.insert(obj)
     processor = HTTPProxyProcessor.from_config(config)
-    processor.clock = status.fixed_clock(NOW)
+    processor.clock = fixed_clock(NOW)
     return Builder([("listeners", ListenerProcessor(config)), ("httpproxy", processor)]).build(source)
 
 
@@ -332,7 +332,7 @@ def test_root_needs_the_core_listeners() -> None:
     for obj in (service(), httpproxy(routes=[route()])):
         source.insert(obj)
     processor = HTTPProxyProcessor.from_config(Config())
-    processor.clock = status.fixed_clock(NOW)
+    processor.clock = fixed_clock(NOW)
     dag = Builder([("httpproxy", processor)]).build(source)  # no ListenerProcessor
     assert errors(dag) == [("ListenerError", "ErrorIdentifyingListener", "listener ingress_http not found")]
     assert dag.listeners == {}

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from cpx import Config, ObjectKey
+from cpx import Config, DurationError, ObjectKey, parse_go_duration, parse_timeout
 from cpx.dag import (
     Cluster,
     CORSPolicy,
@@ -25,7 +25,7 @@ from cpx.dag import (
 from cpx.testing import ExternalNamePolicy, Resolver, SourceCache
 
 from cpx_httpproxy import model
-from cpx_httpproxy.durations import DurationError, parse_go_duration, parse_max_age, parse_timeout
+from cpx_httpproxy.durations import parse_max_age
 from cpx_httpproxy.headers import canonical_header_key, escape_header_value
 from cpx_httpproxy.routebuild import (
     VhostPolicies,

@@ -17,8 +17,8 @@ from cpx.testing.strategies import (
     World,
     hostile_ints,
     hostile_strings,
+    kind_objects,
     mostly,
-    namespaces_of,
 )
 from cpx_ingress.kinds import INGRESS
 from cpx_ingress.schema import PATH_TYPES
@@ -95,18 +95,8 @@ def ingresses(world: World) -> Strategy[dict[str, Any]]:
             "ingressClassName": mostly(st.just("contour"), st.just("other")),
         },
     )
-    meta = st.fixed_dictionaries(
-        {"name": st.sampled_from(("web", "api", "admin")), "namespace": namespaces_of(world)},
-        optional={"annotations": _annotations(world)},
-    )
-    return st.fixed_dictionaries(
-        {
-            "apiVersion": st.just("networking.k8s.io/v1"),
-            "kind": st.just("Ingress"),
-            "metadata": meta,
-            "spec": spec,
-        }
-    )
+    names = ("web", "api", "admin")
+    return kind_objects(INGRESS, world, names, spec, optional_meta={"annotations": _annotations(world)})
 
 
 STRATEGIES = (KindStrategy(gvk=INGRESS, objects=ingresses),)

@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 import yaml
+from cpx import crd_manifest
 
 from cpx_tlsdelegation.kinds import TLS_CERTIFICATE_DELEGATION as KIND
 
@@ -63,31 +64,7 @@ OPENAPI_SCHEMA: dict[str, Any] = {
 
 
 def manifest() -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{KIND.plural}.{KIND.group}"},
-        "spec": {
-            "group": KIND.group,
-            "names": {
-                "kind": KIND.kind,
-                "listKind": f"{KIND.kind}List",
-                "plural": KIND.plural,
-                "shortNames": ["tlscerts"],
-                "singular": KIND.kind.lower(),
-            },
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": KIND.version,
-                    "schema": {"openAPIV3Schema": OPENAPI_SCHEMA},
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                }
-            ],
-        },
-    }
+    return crd_manifest(KIND, OPENAPI_SCHEMA, short_names=("tlscerts",))
 
 
 def render() -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cpx.testing.strategies import KindStrategy, Strategy, World, from_schema, hostile_strings, namespaces_of
+from cpx.testing.strategies import KindStrategy, Strategy, World, from_schema, hostile_strings, kind_objects
 from hypothesis import strategies as st
 
 from cpx_tlsdelegation import crd
@@ -25,17 +25,7 @@ def delegations(world: World) -> Strategy[dict[str, Any]]:
     spec = from_schema(
         crd.OPENAPI_SCHEMA["properties"]["spec"], overrides, path="spec", hostile=world.hostile
     )
-    meta = st.fixed_dictionaries(
-        {"name": st.sampled_from(("certs", "wildcard")), "namespace": namespaces_of(world)}
-    )
-    return st.fixed_dictionaries(
-        {
-            "apiVersion": st.just("projectcontour.io/v1"),
-            "kind": st.just("TLSCertificateDelegation"),
-            "metadata": meta,
-            "spec": spec,
-        }
-    )
+    return kind_objects(TLS_CERTIFICATE_DELEGATION, world, ("certs", "wildcard"), spec)
 
 
 STRATEGIES = (KindStrategy(gvk=TLS_CERTIFICATE_DELEGATION, objects=delegations),)
