@@ -23,7 +23,8 @@ from cpx.dag import DownstreamValidation, Secret
 
 from cpx_gatewayapi import grants
 from cpx_gatewayapi.cabundles import CAProblem, ca_bundle, not_permitted, ref_kind
-from cpx_gatewayapi.kinds import GATEWAY, GROUP
+from cpx_gatewayapi.gateway_tls import secret_reference
+from cpx_gatewayapi.kinds import GATEWAY
 from cpx_gatewayapi.model import Verdict
 
 INSECURE_FALLBACK = "AllowInsecureFallback"
@@ -105,16 +106,7 @@ def _bundle(source: SourceView, gateway: ObjectKey, ref: Mapping[str, Any]) -> b
     group, kind = ref_kind(ref)
     name = str(ref.get("name") or "")
     if (group, kind) == ("", "ConfigMap") and not grants.permitted(
-        source,
-        grants.Reference(
-            from_group=GROUP,
-            from_kind="Gateway",
-            from_namespace=gateway.namespace,
-            to_group="",
-            to_kind="ConfigMap",
-            to_namespace=namespace,
-            to_name=name,
-        ),
+        source, secret_reference(gateway, namespace, name, kind="ConfigMap")
     ):
         raise not_permitted("ConfigMap", namespace, name, gateway)
     return ca_bundle(source, namespace, ref, gateway, kind_reason=INVALID_CA_CERTIFICATE_KIND)
