@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 import yaml
-from cpx.testing import make_ca_secret, make_tls_secret
+from cpx import Config
+from cpx.dag import SecureVirtualHost
+from cpx.ops import certgen
+from cpx.testing import Builder, ListenerProcessor, SourceCache, make_ca_secret, make_tls_secret
 from cpx.testing.tls import default_ca
 from cpx.testing.translation import Translation
+
+from cpx_gatewayapi import plugin
+from cpx_gatewayapi.processor import GatewayAPIProcessor
 
 GROUP = "gateway.networking.k8s.io"
 CA = default_ca().cert_pem.decode()
@@ -186,3 +192,29 @@ def test_one_bad_ref_among_good_ones_keeps_the_listener(build: Build) -> None:
     assert listener["ResolvedRefs"] == ("False", "InvalidCACertificateRef")
     assert listener["Accepted"] == ("True", "Accepted")
     assert _validation(built, "https-443-127_0_0_2", "a.example.com").ca.ca_pem == CA.encode()
+
+
+def test_a_changed_ca_config_map_reaches_the_hosts_of_a_long_lived_build() -> None:
+    watches = {spec.gvk.group_kind: spec for spec in plugin.cpx_watches()}
+    source = SourceCache(watches=watches)
+    config = Config()
+    builder = Builder(
+        [("listeners", ListenerProcessor(config)), ("gatewayapi", GatewayAPIProcessor.from_config(config))]
+    )
+    for obj in _objects({"default": {"validation": {"caCertificateRefs": [_ref("ca")]}}}):
+        source.insert(dict(obj))
+    vhosts = builder.build(source).listeners["https-443-127_0_0_2"].secure_virtual_hosts
+    assert _ca_pem(vhosts["a.example.com"]) == CA.encode()
+    other = certgen.new_ca("another CA", lifetime_days=1).cert_pem.decode()
+    config_map = _config_map("infra", "ca", {"ca.crt": other})
+    assert plugin._config_map_in_use(config_map, source)
+    assert not plugin._config_map_in_use(_config_map("infra", "unrelated"), source)
+    source.insert(config_map)
+    vhosts = builder.build(source).listeners["https-443-127_0_0_2"].secure_virtual_hosts
+    assert {_ca_pem(vhosts[name]) for name in ("a.example.com", "*")} == {other.encode()}
+
+
+def _ca_pem(vhost: SecureVirtualHost) -> bytes:
+    validation = vhost.downstream_validation
+    assert validation is not None and validation.ca is not None
+    return validation.ca.ca_pem
