@@ -21,13 +21,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import attrs
-from cpx import ObjectKey, SecretError, SourceView
+from cpx import ObjectKey, SourceView
 from cpx.dag import Cluster, Secret, UpstreamProtocol, UpstreamValidation
-from cryptography import x509
 
+from cpx_gatewayapi.cabundles import CAProblem, ca_bundle, ref_kind
 from cpx_gatewayapi.kinds import BACKEND_TLS_POLICY, CONFIG_MAP
-
-CA_KEY = "ca.crt"
 
 # Condition reasons (apis/v1/policy_types.go, backendtlspolicy_types.go).
 ACCEPTED = "Accepted"
@@ -35,7 +33,6 @@ CONFLICTED = "Conflicted"
 INVALID = "Invalid"
 NO_VALID_CA_CERTIFICATE = "NoValidCACertificate"
 RESOLVED_REFS = "ResolvedRefs"
-INVALID_CA_CERTIFICATE_REF = "InvalidCACertificateRef"
 INVALID_KIND = "InvalidKind"
 
 _TLS_PROTOCOLS = {UpstreamProtocol.H2C: UpstreamProtocol.H2, UpstreamProtocol.H2: UpstreamProtocol.H2}
@@ -158,7 +155,7 @@ def _policy(source: SourceView, obj: Mapping[str, Any]) -> tuple[tuple[str, str,
     targets = tuple(
         (key.namespace, str(ref.get("name") or ""), str(ref.get("sectionName") or ""))
         for ref in spec.get("targetRefs") or ()
-        if isinstance(ref, Mapping) and _ref_kind(ref) == ("", "Service")
+        if isinstance(ref, Mapping) and ref_kind(ref) == ("", "Service")
     )
     hostname = str(validation.get("hostname") or "")
     ca, accepted, resolved = _ca(source, key, obj, validation)
@@ -207,8 +204,8 @@ def _ca(
     problem: Outcome | None = None
     for ref in refs:
         try:
-            bundles.append(_ca_bundle(source, key, ref))
-        except _CAProblem as err:
+            bundles.append(ca_bundle(source, key.namespace, ref, key, kind_reason=INVALID_KIND))
+        except CAProblem as err:
             problem = problem or Outcome(False, err.reason, err.message)
     resolved = problem or resolved_ok
     if not bundles:
@@ -219,53 +216,14 @@ def _ca(
     return ca, Outcome(True, ACCEPTED, "Accepted"), resolved
 
 
-@attrs.frozen
-class _CAProblem(Exception):
-    reason: str
-    message: str
-
-
-def _ca_bundle(source: SourceView, key: ObjectKey, ref: Mapping[str, Any]) -> bytes:
-    group, kind = _ref_kind(ref)
-    name = str(ref.get("name") or "")
-    if (group, kind) == ("", "Secret"):
-        try:
-            return source.lookup_ca_secret(key.namespace, name, key).ca_pem
-        except SecretError as err:
-            raise _CAProblem(INVALID_CA_CERTIFICATE_REF, f"CA Secret {key.namespace}/{name}: {err}") from None
-    if (group, kind) != ("", "ConfigMap"):
-        shown = f"{group}/{kind}" if group else kind
-        raise _CAProblem(
-            INVALID_KIND, f"caCertificateRef {shown} {name}: only ConfigMap and Secret are supported"
-        )
-    config_map = source.get(_ca_key(key.namespace, ref))
-    where = f"CA ConfigMap {key.namespace}/{name}"
-    if config_map is None:
-        raise _CAProblem(INVALID_CA_CERTIFICATE_REF, f"{where} not found")
-    pem = (config_map.get("data") or {}).get(CA_KEY)
-    if not isinstance(pem, str) or not pem.strip():
-        raise _CAProblem(INVALID_CA_CERTIFICATE_REF, f"{where} has no {CA_KEY}")
-    try:
-        x509.load_pem_x509_certificates(pem.encode())
-    except ValueError:
-        raise _CAProblem(
-            INVALID_CA_CERTIFICATE_REF, f"{where}: {CA_KEY} is not a PEM certificate bundle"
-        ) from None
-    return pem.encode() if pem.endswith("\n") else (pem + "\n").encode()
-
-
 def _ca_refs(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     validation = (obj.get("spec") or {}).get("validation") or {}
     return [ref for ref in validation.get("caCertificateRefs") or () if isinstance(ref, Mapping)]
 
 
 def _ca_key(namespace: str, ref: Mapping[str, Any]) -> ObjectKey:
-    group, kind = _ref_kind(ref)
+    group, kind = ref_kind(ref)
     return ObjectKey(group, kind, namespace, str(ref.get("name") or ""))
-
-
-def _ref_kind(ref: Mapping[str, Any]) -> tuple[str, str]:
-    return str(ref.get("group") or ""), str(ref.get("kind") or "")
 
 
 def references_config_map(obj: Mapping[str, Any], source: SourceView) -> bool:

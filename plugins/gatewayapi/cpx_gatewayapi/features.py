@@ -21,6 +21,10 @@ SUPPORTED_FEATURES: tuple[str, ...] = tuple(
             "TLSRouteModeMixed",
             # Gateway extended: any listener port (80 -> Envoy 8080, 8080 -> 16080).
             "GatewayPort8080",
+            # Gateway extended: client certificate validation (spec.tls.frontend), and its
+            # AllowInsecureFallback mode.
+            "GatewayFrontendClientCertificateValidation",
+            "GatewayFrontendClientCertificateValidationInsecureFallback",
             # HTTPRoute extended.
             "HTTPRouteQueryParamMatching",
             "HTTPRouteMethodMatching",

@@ -30,14 +30,14 @@ class CertificateProblem:
     message: str
 
 
-def secret_reference(gateway: ObjectKey, namespace: str, name: str) -> Reference:
-    """The ReferenceGrant question for a Gateway's certificateRef to a Secret."""
+def secret_reference(gateway: ObjectKey, namespace: str, name: str, kind: str = "Secret") -> Reference:
+    """The ReferenceGrant question for a Gateway's reference to a Secret (or another core kind)."""
     return Reference(
         from_group=GROUP,
         from_kind="Gateway",
         from_namespace=gateway.namespace,
         to_group="",
-        to_kind="Secret",
+        to_kind=kind,
         to_namespace=namespace,
         to_name=name,
     )

@@ -22,9 +22,10 @@ from typing import Any
 
 import attrs
 from cpx import ObjectKey, SourceView, blame, parse_status_addresses
-from cpx.dag import DAG, AuthorityCheck, Secret
+from cpx.dag import DAG, AuthorityCheck, DownstreamValidation, Secret
 
 from cpx_gatewayapi import conditions as cond
+from cpx_gatewayapi import frontend_tls
 from cpx_gatewayapi import listeners as ls
 from cpx_gatewayapi.features import supported_features
 from cpx_gatewayapi.gateway_tls import CertificateProblem, resolve_certificate
@@ -44,6 +45,12 @@ _NO_CONFLICT = Verdict(False, "NoConflicts", "No conflicts")
 _REFS_RESOLVED = Verdict(True, "ResolvedRefs", "Listener references resolved")
 _LISTENER_ACCEPTED = Verdict(True, "Accepted", "Listener accepted")
 _LISTENER_PROGRAMMED = Verdict(True, "Programmed", "Listener programmed")
+_INSECURE_FRONTEND = Verdict(
+    True,
+    "ConfigurationChanged",
+    "Client certificate validation is AllowInsecureFallback: connections without a valid client "
+    "certificate are accepted",
+)
 
 
 def resolve(dag: DAG, source: SourceView, settings: Settings) -> Resolution:
@@ -248,6 +255,9 @@ class _GatewayResolver:
         # A Gateway served nowhere takes no port from the others.
         accepted, conflicted = self._place(listener, family) if serve else (_LISTENER_ACCEPTED, _NO_CONFLICT)
         secret, programmed, resolved_refs = self._tls(listener, tls, "tls" in spec, resolved_refs)
+        validation, accepted, programmed, resolved_refs = self._frontend(
+            listener, accepted, programmed, resolved_refs
+        )
         if not accepted.ok:
             programmed = Verdict(False, accepted.reason if conflicted.ok else "Invalid", accepted.message)
         elif not serve:
@@ -260,7 +270,9 @@ class _GatewayResolver:
             supported_kinds=kinds,
         )
         dag_listener = self._dag_listener(listener, family) if programmed.ok else None
-        return attrs.evolve(listener, dag_listener=dag_listener, secret=secret, status=status)
+        return attrs.evolve(
+            listener, dag_listener=dag_listener, secret=secret, client_validation=validation, status=status
+        )
 
     def _place(self, listener: GatewayListener, family: str) -> tuple[Verdict, Verdict]:
         """Accepted and Conflicted for a listener, against the listeners before it."""
@@ -309,6 +321,24 @@ class _GatewayResolver:
                 return None, Verdict(False, "Invalid", found.message), refs
             secret = found
         return secret, _LISTENER_PROGRAMMED, resolved_refs
+
+    def _frontend(
+        self, listener: GatewayListener, accepted: Verdict, programmed: Verdict, resolved_refs: Verdict
+    ) -> tuple[DownstreamValidation | None, Verdict, Verdict, Verdict]:
+        """The client validation of an HTTPS listener (``spec.tls.frontend``), with its Accepted,
+        Programmed and ResolvedRefs: without any usable CA it is neither accepted nor served."""
+        if listener.protocol != ls.HTTPS or listener.tls_mode != ls.TERMINATE:
+            return None, accepted, programmed, resolved_refs
+        config = frontend_tls.frontend_config(self.obj, listener.port)
+        if config is None:
+            return None, accepted, programmed, resolved_refs
+        found = frontend_tls.resolve_frontend(self.source, self.key, config)
+        if found.problem is not None and resolved_refs.ok:
+            resolved_refs = found.problem
+        if found.validation is None and found.problem is not None and accepted.ok:
+            accepted = frontend_tls.not_accepted(found.problem)
+            programmed = Verdict(False, "Invalid", accepted.message)
+        return found.validation, accepted, programmed, resolved_refs
 
     def _dag_listener(self, listener: GatewayListener, family: str) -> str:
         address, envoy = listener.address, listener.envoy_port
@@ -439,6 +469,11 @@ def _gateway_status(
         "conditions": [
             _condition("Accepted", _gateway_accepted(gateway), generation, previous),
             _condition("Programmed", _gateway_programmed(gateway), generation, previous),
+            *(
+                [_condition("InsecureFrontendValidationMode", _INSECURE_FRONTEND, generation, previous)]
+                if frontend_tls.insecure_fallback(obj)
+                else []
+            ),
         ],
         "addresses": [{"type": kind, "value": value} for kind, value in gateway.addresses],
         "listeners": [

@@ -184,6 +184,7 @@ def _ensure(dag: DAG, listener: GatewayListener, host: str, secure: bool) -> Vir
         vhost = dag.ensure_secure_virtual_host(listener.dag_listener, host)
         if vhost.secret is None:  # a host another object serves keeps its certificate
             vhost.secret = listener.secret
+            vhost.downstream_validation = listener.client_validation
             vhost.authority_check = listener.authority_check
     else:
         vhost = dag.ensure_virtual_host(listener.dag_listener, host)

@@ -120,6 +120,7 @@ def merge(
         for contribution in plan.targets[host]:
             if isinstance(vhost, SecureVirtualHost) and vhost.secret is None:
                 vhost.secret = contribution.listener.secret  # a host another object serves keeps its own
+                vhost.downstream_validation = contribution.listener.client_validation
                 vhost.authority_check = contribution.listener.authority_check
             for route in contribution.routes:
                 match = route.match_key()

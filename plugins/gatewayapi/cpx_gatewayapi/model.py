@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 import attrs
 from cpx import ObjectKey
-from cpx.dag import AuthorityCheck, Secret
+from cpx.dag import AuthorityCheck, DownstreamValidation, Secret
 
 from cpx_gatewayapi.kinds import GROUP
 
@@ -68,6 +68,8 @@ class GatewayListener:
     address: str
     envoy_port: int
     secret: Secret | None = None  # HTTPS / TLS Terminate: the certificate to serve
+    # HTTPS Terminate: the client certificate validation of the Gateway's ``tls.frontend``.
+    client_validation: DownstreamValidation | None = None
     # HTTPS: which Hosts a connection whose SNI chose one of its hosts may ask for (421 for the
     # others): its hostname, minus the more specific hostnames of the other listeners on its port.
     authority_check: AuthorityCheck | None = None

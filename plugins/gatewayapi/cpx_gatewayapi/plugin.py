@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from cpx import (
@@ -21,6 +21,7 @@ from cpx import (
 from cpx_gatewayapi import (
     backendtls,
     backendtlsschema,
+    frontend_tls,
     grants,
     grpcschema,
     l4schema,
@@ -73,7 +74,12 @@ def cpx_watches() -> Iterator[WatchSpec]:
     yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
     yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
     yield WatchSpec(gvk=BACKEND_TLS_POLICY, validate=backendtlsschema.validate_backend_tls_policy)
-    yield WatchSpec(gvk=CONFIG_MAP, triggers_rebuild=backendtls.references_config_map)
+    yield WatchSpec(gvk=CONFIG_MAP, triggers_rebuild=_config_map_in_use)
+
+
+def _config_map_in_use(obj: Mapping[str, Any], source: SourceView) -> bool:
+    """Only the ConfigMaps a BackendTLSPolicy or a Gateway's frontend validation names matter."""
+    return backendtls.references_config_map(obj, source) or frontend_tls.references_config_map(obj, source)
 
 
 @hookimpl

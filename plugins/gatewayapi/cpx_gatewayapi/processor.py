@@ -83,6 +83,7 @@ def _catch_all_hosts(dag: DAG, resolution: Resolution) -> None:
             vhost = dag.ensure_secure_virtual_host(listener.dag_listener, "*")
             if vhost.secret is None:  # routes without hostname made it, or an earlier listener
                 vhost.secret = listener.secret
+                vhost.downstream_validation = listener.client_validation
                 vhost.serve_without_routes = True
                 vhost.authority_check = check
             vhost.serves_hosts_of = served

@@ -8,13 +8,16 @@ after it, waiting until cpx has dropped their objects, so the next test starts f
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from cpx.ops import certgen
 from cpx.testing import envoy_binary
 
 from cpx_gatewayapi.testing import Conformance
+
+from .frontendconformance import client_certificates
 
 MANIFESTS = Path(__file__).parent / "manifests"
 
@@ -46,3 +49,15 @@ def upstream(request: pytest.FixtureRequest, conformance: Conformance) -> Iterat
         for name in [names] if isinstance(names, str) else names:
             stack.enter_context(conformance.applied(MANIFESTS / name))
         yield conformance
+
+
+@pytest.fixture
+def client_certs(conformance: Conformance) -> Iterator[Mapping[str, certgen.KeyPair]]:
+    """The client certificates of the frontend validation tests by Secret name, with their CA
+    ConfigMaps and Secrets applied (ask for it before ``upstream``)."""
+    certs, docs = client_certificates()
+    conformance.apply_docs("01-client-certificates.yaml", docs)
+    try:
+        yield certs
+    finally:
+        conformance.remove("01-client-certificates.yaml")
