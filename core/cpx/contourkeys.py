@@ -9,11 +9,13 @@ such a key changes nothing and passes silently.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
+from cpx.accesslogformat import ACCESS_LOG_FORMATS, format_string, json_field
 from cpx.durations import parse_duration, parse_timeout_seconds
 
 Check = Callable[[Any], Any]
@@ -84,10 +86,11 @@ def duration(value: Any) -> str:
     return text
 
 
-def finite_duration(value: Any) -> str:
+def connect_timeout(value: Any) -> str:
+    """Contour's connect-timeout: a Go duration above zero ("infinity" is no Go duration)."""
     text = string(value)
-    if text:
-        parse_duration(text)
+    if text and not 0 < parse_duration(text) < math.inf:
+        raise ValueError(f"{text!r} is not a positive duration")
     return text
 
 
@@ -192,8 +195,19 @@ _CLUSTER = "cpx's clusters use Envoy's defaults"
 _KUBE = "cpx's Kubernetes client"
 _TRACING = "tracing is not implemented"
 _METRICS_TLS = "cpx serves /metrics over plain HTTP"
-_ENVOY_METRICS = "Envoy's stats listener is in its bootstrap: `cpx bootstrap --stats-address/--stats-port`"
-_ACCESS_LOG = "cpx's access log is Envoy's default text format on stdout"
+_ENVOY_METRICS = "Envoy's stats listener (`cpx bootstrap --stats-address/--stats-port`) serves plain HTTP"
+
+
+def _format_string(value: Any) -> str:
+    return format_string(string(value))
+
+
+def _json_field(value: Any) -> str:
+    text = string(value)
+    json_field(text)
+    return text
+
+
 _POLICY = "global header policies are not implemented"
 # Taken by the HTTPProxy plugin's options: without it, these keys are not supported.
 _EXT_AUTH = "needs the HTTPProxy plugin (--global-ext-auth-*); ignoring it would serve without authorization"
@@ -217,9 +231,9 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
         "not one static Gateway",
     ),
     ContourKey("ingress-status-address", string),
-    ContourKey("accesslog-format", one_of("envoy", "json"), "envoy", note=_ACCESS_LOG),
-    ContourKey("accesslog-format-string", string, note=_ACCESS_LOG),
-    ContourKey("json-fields", list_of(string), note=_ACCESS_LOG),
+    ContourKey("accesslog-format", one_of(*ACCESS_LOG_FORMATS), "envoy"),
+    ContourKey("accesslog-format-string", _format_string),
+    ContourKey("json-fields", list_of(_json_field)),
     ContourKey("accesslog-level", one_of("info", "error", "critical", "disabled"), "info"),
     ContourKey("tls.minimum-protocol-version", TLS_VERSION, ""),
     ContourKey("tls.maximum-protocol-version", TLS_VERSION, ""),
@@ -251,12 +265,7 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
     ContourKey("timeouts.max-connection-duration", duration),
     ContourKey("timeouts.delayed-close-timeout", duration),
     ContourKey("timeouts.connection-shutdown-grace-period", duration),
-    ContourKey(
-        "timeouts.connect-timeout",
-        finite_duration,
-        "2s",
-        note="clusters connect within 2s (Contour's default)",
-    ),
+    ContourKey("timeouts.connect-timeout", connect_timeout, "2s"),
     *_keys(
         "policy",
         ContourKey("request-headers.set", string_map, note=_POLICY),
@@ -282,12 +291,7 @@ CONTOUR_KEYS: tuple[ContourKey, ...] = (
         ContourKey("upstream-tls.ecdh-curves", list_of(ecdh_curve), note=_UPSTREAM),
     ),
     ContourKey("network.num-trusted-hops", integer(0), 0),
-    ContourKey(
-        "network.admin-port",
-        integer(0, 65535),
-        9001,
-        note="Envoy's admin listener is in its bootstrap: `cpx bootstrap --admin-port`",
-    ),
+    ContourKey("network.admin-port", integer(0, 65535), 9001),
     ContourKey("network.strip-trailing-host-dot", boolean, False, note="host names keep a trailing dot"),
     *_keys(
         "listener",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from cpx.accesslogformat import ACCESS_LOG_FORMATS
 from cpx.records import OptionSpec
 from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES
 from cpx.xds.envoy import filters
@@ -121,6 +122,27 @@ HTTP_OPTIONS = (
         " (error: status 300 and above, critical: 500 and above)",
     ),
     _choice(
+        "accesslog_format",
+        "Format of Envoy's access log",
+        ACCESS_LOG_FORMATS,
+        "accesslog-format",
+        "envoy",
+        " (envoy: --accesslog-format-string or Envoy's default; json: --accesslog-json-fields)",
+    ),
+    OptionSpec(
+        name="accesslog_format_string",
+        help="Envoy format string of the envoy access log format, ending in a newline (default: Envoy's).",
+        config_key="accesslog-format-string",
+    ),
+    OptionSpec(
+        name="accesslog_json_fields",
+        help="Fields of the json access log format: Contour's names (@timestamp, method, path, "
+        "upstream_host, ...), an Envoy operator's name, or name=%OPERATOR% (repeatable or "
+        "comma-separated; default: Contour's).",
+        multiple=True,
+        config_key="json-fields",
+    ),
+    _choice(
         "server_header_transformation",
         "What Envoy does with the Server response header",
         SERVER_HEADER_TRANSFORMATIONS,
@@ -173,4 +195,11 @@ CLUSTER_DNS_OPTION = _choice(
     "cluster.dns-lookup-family",
     "auto",
     " (all: every address, through LOGICAL_DNS)",
+)
+
+CLUSTER_CONNECT_TIMEOUT_OPTION = OptionSpec(
+    name="cluster_connect_timeout",
+    help="How long Envoy waits for a connection to a Service's endpoint (a Go duration, e.g. 5s; "
+    "default: 2s, Contour's).",
+    config_key="timeouts.connect-timeout",
 )

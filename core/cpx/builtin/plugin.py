@@ -12,7 +12,13 @@ from typing import Any
 
 from cpx import objects as k8s
 from cpx.builtin import filters
-from cpx.builtin.httpoptions import CLUSTER_DNS_OPTION, COMPRESSION_OPTION, HTTP_OPTIONS, LISTENER_OPTIONS
+from cpx.builtin.httpoptions import (
+    CLUSTER_CONNECT_TIMEOUT_OPTION,
+    CLUSTER_DNS_OPTION,
+    COMPRESSION_OPTION,
+    HTTP_OPTIONS,
+    LISTENER_OPTIONS,
+)
 from cpx.builtin.schema import validate_endpoint_slice, validate_namespace, validate_secret, validate_service
 from cpx.config import Config
 from cpx.dag.dag import DAG, Protocol
@@ -34,7 +40,7 @@ from cpx.sources import externalname, ingressclass
 from cpx.sources.view import SourceView
 from cpx.status import loadbalancer as lbstatus
 from cpx.xds import resource
-from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES, ClusterCache, dns_name_cluster
+from cpx.xds.caches.clusters import DNS_LOOKUP_FAMILIES, ClusterCache, connect_timeout, dns_name_cluster
 from cpx.xds.caches.endpoints import EndpointCache
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
@@ -90,6 +96,7 @@ def cpx_options() -> Iterator[OptionSpec]:
     yield from HTTP_OPTIONS
     yield from LISTENER_OPTIONS
     yield CLUSTER_DNS_OPTION
+    yield CLUSTER_CONNECT_TIMEOUT_OPTION
     yield TRACE_OPTION
 
 
@@ -109,6 +116,7 @@ def cpx_configure(config: Config) -> None:
         raise ConfigError(f"--compression: {compression!r} is not one of {choices}")
     try:
         HTTPSettings.from_config(config)
+        connect_timeout(config)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     family = config.option(CLUSTER_DNS_OPTION.name, "auto")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
+from cpx.cli.configfile import apply_bootstrap_file, config_path_option
 from cpx.config import BootstrapOptions, default
 
 _B = BootstrapOptions
@@ -13,6 +15,7 @@ _B = BootstrapOptions
 
 @click.command(name="bootstrap")
 @click.argument("path")
+@config_path_option
 @click.option(
     "--xds-address",
     default=default(_B, "xds_address"),
@@ -68,10 +71,15 @@ _B = BootstrapOptions
 )
 @click.option("--xds-cert-file", type=click.Path(exists=True), help="Envoy's client certificate for mTLS.")
 @click.option("--xds-key-file", type=click.Path(exists=True), help="Envoy's client key for mTLS.")
-def bootstrap_command(path: str, **params: Any) -> None:
+def bootstrap_command(path: str, config_path: Path | None, **params: Any) -> None:
     """Write an Envoy bootstrap (JSON) that points Envoy at cpx; PATH may be '-'."""
     from cpx.xds.envoy.bootstrap import bootstrap_config, write_bootstrap  # noqa: PLC0415
 
+    if config_path is not None:
+        # network.admin-port and metrics.envoy.* of Contour's file; flags given here win.
+        ctx = click.get_current_context()
+        apply_bootstrap_file(ctx, config_path)
+        params = {name: ctx.params[name] for name in params}
     try:
         config = bootstrap_config(**params)
     except ValueError as err:

@@ -8,7 +8,7 @@ own type check; a flag given on the command line (or its environment variable) w
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,12 @@ COMMAND_KEYS = {
     "metrics.contour.address": "health_address",
     "metrics.contour.port": "health_port",
 }
+# Contour's keys that `cpx bootstrap` takes (Envoy's admin and stats listeners are in its bootstrap).
+BOOTSTRAP_KEYS = {
+    "network.admin-port": "admin_port",
+    "metrics.envoy.address": "stats_address",
+    "metrics.envoy.port": "stats_port",
+}
 _FROM_USER = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 config_path_option = click.option(
@@ -45,7 +51,7 @@ config_path_option = click.option(
 
 def claims(host: PluginHost) -> dict[str, str]:
     """Contour key -> the option name that takes it."""
-    found = dict(COMMAND_KEYS)
+    found = {**COMMAND_KEYS, **BOOTSTRAP_KEYS}
     for spec in host.options():
         if spec.config_key is not None:
             found[spec.config_key] = spec.name
@@ -77,20 +83,39 @@ def _converted(
         raise click.UsageError(f"{key}: {err}", ctx) from None
 
 
+def _load(ctx: click.Context, path: Path, taken: Mapping[str, str]) -> dict[str, Any]:
+    try:
+        return load(path.read_text(), str(path), claimed=taken)
+    except (ConfigError, OSError) as err:
+        raise click.UsageError(str(err), ctx) from None
+
+
 def apply_config_file(ctx: click.Context, host: PluginHost, path: Path) -> None:
     """Set ``ctx.params`` from the file's keys, unless the user gave the flag."""
     taken = claims(host)
-    try:
-        found = load(path.read_text(), str(path), claimed=taken)
-    except (ConfigError, OSError) as err:
-        raise click.UsageError(str(err), ctx) from None
+    found = _load(ctx, path, taken)
     findings = review(found, taken)
     if findings.refusals:
         raise click.UsageError(f"{path}: " + "; ".join(findings.refusals), ctx)
     for warning in findings.warnings:
         log.warning("%s: %s", path, warning)
+    _set_params(ctx, found, taken, _conversions(host))
+
+
+def apply_bootstrap_file(ctx: click.Context, path: Path) -> None:
+    """``cpx bootstrap -c``: the file's keys of the bootstrap (:data:`BOOTSTRAP_KEYS`) set its
+    flags; the file is checked as ``cpx serve`` checks it, the keys of other commands are theirs."""
+    taken = claims(PluginHost.load())
+    _set_params(ctx, _load(ctx, path, taken), BOOTSTRAP_KEYS, {})
+
+
+def _set_params(
+    ctx: click.Context,
+    found: Mapping[str, Any],
+    taken: Mapping[str, str],
+    conversions: Mapping[str, Callable[[Any], Any]],
+) -> None:
     params = {p.name: p for p in ctx.command.params}
-    conversions = _conversions(host)
     for key, value in found.items():
         param = params.get(taken.get(key, ""))
         # Empty is unset in Contour's file; a key of another command (serve's kubeconfig for

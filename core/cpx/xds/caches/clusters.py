@@ -22,6 +22,7 @@ from envoy.extensions.upstreams.http.v3 import http_protocol_options_pb2 as http
 from envoy.type.v3 import http_pb2 as http_type_v3
 
 from cpx.config import Config
+from cpx.contourkeys import connect_timeout as checked_connect_timeout
 from cpx.dag.attachments import NO_ATTACHMENTS
 from cpx.dag.dag import DAG
 from cpx.dag.nodes import (
@@ -37,6 +38,7 @@ from cpx.dag.nodes import (
     UpstreamProtocol,
     UpstreamValidation,
 )
+from cpx.durations import parse_duration
 from cpx.records import ClusterKindSpec
 from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator
@@ -79,6 +81,7 @@ class ClusterCache:
     def __init__(self, config: Config) -> None:
         self.config = config
         self._dns_family = DNS_LOOKUP_FAMILIES[config.option("cluster_dns_lookup_family", "auto")]
+        self._connect_timeout = connect_timeout(config)
         self._resources: dict[str, Resource] = {}
         # Memos of the last build only, so nodes that left the DAG are forgotten.
         self._by_node: dict[Cluster, Entry] = {}
@@ -139,11 +142,24 @@ class ClusterCache:
         if entry is None:
             name = cluster_name(shape)
             message = cluster(shape)
+            if self._connect_timeout != CONNECT_TIMEOUT:
+                message.connect_timeout.CopyFrom(seconds(self._connect_timeout))
             if shape.upstream.external_name:
                 _dns_lookup_family(message, self._dns_family)
             entry = (name, Resource.from_message(name, self.type_url, message), shape)
         by_shape[shape] = entry
         return entry
+
+
+def connect_timeout(config: Config) -> float:
+    """Contour's timeouts.connect-timeout (``--cluster-connect-timeout``) in seconds: 2 unless set."""
+    value = config.option("cluster_connect_timeout")
+    if not value:
+        return CONNECT_TIMEOUT
+    try:
+        return parse_duration(checked_connect_timeout(value))
+    except ValueError as err:
+        raise ValueError(f"--cluster-connect-timeout: {err}") from None
 
 
 def _dns_lookup_family(msg: cluster_v3.Cluster, family: cluster_v3.Cluster.DnsLookupFamily.ValueType) -> None:

@@ -99,7 +99,7 @@ class _SecureChain:
         alpn: tuple[str, ...] = ()
         if self.tcp_proxy is not None:
             # No ALPN for TCP proxying: the backend's ServerHello decides the protocol.
-            filters = [tcp_proxy_filter(self.stat_prefix, self.tcp_proxy)]
+            filters = [tcp_proxy_filter(self.stat_prefix, self.tcp_proxy, settings)]
         else:
             # The connection manager keeps the listener's stat prefix (dashboards rely on it).
             secure = self.secret is not None
@@ -182,7 +182,7 @@ class _TCPChain:
     tcp_proxy: TCPProxy
 
     def build(self, settings: HTTPSettings, http_filters: HttpFilters) -> listener_components.FilterChain:
-        return filter_chain([tcp_proxy_filter(self.stat_prefix, self.tcp_proxy)])
+        return filter_chain([tcp_proxy_filter(self.stat_prefix, self.tcp_proxy, settings)])
 
 
 _Chain = _SecureChain | _FallbackChain | _HTTPChain | _TCPChain

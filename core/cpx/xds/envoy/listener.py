@@ -8,18 +8,29 @@ import attrs
 from envoy.config.accesslog.v3 import accesslog_pb2 as accesslog
 from envoy.config.core.v3 import address_pb2 as core_address
 from envoy.config.core.v3 import base_pb2 as core_base
+from envoy.config.core.v3 import extension_pb2 as core_extension
 from envoy.config.core.v3 import protocol_pb2 as core_protocol
+from envoy.config.core.v3 import substitution_format_string_pb2 as core_substitution
 from envoy.config.listener.v3 import listener_components_pb2 as listener_components
 from envoy.config.listener.v3 import listener_pb2 as listener_v3
 from envoy.extensions.access_loggers.stream.v3 import stream_pb2 as stream_log
 from envoy.extensions.filters.listener.tls_inspector.v3 import tls_inspector_pb2 as tls_inspector
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2 as tcp_proxy
+from envoy.extensions.formatter.metadata.v3 import metadata_pb2 as metadata_formatter
+from envoy.extensions.formatter.req_without_query.v3 import req_without_query_pb2 as req_without_query
 from envoy.extensions.transport_sockets.tls.v3 import common_pb2 as tls_common
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2 as tls_secret
 from envoy.extensions.transport_sockets.tls.v3 import tls_pb2 as tls
-from google.protobuf import wrappers_pb2
+from google.protobuf import struct_pb2, wrappers_pb2
 
+from cpx.accesslogformat import (
+    ACCESS_LOG_FORMATS,
+    DEFAULT_JSON_FIELDS,
+    format_string,
+    formatter_extensions,
+    json_format,
+)
 from cpx.config import Config
 from cpx.contourkeys import cipher_suite, ecdh_curve
 from cpx.dag.nodes import ClientCertificateDetails, DownstreamValidation, Secret, TCPProxy, TLSParams
@@ -86,6 +97,62 @@ def _checked(config: Config, name: str, check: Callable[[str], str]) -> tuple[st
         raise ValueError(f"--{name.replace('_', '-')}: {err}") from None
 
 
+@attrs.frozen
+class AccessLogFormat:
+    """Contour's accesslog-format: Envoy's text (``text``: a format string, "" Envoy's default) or
+    JSON (``json``: field name -> Envoy format)."""
+
+    text: str = ""
+    json: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_config(cls, config: Config) -> AccessLogFormat:
+        kind = _choice(config, "accesslog_format", ACCESS_LOG_FORMATS, "envoy")
+        try:
+            text = format_string(config.option("accesslog_format_string") or "")
+        except ValueError as err:
+            raise ValueError(f"--accesslog-format-string: {err}") from None
+        try:
+            fields = json_format(config.option("accesslog_json_fields", ()) or DEFAULT_JSON_FIELDS)
+        except ValueError as err:
+            raise ValueError(f"--accesslog-json-fields: {err}") from None
+        # As in Contour, the format string applies to the envoy format, the fields to json.
+        return cls(json=tuple(fields.items())) if kind == "json" else cls(text=text)
+
+    def log_format(self) -> core_substitution.SubstitutionFormatString | None:
+        """Envoy's log_format (None: Envoy's default text format)."""
+        if self.json:
+            formats = [operator for _, operator in self.json]
+            found = core_substitution.SubstitutionFormatString(
+                json_format=struct_pb2.Struct(
+                    fields={k: struct_pb2.Value(string_value=v) for k, v in self.json}
+                ),
+                omit_empty_values=True,
+            )
+        elif self.text:
+            formats = [self.text]
+            found = core_substitution.SubstitutionFormatString(
+                text_format_source=core_base.DataSource(inline_string=self.text)
+            )
+        else:
+            return None
+        found.formatters.extend(_formatters(formats))
+        return found
+
+
+def _formatters(formats: Sequence[str]) -> list[core_extension.TypedExtensionConfig]:
+    return [
+        core_extension.TypedExtensionConfig(name=name, typed_config=to_any(_FORMATTERS[name]()))
+        for name in formatter_extensions(formats)
+    ]
+
+
+_FORMATTERS = {
+    "envoy.formatter.req_without_query": req_without_query.ReqWithoutQuery,
+    "envoy.formatter.metadata": metadata_formatter.Metadata,
+}
+
+
 @attrs.frozen(kw_only=True)
 class HTTPSettings:
     """Connection-manager settings, from optional ``Config.options`` (seconds; ``None``: Envoy default)."""
@@ -106,6 +173,7 @@ class HTTPSettings:
     codec: hcm.HttpConnectionManager.CodecType.ValueType = hcm.HttpConnectionManager.AUTO
     limits: ListenerLimits = NO_LIMITS  # Contour's listener.*
     access_log_level: str = "info"
+    access_log: AccessLogFormat = attrs.field(factory=AccessLogFormat)  # Contour's accesslog-format
     server_header: str = "overwrite"  # Contour's serverHeaderTransformation
     num_trusted_hops: int = 0  # Contour's network.num-trusted-hops (Envoy's xff_num_trusted_hops)
 
@@ -137,6 +205,7 @@ class HTTPSettings:
             codec=chosen[0][1] if len(chosen) == 1 else hcm.HttpConnectionManager.AUTO,
             limits=ListenerLimits.from_config(config),
             access_log_level=_choice(config, "accesslog_level", ACCESS_LOG_LEVELS, "info"),
+            access_log=AccessLogFormat.from_config(config),
             stream_idle_timeout=_timeout(config, "stream_idle_timeout"),
             request_timeout=_timeout(config, "request_timeout") or 0.0,
             merge_slashes=not config.option("disable_merge_slashes", False),
@@ -163,12 +232,22 @@ def socket_address(address: str, port: int) -> core_address.Address:
     return core_address.Address(socket_address=sock)
 
 
-def stdout_access_log(level: str = "info") -> accesslog.AccessLog:
-    """Envoy's default text format on stdout; Contour's access log levels: "error" logs responses
-    of status 300 and above (and any with a response flag), "critical" 500 and above."""
-    log = accesslog.AccessLog(
-        name="envoy.access_loggers.stdout", typed_config=to_any(stream_log.StdoutAccessLog())
-    )
+def access_logs(settings: HTTPSettings) -> list[accesslog.AccessLog]:
+    """The access log of every connection manager and TCP proxy (none when disabled)."""
+    if settings.access_log_level == "disabled":
+        return []
+    return [stdout_access_log(settings.access_log_level, settings.access_log)]
+
+
+def stdout_access_log(level: str = "info", form: AccessLogFormat | None = None) -> accesslog.AccessLog:
+    """Contour's access log on stdout (``form``: default Envoy's text format); Contour's access log
+    levels: "error" logs responses of status 300 and above (and any with a response flag),
+    "critical" 500 and above."""
+    stdout = stream_log.StdoutAccessLog()
+    log_format = None if form is None else form.log_format()
+    if log_format is not None:
+        stdout.log_format.CopyFrom(log_format)
+    log = accesslog.AccessLog(name="envoy.access_loggers.stdout", typed_config=to_any(stdout))
     least = ACCESS_LOG_LEVELS.get(level)
     if least:
         status = accesslog.AccessLogFilter()
@@ -230,9 +309,7 @@ def http_connection_manager(
         strip_any_host_port=True,
         preserve_external_request_id=True,
         request_timeout=seconds(settings.request_timeout),
-        access_log=[]
-        if settings.access_log_level == "disabled"
-        else [stdout_access_log(settings.access_log_level)],
+        access_log=access_logs(settings),
         server_header_transformation=SERVER_HEADER_TRANSFORMATIONS[settings.server_header],
         xff_num_trusted_hops=settings.num_trusted_hops,
         codec_type=settings.codec,
@@ -283,10 +360,14 @@ def _forward_client_certificate(
 # -- TCP -------------------------------------------------------------------------------------------
 
 
-def tcp_proxy_filter(stat_prefix: str, proxy: TCPProxy) -> listener_components.Filter:
-    """Contour's TCPProxy: zero-weight clusters get no traffic unless every weight is zero."""
+def tcp_proxy_filter(
+    stat_prefix: str, proxy: TCPProxy, settings: HTTPSettings | None = None
+) -> listener_components.Filter:
+    """Contour's TCPProxy: zero-weight clusters get no traffic unless every weight is zero; its
+    access log is the connection managers' (``settings``: the default one)."""
     idle = seconds(TCP_PROXY_IDLE_TIMEOUT)
-    config = tcp_proxy.TcpProxy(stat_prefix=stat_prefix, idle_timeout=idle, access_log=[stdout_access_log()])
+    logs = access_logs(settings or HTTPSettings())
+    config = tcp_proxy.TcpProxy(stat_prefix=stat_prefix, idle_timeout=idle, access_log=logs)
     keep = [c for c in proxy.clusters if c.weight > 0] or list(proxy.clusters)
     if len(keep) == 1:
         config.cluster = cluster_name(keep[0])
