@@ -1,8 +1,10 @@
 """``cpx serve -c contour.yaml`` through a real Envoy: Contour's configuration file sets the
-compression, a timeout and the Server header transformation; an unsupported key only warns."""
+compression, a timeout, the Server header transformation and the JSON access log; an unsupported
+key only warns."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cpx.ops.echoserver import EchoServer
+from cpx.ops.envoyproc import EnvoyProcess
 from cpx.testing import Response, envoy_binary, http_get
 from cpx.testing.cpxproc import (
     CpxProcess,
@@ -30,11 +33,13 @@ serverHeaderTransformation: pass_through
 timeouts:
   stream-idle-timeout: 1s
 accesslog-format: json
+json-fields: ["@timestamp", method, path, upstream_host, response_code, "backend=%RESP(X-BACKEND)%"]
+tracing: {serviceName: contour}
 """
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CpxProcess]:
+def served_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CpxProcess, EnvoyProcess]]:
     try:
         envoy_binary()
     except FileNotFoundError as err:
@@ -50,7 +55,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CpxProcess]:
         args = ["-c", str(config)]
         with cpx_with_envoy(manifests, workdir, plugins=["ingress"], extra_args=args) as (cpx, envoy):
             envoy.wait_ready()
-            yield cpx
+            yield cpx, envoy
+
+
+@pytest.fixture(scope="module")
+def served(served_pair: tuple[CpxProcess, EnvoyProcess]) -> CpxProcess:
+    return served_pair[0]
 
 
 def _get(cpx: CpxProcess, path: str) -> Response:
@@ -86,8 +96,31 @@ def test_the_stream_idle_timeout_of_the_file_cuts_a_silent_backend(served: CpxPr
     assert time.monotonic() - started < 2.5
 
 
+def test_a_request_logs_a_json_line_with_the_files_fields(
+    served_pair: tuple[CpxProcess, EnvoyProcess],
+) -> None:
+    cpx, envoy = served_pair
+    _get(cpx, "/logged?x=1")
+
+    def logged() -> dict[str, object]:
+        lines = [line for line in envoy.log_text().splitlines() if '"/logged?x=1"' in line]
+        assert lines, envoy.log_text()[-2000:]
+        found: dict[str, object] = json.loads(lines[-1])
+        return found
+
+    entry = eventually(logged, timeout=15)
+    assert set(entry) == {"@timestamp", "method", "path", "upstream_host", "response_code", "backend"}
+    assert (entry["method"], entry["path"], entry["response_code"], entry["backend"]) == (
+        "GET",
+        "/logged?x=1",
+        200,
+        "web",
+    )
+    assert str(entry["upstream_host"]).startswith("127.0.0.1:")
+
+
 def test_an_unsupported_key_is_logged_by_path(served: CpxProcess) -> None:
-    assert "accesslog-format: not supported, ignored" in served.log_text()
+    assert "tracing.serviceName: not supported, ignored" in served.log_text()
 
 
 def test_a_bad_value_refuses_the_start_naming_the_key(tmp_path: Path) -> None:
