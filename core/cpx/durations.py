@@ -6,6 +6,7 @@ every plugin for a Contour kind reads such durations.
 
 from __future__ import annotations
 
+import math
 import re
 
 from cpx.dag.nodes import Duration
@@ -123,12 +124,18 @@ def parse_duration(value: str | float) -> float:
     """Seconds from a number or an unsigned Go duration ("15s", "1m30s", "500ms"), as flags and
     Contour's configuration file take them; ValueError names what is wrong."""
     if isinstance(value, int | float) and not isinstance(value, bool):
+        if not math.isfinite(value):
+            raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)")
         return float(value)
     text = str(value).strip()
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         pass
+    else:
+        if math.isfinite(number):  # float() also reads "inf", "infinity" and "nan"
+            return number
+        raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)")
     try:
         if text[:1] in ("-", "+"):
             raise DurationError(text)
