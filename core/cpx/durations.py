@@ -123,25 +123,26 @@ DISABLED = frozenset({"infinity", "infinite"})
 def parse_duration(value: str | float) -> float:
     """Seconds from a number or an unsigned Go duration ("15s", "1m30s", "500ms"), as flags and
     Contour's configuration file take them; ValueError names what is wrong."""
+    try:
+        seconds = _flag_seconds(value)
+    except ValueError:  # DurationError too
+        seconds = math.nan
+    if not math.isfinite(seconds):  # float() also reads "inf", "infinity" and "nan"
+        raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)")
+    return seconds
+
+
+def _flag_seconds(value: str | float) -> float:
     if isinstance(value, int | float) and not isinstance(value, bool):
-        if not math.isfinite(value):
-            raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)")
         return float(value)
     text = str(value).strip()
     try:
-        number = float(text)
+        return float(text)
     except ValueError:
         pass
-    else:
-        if math.isfinite(number):  # float() also reads "inf", "infinity" and "nan"
-            return number
-        raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)")
-    try:
-        if text[:1] in ("-", "+"):
-            raise DurationError(text)
-        return parse_go_duration(text)
-    except DurationError:
-        raise ValueError(f"{value!r} is not a duration (e.g. 15s, 1m30s, 500ms)") from None
+    if text.startswith(("-", "+")):
+        raise ValueError(text)  # a setting's duration has no sign
+    return parse_go_duration(text)
 
 
 def parse_timeout_seconds(value: str | float) -> float:

@@ -128,6 +128,11 @@ class DetailedStatus:
     def _status(self) -> str:
         return "True" if self.valid else "False"
 
+    @property
+    def message(self) -> str:
+        """The Valid condition's message (also HTTPProxy's ``description``)."""
+        return self.valid_message if self.valid else ERROR_PRESENT_MESSAGE
+
     def condition(
         self, previous: Mapping[str, Any] | None = None, *, clock: StatusClock = utc_now
     ) -> dict[str, Any]:
@@ -137,7 +142,7 @@ class DetailedStatus:
             "type": VALID,
             "status": self._status,
             "reason": VALID if self.valid else ERROR_PRESENT,
-            "message": self.valid_message if self.valid else ERROR_PRESENT_MESSAGE,
+            "message": self.message,
             "observedGeneration": self.generation,
             "lastTransitionTime": transition,
         }

@@ -39,7 +39,6 @@ ORPHANED = "orphaned"
 
 VALID_CONDITION = "Valid"
 VALID_MESSAGE = "Valid HTTPProxy"
-ERROR_PRESENT_MESSAGE = "At least one error present, see Errors for details"
 ORPHANED_MESSAGE = "this HTTPProxy is not part of a delegation chain from a root HTTPProxy"
 
 # Sub-condition (error and warning) types (apis/projectcontour/v1/detailedconditions.go).
@@ -91,7 +90,7 @@ class ProxyStatus(DetailedStatus):
         orphan = self._orphan_error()
         if orphan is not None:
             return orphan.message
-        return VALID_MESSAGE if self.valid else ERROR_PRESENT_MESSAGE
+        return self.message
 
     def _orphan_error(self) -> SubCondition | None:
         return next((e for e in self.errors if e.type == ORPHANED_ERROR), None)
