@@ -12,6 +12,7 @@ from __future__ import annotations
 import bisect
 import functools
 import logging
+import re
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -19,6 +20,7 @@ from typing import Any
 
 import attrs
 import yaml
+import yaml_rs
 
 from cpx.errors import ManifestError
 from cpx.objects import KubeObject, ObjectKey
@@ -152,6 +154,11 @@ def _construct(loader: Any, node: yaml.Node) -> Any:
 
 def load_documents(text: str) -> list[Any]:
     """Every YAML document of ``text``, refusing excessive or recursive alias expansion."""
+    docs = _fast_documents(text)
+    return _libyaml_documents(text) if docs is None else docs
+
+
+def _libyaml_documents(text: str) -> list[Any]:
     aliases = "&" in text  # without an anchor there is no alias: no expansion to bound or share
     loader = _Loader(text)
     try:
@@ -171,6 +178,133 @@ def load_documents(text: str) -> list[Any]:
         return docs
     finally:
         loader.dispose()
+
+
+# The fast path: yaml-rs, a Rust YAML 1.2 parser that builds the Python values itself (PyYAML's
+# C loader still builds an event and a node per value in Python objects).  Its result is used
+# only when it is certainly what PyYAML builds; anything else (a YAML 1.1-only form, a tag, an
+# anchor, an escape, an error) goes to the path above, which also words the errors.
+#
+# Characters the fast path takes: printable ASCII and newlines, except tags' `!`, anchors' and
+# aliases' `&` and `*` (the expansion bound stays above) and `\\` (escape rules differ).  Tabs,
+# CRs, control and non-ASCII characters go above (PyYAML refuses some of them).
+_FAST_CHARACTERS = bytes([10, *(c for c in range(32, 127) if chr(c) not in "!&*\\")])
+# A line starting `---` and then a space or its end starts a document whatever precedes it, so
+# the text is split there and each part parsed alone: `loads` returns one document as itself and
+# several as a list, so a one-document list would look like several.
+_DOCUMENT_START = re.compile(r"\n(?=---(?: |\n|\Z))")
+_NO_DOCUMENT = re.compile(r"(?: *(?:#.*)?\n)* *(?:#.*)?")  # blank and comment lines only
+_DUPLICATES = yaml_rs.DuplicateKeyPolicy.Error  # PyYAML keeps the last value: the path above decides
+# Checked strings (keys, and values short enough to intern), each mapped to its interned copy:
+# one dict lookup answers both questions for the repeats.  Cleared when full, so edits over a
+# long `cpx serve` do not keep every string ever read.
+_checked: dict[str, str] = {"": ""}  # only a quoted or block scalar is "" (empty plain is null)
+_CHECKED_MAX = 65536
+_INT64 = 1 << 63
+
+
+class _NotExact(Exception):
+    """The fast path's value may differ from PyYAML's."""
+
+
+def _fast_documents(text: str) -> list[Any] | None:
+    """The documents of ``text`` as PyYAML builds them, or None to parse it with PyYAML."""
+    if not text.isascii() or text.encode().translate(None, _FAST_CHARACTERS):
+        return None
+    if text.startswith(("%", "...")) or "\n%" in text or "\n..." in text:
+        return None  # directives and document end markers: simply not taken
+    *chunks, last = _DOCUMENT_START.split(text)
+    chunks = [chunk + "\n" for chunk in chunks]  # the line break before a `---` ends its line
+    chunks.append(last)
+    if _NO_DOCUMENT.fullmatch(chunks[0]):  # before the first `---` (not at the text's start): no document
+        del chunks[0]
+    try:
+        docs = [
+            _exact_document(yaml_rs.loads(c, parse_datetime=False, duplicate_key_policy=_DUPLICATES))
+            for c in chunks
+        ]
+    except Exception:  # _NotExact, RecursionError, or any refusal by yaml-rs: PyYAML decides and words it
+        return None
+    if _doubtful_integers(text) and _has_int(docs):
+        return None
+    return docs
+
+
+def _exact_document(value: Any) -> Any:
+    if type(value) is str:
+        # A document that is a string (no Kubernetes object): yaml-rs takes a block scalar's
+        # lines at column 0 where libyaml refuses them; not worth telling apart.
+        raise _NotExact
+    return _exact(value)
+
+
+def _exact(value: Any) -> Any:
+    """``value`` checked (see :func:`_fast_documents`) and interned as :func:`_construct` does."""
+    kind = type(value)
+    if kind is dict:
+        return _exact_mapping(value)
+    if kind is list:
+        return [_exact(item) for item in value]
+    if kind is str:
+        checked = _checked.get(value)
+        return _check_string(value) if checked is None else checked
+    if value is None or kind is bool or (kind is int and -_INT64 <= value < _INT64):
+        return value  # (PyYAML refuses ints past 4300 digits; Kubernetes has none past 64 bits)
+    raise _NotExact  # floats (1e3 is a string in YAML 1.1), complex keys' tuples ...
+
+
+def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
+    # Inlines :func:`_exact` for keys and strings: they are most of a manifest.
+    get = _checked.get
+    result = {}
+    for key, value in mapping.items():
+        checked_key = get(key)
+        if checked_key is None:
+            checked_key = _check_string(key, interned=True)
+        if type(value) is str:
+            checked = get(value)
+            result[checked_key] = _check_string(value) if checked is None else checked
+        else:
+            result[checked_key] = _exact(value)
+    return result
+
+
+def _check_string(value: Any, interned: bool = False) -> str:
+    # A string from yaml-rs was quoted (a string for PyYAML too) or plain, when PyYAML's YAML 1.1
+    # resolver decides: `yes` is a bool, `1_000` an int, `<<` a merge key...  Which of the two it
+    # was is not known, so any string the resolver would not leave a string is refused.
+    if type(value) is not str or resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR:
+        raise _NotExact
+    if not interned and len(value) > _INTERNED_LENGTH:
+        return value
+    if len(_checked) >= _CHECKED_MAX:
+        _checked.clear()
+        _checked[""] = ""
+    return _checked.setdefault(value, _intern(value))
+
+
+# An integer YAML 1.1 reads differently or yaml-rs leniently: a leading zero (017 is 15 in YAML
+# 1.1, 17 in 1.2; 0o17 a string in 1.1), underscores (1_000).
+_LEADING_ZERO = re.compile(r"0[0-9a-zA-Z_]")
+_UNDERSCORE = re.compile(r"[0-9]_")
+
+
+def _doubtful_integers(text: str) -> bool:
+    for match in _LEADING_ZERO.finditer(text):
+        start = match.start()
+        if start and text[start - 1] in "+-":
+            start -= 1
+        if not start or not (text[start - 1].isalnum() or text[start - 1] in "_."):
+            return True  # a token starting 0x, 017, -0o1 ...
+    return "_" in text and _UNDERSCORE.search(text) is not None
+
+
+def _has_int(value: Any) -> bool:
+    if type(value) is dict:
+        return any(_has_int(item) for item in value.values())
+    if type(value) is list:
+        return any(_has_int(item) for item in value)
+    return type(value) is int
 
 
 def _check_expansion(root: yaml.Node, index: int) -> None:
