@@ -200,6 +200,11 @@ _DUPLICATES = yaml_rs.DuplicateKeyPolicy.Error  # PyYAML keeps the last value: t
 # long `cpx serve` do not keep every string ever read.
 _checked: dict[str, str] = {"": ""}  # only a quoted or block scalar is "" (empty plain is null)
 _CHECKED_MAX = 65536
+# The first characters of the values the resolver may read as something else than a string: the
+# rest (most names, hosts, paths) need not ask it (a regular expression per value in Python).
+_IMPLICIT_FIRST = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+if None in _IMPLICIT_FIRST:  # pragma: no cover - a resolver for any first character: ask it always
+    _IMPLICIT_FIRST = frozenset(chr(c) for c in range(128))
 _INT64 = 1 << 63
 
 
@@ -254,16 +259,19 @@ def _exact(value: Any) -> Any:
 
 
 def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
-    # Inlines :func:`_exact` for keys and strings: they are most of a manifest.
+    # Inlines :func:`_exact` for keys, strings and mappings: they are most of a manifest.
     get = _checked.get
     result = {}
     for key, value in mapping.items():
         checked_key = get(key)
         if checked_key is None:
             checked_key = _check_string(key, interned=True)
-        if type(value) is str:
+        kind = type(value)
+        if kind is str:
             checked = get(value)
             result[checked_key] = _check_string(value) if checked is None else checked
+        elif kind is dict:
+            result[checked_key] = _exact_mapping(value)
         else:
             result[checked_key] = _exact(value)
     return result
@@ -273,7 +281,9 @@ def _check_string(value: Any, interned: bool = False) -> str:
     # A string from yaml-rs was quoted (a string for PyYAML too) or plain, when PyYAML's YAML 1.1
     # resolver decides: `yes` is a bool, `1_000` an int, `<<` a merge key...  Which of the two it
     # was is not known, so any string the resolver would not leave a string is refused.
-    if type(value) is not str or resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR:
+    if type(value) is not str:
+        raise _NotExact
+    if value[:1] in _IMPLICIT_FIRST and resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR:
         raise _NotExact
     if not interned and len(value) > _INTERNED_LENGTH:
         return value
@@ -352,7 +362,7 @@ def parse_file(
     each returned object is appended to it, so later errors can name the right document.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path)
     except (OSError, UnicodeDecodeError) as err:
         raise ManifestError(f"{path}: cannot read: {err}") from err
     try:
@@ -378,6 +388,15 @@ def parse_file(
             if positions is not None:
                 positions.append(index)
     return objects, errors
+
+
+def _read_text(path: Path) -> str:
+    """``path.read_text(encoding="utf-8")``, a third cheaper for the usual ASCII file without CRs
+    (the text layer's decoding and newline translation then change nothing)."""
+    data = path.read_bytes()
+    if data.isascii() and b"\r" not in data:
+        return data.decode("ascii")
+    return path.read_text(encoding="utf-8")
 
 
 def default_namespace(obj: KubeObject, namespaced: bool) -> KubeObject:
