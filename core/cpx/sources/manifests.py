@@ -261,7 +261,7 @@ def _exact(value: Any) -> Any:
 def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
     # Inlines :func:`_exact` for keys, strings and mappings: they are most of a manifest.
     get = _checked.get
-    result = {}
+    result: dict[str, Any] = {}
     for key, value in mapping.items():
         checked_key = get(key)
         if checked_key is None:
