@@ -101,14 +101,24 @@ _PLAIN_CANDIDATE = re.compile(r"[A-Za-z0-9_/][-A-Za-z0-9_./=+()@,;]*(?: +[-A-Za-
 _MAX_SIMPLE_KEY = 127  # longer keys are written as complex keys
 
 
-@functools.lru_cache(maxsize=65536)
+# The first characters the resolver has implicit types for (None: any); other words are strings.
+_RESOLVED_FIRST = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+
+
 def _plain(text: str) -> bool:
-    return _PLAIN_CANDIDATE.fullmatch(text) is not None and resolve_tag(yaml.ScalarNode, text, _PLAIN) == _STR
+    if _PLAIN_CANDIDATE.fullmatch(text) is None:
+        return False
+    if text[0] not in _RESOLVED_FIRST and None not in _RESOLVED_FIRST:
+        return True  # most names: the resolver would look at no pattern (a tenth of the writer's time)
+    return bool(resolve_tag(yaml.ScalarNode, text, _PLAIN) == _STR)
 
 
-# A string's last column from which it is written plain (-1: never), looked up with a bare dict.get in
-# the loops below: they run once per line of output, where a function call per value costs a third.
+# The loops below run once per line of output: the common line (a simple key, a plain string) is
+# recognised with two dict lookups and no function call (a function call per line costs a sixth).
+# A string's last column from which it is written plain (-1: never):
 _LAST_COLUMN: dict[str, int] = {}
+# A simple key's width in ``key: value`` (the key, the colon and the space):
+_KEY_WIDTH: dict[str, int] = {}
 _ANY_COLUMN = 1 << 30
 _CACHED = 65536
 
@@ -121,19 +131,16 @@ def _last_column(text: str) -> int:
     return found
 
 
-# Keys written as they are, above a value or before one (``"key: "``), by key.
-_SIMPLE_KEYS: dict[str, str] = {}
-
-
-def _simple_key(key: Any) -> str | None:
+def _simple_key(key: Any) -> bool:
+    """Whether ``key`` is written as it is before its value (and remember it)."""
     if type(key) is not str:
         raise _Irregular(key)  # not JSON: 1 and True would share a cache entry
     if len(key) <= _MAX_SIMPLE_KEY and _plain(key):
-        if len(_SIMPLE_KEYS) >= _CACHED:
-            _SIMPLE_KEYS.clear()
-        _SIMPLE_KEYS[key] = key
-        return key
-    return None
+        if len(_KEY_WIDTH) >= _CACHED:
+            _KEY_WIDTH.clear()
+        _KEY_WIDTH[key] = len(key) + 2
+        return True
+    return False
 
 
 def _scalar_text(value: Any, column: int) -> str | None:
@@ -162,7 +169,17 @@ def _mapping(data: dict[str, Any], indent: int, out: list[str], lead: str) -> No
     pad = " " * indent
     for key, value in data.items():
         kind = type(value)
-        if kind is dict or kind is list:
+        if kind is str:
+            width = _KEY_WIDTH.get(key)
+            if width is not None:
+                last = _LAST_COLUMN.get(value)
+                if last is None:
+                    last = _last_column(value)
+                if indent + width <= last:
+                    out.append(f"{lead}{key}: {value}\n")
+                    lead = pad
+                    continue
+        elif kind is dict or kind is list:
             if value:
                 out.append(f"{lead}{_key_text(key)}:\n")
                 if kind is dict:
@@ -171,14 +188,19 @@ def _mapping(data: dict[str, Any], indent: int, out: list[str], lead: str) -> No
                     _sequence(value, indent, out, pad)
             else:
                 out.append(f"{lead}{_key_text(key)}: {'{}' if kind is dict else '[]'}\n")
-        else:
-            simple = _SIMPLE_KEYS.get(key) or _simple_key(key)
-            text = _scalar_text(value, indent + len(key) + 2) if simple is not None else None
-            if text is not None:
-                out.append(f"{lead}{key}: {text}\n")
-            else:
-                out.append(lead + _pair_text(indent, key, value, kind.__name__))
+            lead = pad
+            continue
+        out.append(lead + _scalar_pair(indent, key, value))
         lead = pad
+
+
+def _scalar_pair(indent: int, key: Any, value: Any) -> str:
+    """``key: value`` (a scalar) with the key at ``indent``, from the key on."""
+    if key in _KEY_WIDTH or _simple_key(key):
+        text = _scalar_text(value, indent + len(key) + 2)
+        if text is not None:
+            return f"{key}: {text}\n"
+    return _pair_text(indent, key, value, type(value).__name__)
 
 
 def _sequence(data: list[Any], indent: int, out: list[str], lead: str) -> None:
