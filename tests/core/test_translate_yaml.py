@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -98,3 +99,26 @@ def test_keys_libyaml_writes_as_complex_keys() -> None:
         for value in ("x", {"b": 1}, [1], {}, []):
             doc = json.loads(json.dumps({"a": [{key: value}], key: {"c": value}}))  # nothing shared
             assert dump(doc) == expected(doc)
+
+
+class Level(enum.IntEnum):
+    HIGH = 2
+
+
+SHARED = {"x": [1]}  # yaml.dump would anchor it; its JSON holds two copies
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"tuple": ("a", 1)},
+        {"a": {1: "int key"}},
+        {"a": [{None: 1}]},
+        {"a": Level.HIGH},
+        {"a": [1.5, float("nan")]},
+        {"shared": [SHARED, SHARED]},
+        {"shared": [SHARED, {"": SHARED}]},  # a complex key: the emitter writes the whole document
+    ],
+)
+def test_other_values_dump_as_their_json_would(doc: Any) -> None:
+    assert dump(doc) == expected(json.loads(json.dumps(doc)))

@@ -59,11 +59,34 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
         except CpxError as err:
             raise click.ClickException(str(err)) from None
         if fmt == "json":
-            click.echo(json.dumps(doc, indent=2))
+            click.echo(json_text(doc))
         else:
-            from cpx.cli.translate_yaml import dump  # noqa: PLC0415 (only this output needs it)
-
-            # Through JSON first: plain lists and dicts only (the status may hold tuples), none shared.
-            click.echo(dump(json.loads(json.dumps(doc))), nl=False)
+            click.echo(yaml_text(doc), nl=False)
     if not doc.get("envoy", {}).get("accepted", True):
         ctx.exit(1)
+
+
+def json_text(doc: Any) -> str:
+    """``json.dumps(doc, indent=2)``, byte for byte, written by orjson's C encoder where that is the same.
+
+    With an indent, ``json`` runs its pure-Python encoder: a quarter of a 10k HTTPProxy translate.
+    orjson lays out ``indent=2`` the same way, but its scalars may differ (floats, NaN, non-ASCII,
+    non-string keys): its compact text is compared with ``json``'s own (its C encoder, no indent),
+    and only when they are equal, so that the indented texts are equal too, is orjson's used.
+    """
+    import orjson  # noqa: PLC0415 (only this output needs it)
+
+    compact = json.dumps(doc, separators=(",", ":"))
+    try:
+        if orjson.dumps(doc).decode() == compact:
+            return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    except TypeError:  # orjson.JSONEncodeError: a type, an integer or a depth orjson does not take
+        pass
+    return json.dumps(doc, indent=2)
+
+
+def yaml_text(doc: Any) -> str:
+    """``doc`` as block YAML (:mod:`cpx.cli.translate_yaml`)."""
+    from cpx.cli.translate_yaml import dump  # noqa: PLC0415 (only this output needs it)
+
+    return dump(doc)

@@ -12,6 +12,7 @@ that puts it at the same indentation and column, so its text is what the whole d
 from __future__ import annotations
 
 import functools
+import json
 import re
 from typing import Any
 
@@ -72,20 +73,24 @@ def _event_dump(doc: Any) -> str:
 
 
 def dump(doc: Any) -> str:
-    """``doc`` (JSON-shaped: plain dicts, lists and scalars, no object twice) as block YAML."""
-    if type(doc) is not dict or not doc:
-        return _event_dump(doc)
-    out: list[str] = []
-    try:
-        _mapping(doc, 0, out, first_inline=False)
-    except _Irregular:
-        return _event_dump(doc)
-    return "".join(out)
+    """``doc`` as ``yaml.dump`` writes ``json.loads(json.dumps(doc))``: block YAML of plain dicts,
+    lists and scalars, nothing anchored."""
+    if type(doc) is dict and doc:
+        out: list[str] = []
+        try:
+            _mapping(doc, 0, out, "")
+        except _Irregular:
+            pass
+        else:
+            return "".join(out)
+    # Through JSON: plain lists and dicts only (tuples, subclasses and non-string keys converted), none
+    # shared (the emitter would anchor them).
+    return _event_dump(json.loads(json.dumps(doc)))
 
 
 class _Irregular(Exception):
-    """A key the emitter writes as a complex key (``? key``) above a block (the layout differs), or
-    a key that is not a string."""
+    """A key the emitter writes as a complex key (``? key``) above a block (the layout differs), a
+    key that is not a string, or a value that is not of a JSON type itself (a tuple, a subclass)."""
 
 
 # libyaml's line width: a plain scalar with spaces may be folded at one past this column.
@@ -96,9 +101,46 @@ _PLAIN_CANDIDATE = re.compile(r"[A-Za-z0-9_/][-A-Za-z0-9_./=+()@,;]*(?: +[-A-Za-
 _MAX_SIMPLE_KEY = 127  # longer keys are written as complex keys
 
 
-@functools.lru_cache(maxsize=65536)
+# The first characters the resolver has implicit types for (None: any); other words are strings.
+_RESOLVED_FIRST = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
+
+
 def _plain(text: str) -> bool:
-    return _PLAIN_CANDIDATE.fullmatch(text) is not None and resolve_tag(yaml.ScalarNode, text, _PLAIN) == _STR
+    if _PLAIN_CANDIDATE.fullmatch(text) is None:
+        return False
+    if text[0] not in _RESOLVED_FIRST and None not in _RESOLVED_FIRST:
+        return True  # most names: the resolver would look at no pattern (a tenth of the writer's time)
+    return bool(resolve_tag(yaml.ScalarNode, text, _PLAIN) == _STR)
+
+
+# The loops below run once per line of output: the common line (a simple key, a plain string) is
+# recognised with two dict lookups and no function call (a function call per line costs a sixth).
+# A string's last column from which it is written plain (-1: never):
+_LAST_COLUMN: dict[str, int] = {}
+# A simple key's width in ``key: value`` (the key, the colon and the space):
+_KEY_WIDTH: dict[str, int] = {}
+_ANY_COLUMN = 1 << 30
+_CACHED = 65536
+
+
+def _last_column(text: str) -> int:
+    if len(_LAST_COLUMN) >= _CACHED:
+        _LAST_COLUMN.clear()
+    found = -1 if not _plain(text) else _WIDTH - len(text) if " " in text else _ANY_COLUMN
+    _LAST_COLUMN[text] = found
+    return found
+
+
+def _simple_key(key: Any) -> bool:
+    """Whether ``key`` is written as it is before its value (and remember it)."""
+    if type(key) is not str:
+        raise _Irregular(key)  # not JSON: 1 and True would share a cache entry
+    if len(key) <= _MAX_SIMPLE_KEY and _plain(key):
+        if len(_KEY_WIDTH) >= _CACHED:
+            _KEY_WIDTH.clear()
+        _KEY_WIDTH[key] = len(key) + 2
+        return True
+    return False
 
 
 def _scalar_text(value: Any, column: int) -> str | None:
@@ -106,67 +148,76 @@ def _scalar_text(value: Any, column: int) -> str | None:
     kind = type(value)
     if kind is str:
         text: str = value
-        return text if _plain(text) and (column + len(text) <= _WIDTH or " " not in text) else None
+        last = _LAST_COLUMN.get(text)
+        if last is None:
+            last = _last_column(text)
+        return text if column <= last else None
     if kind is bool:
         return "true" if value else "false"
     if kind is int:
         return str(value)
     if value is None:
         return "null"
-    return None  # floats (exponents, .nan, ...) and anything else
+    if kind is float:
+        return None  # exponents, .nan, ...: as libyaml writes them
+    raise _Irregular(value)  # a tuple, a subclass: not what JSON would hand back
 
 
-def _mapping(data: dict[str, Any], indent: int, out: list[str], first_inline: bool) -> None:
-    """Block mapping entries, keys at column ``indent``; the first one on the current line when
-    ``first_inline`` (in a sequence item)."""
+def _mapping(data: dict[str, Any], indent: int, out: list[str], lead: str) -> None:
+    """Block mapping entries, keys at column ``indent``; the first line starts with ``lead`` (its
+    indentation, or nothing after a sequence item's dash)."""
     pad = " " * indent
     for key, value in data.items():
-        if first_inline:
-            first_inline = False
-        else:
-            out.append(pad)
         kind = type(value)
-        if (kind is dict or kind is list) and value:
-            out.append(_key_text(key))
-            out.append(":\n")
-            if kind is dict:
-                _mapping(value, indent + 2, out, first_inline=False)
+        if kind is str:
+            width = _KEY_WIDTH.get(key)
+            if width is not None:
+                last = _LAST_COLUMN.get(value)
+                if last is None:
+                    last = _last_column(value)
+                if indent + width <= last:
+                    out.append(f"{lead}{key}: {value}\n")
+                    lead = pad
+                    continue
+        elif kind is dict or kind is list:
+            if value:
+                out.append(f"{lead}{_key_text(key)}:\n")
+                if kind is dict:
+                    _mapping(value, indent + 2, out, pad + "  ")
+                else:
+                    _sequence(value, indent, out, pad)
             else:
-                _sequence(value, indent, out, first_inline=False)
+                out.append(f"{lead}{_key_text(key)}: {'{}' if kind is dict else '[]'}\n")
+            lead = pad
             continue
-        if type(key) is str and len(key) <= _MAX_SIMPLE_KEY and _plain(key):
-            text = (
-                "{}" if kind is dict else "[]" if kind is list else _scalar_text(value, indent + len(key) + 2)
-            )
-            if text is not None:
-                out.append(f"{key}: {text}\n")
-                continue
-        if type(key) is not str:
-            raise _Irregular(key)  # not JSON: 1 and True would share a cache entry
-        if kind is dict or kind is list:  # empty
-            out.append(f"{_key_text(key)}: {'{}' if kind is dict else '[]'}\n")
-        else:
-            out.append(_pair_text(indent, key, value, kind.__name__))
+        out.append(lead + _scalar_pair(indent, key, value))
+        lead = pad
 
 
-def _sequence(data: list[Any], indent: int, out: list[str], first_inline: bool) -> None:
-    """Block sequence items, dashes at column ``indent``."""
+def _scalar_pair(indent: int, key: Any, value: Any) -> str:
+    """``key: value`` (a scalar) with the key at ``indent``, from the key on."""
+    if key in _KEY_WIDTH or _simple_key(key):
+        text = _scalar_text(value, indent + len(key) + 2)
+        if text is not None:
+            return f"{key}: {text}\n"
+    return _pair_text(indent, key, value, type(value).__name__)
+
+
+def _sequence(data: list[Any], indent: int, out: list[str], lead: str) -> None:
+    """Block sequence items, dashes at column ``indent``; the first line starts with ``lead``."""
     pad = " " * indent
     for value in data:
-        if first_inline:
-            first_inline = False
-        else:
-            out.append(pad)
         kind = type(value)
         if kind is dict and value:
-            out.append("- ")
-            _mapping(value, indent + 2, out, first_inline=True)
+            _mapping(value, indent + 2, out, lead + "- ")
         elif kind is list and value:
-            out.append("- ")
-            _sequence(value, indent + 2, out, first_inline=True)
+            _sequence(value, indent + 2, out, lead + "- ")
         else:
             text = "{}" if kind is dict else "[]" if kind is list else _scalar_text(value, indent + 2)
-            out.append(f"- {text}\n" if text is not None else _item_text(indent, value, kind.__name__))
+            out.append(
+                f"{lead}- {text}\n" if text is not None else lead + _item_text(indent, value, kind.__name__)
+            )
+        lead = pad
 
 
 def _nested(value: Any, levels: int) -> tuple[Any, int]:

@@ -11,6 +11,7 @@ whose rendering has corner cases (enums, bytes, floats) still go through ``Messa
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -42,15 +43,15 @@ def _converter(descriptor: Descriptor) -> Convert:
     if name == _ANY:
         return _any_json
     if name in _OWN_FORM:
-        return lambda message: _sort_maps(message, json_format.MessageToDict(message))
+        return _own_form_json
     if descriptor.file.name == _WRAPPERS_FILE:
         value = _value_converter(descriptor.fields_by_name["value"])
         return lambda message: value(message.value)
     return _regular_json
 
 
-# Per field: its JSON name and how its value renders, made when the field is first met.
-_FIELDS: dict[FieldDescriptor, tuple[str, Convert]] = {}
+# Per field: its JSON name and how its value renders (None: as it is), made when the field is first met.
+_FIELDS: dict[FieldDescriptor, tuple[str, Convert | None]] = {}
 
 
 def _regular_json(message: Message, out: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -60,8 +61,24 @@ def _regular_json(message: Message, out: dict[str, Any] | None = None) -> dict[s
         if known is None:
             name = f"[{field.full_name}]" if field.is_extension else field.json_name
             known = _FIELDS[field] = (name, _field_converter(field))
-        js[known[0]] = known[1](value)
+        name, convert = known
+        js[name] = value if convert is None else convert(value)
     return js
+
+
+def _own_form_json(message: Message) -> Any:
+    text = _own_form_text(message.DESCRIPTOR, message.SerializeToString(deterministic=True))
+    return text if type(text) is str else json.loads(text[0])
+
+
+# By content: translate renders the same few durations (and metadata) on thousands of resources.
+@functools.lru_cache(maxsize=4096)
+def _own_form_text(descriptor: Descriptor, data: bytes) -> str | tuple[str]:
+    """The JSON of a well-known type: a string as it is, anything else as JSON text in a tuple (a
+    fresh copy each time: the caller may change it)."""
+    message = message_factory.GetMessageClass(descriptor).FromString(data)
+    rendered = _sort_maps(message, json_format.MessageToDict(message))
+    return rendered if type(rendered) is str else (json.dumps(rendered),)
 
 
 def _any_json(message: Any) -> Any:
@@ -84,7 +101,7 @@ def _unpacked(message: Any) -> Message:
     return inner
 
 
-def _field_converter(field: FieldDescriptor) -> Convert:
+def _field_converter(field: FieldDescriptor) -> Convert | None:
     message_type = field.message_type
     if message_type is not None and message_type.GetOptions().map_entry:
         key_field = message_type.fields_by_name["key"]
@@ -97,15 +114,17 @@ def _field_converter(field: FieldDescriptor) -> Convert:
 
         return convert_map
     one = _value_converter(field)
+    if one is _same:  # strings and 32-bit integers, most of the fields: no call per value
+        return list if field.is_repeated else None
     if field.is_repeated:
-        return lambda values: [one(v) for v in values]
+        return lambda values: list(map(one, values))
     return one
 
 
 def _value_converter(field: FieldDescriptor) -> Convert:
     """How one value of ``field`` (or one item of it) renders."""
     if field.message_type is not None:
-        return lambda value: _converter(value.DESCRIPTOR)(value)
+        return _converter(field.message_type)
     cpp_type = field.cpp_type
     if cpp_type == FieldDescriptor.CPPTYPE_STRING and field.type != FieldDescriptor.TYPE_BYTES:
         return _same

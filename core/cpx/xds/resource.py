@@ -156,14 +156,16 @@ class Snapshot:
         has none, and its output stays what it was before SRDS existed.
         """
         from cpx.xds.protojson import message_json  # noqa: PLC0415 (for tools only)
+        from cpx.xds.types import message_class  # noqa: PLC0415
 
         out: dict[str, Any] = {}
         for type_url in PUSH_ORDER:
             snap = self.get(type_url)
             if type_url in _SHOWN_WHEN_PRESENT and not snap.resources:
                 continue
+            decode = message_class(type_url).FromString  # Resource.message, without a lookup per resource
+            resources = snap.resources
             out[SHORT_NAMES[type_url]] = [
-                message_json(message)
-                for message in (snap.resources[name].message() for name in sorted(snap.resources))
+                message_json(decode(resources[name].body)) for name in sorted(resources)
             ]
         return out
