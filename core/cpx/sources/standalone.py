@@ -137,8 +137,13 @@ class StandaloneSource:
         """Publish refusals and conflicts as the objects' status notes; rebuild when they changed
         (status is reported after a rebuild), so that a refused new object shows at once."""
         notes = self.pipeline.source_notes
+        # Nothing refused, kept or malformed anywhere (the usual case): only a conflict makes a note.
+        plain = not (self.refused or self.kept or self.malformed)
+        holders = self.manifests.holders
         changed = False
         for key in keys:
+            if plain and key not in notes and len(holders(key)) < 2:
+                continue  # no note before, none now
             before, now = notes.get(key, ()), self._notes(key)
             if before == now:
                 continue
