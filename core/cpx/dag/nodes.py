@@ -518,6 +518,8 @@ class Route:
 
     def match_key(self) -> str:
         """Routes with the same key overwrite each other in a virtual host (Contour's behaviour)."""
+        if not (self.headers or self.query):  # most routes: the path's key alone, as joined below
+            return self.path.key()
         parts = [self.path.key()]
         parts += [f"h:{h.name}:{h.kind.value}:{h.value}:{h.invert}:{h.ignore_case}" for h in self.headers]
         parts += [f"q:{q.name}:{q.kind.value}:{q.value}:{q.ignore_case}" for q in self.query]

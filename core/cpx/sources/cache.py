@@ -94,6 +94,7 @@ class _ChangeLog(Generic[T]):
         return self._items[bisect.bisect_right(self._revisions, revision) :]
 
 
+_SLICE, _SECRET, _SERVICE = k8s.ENDPOINT_SLICE.group_kind, k8s.SECRET.group_kind, k8s.SERVICE.group_kind
 _NOT_CONTENT = frozenset({"metadata", "status", "apiVersion", "kind"})
 
 
@@ -176,26 +177,27 @@ class SourceCache:
     def insert(self, obj: KubeObject, key: ObjectKey | None = None) -> bool:
         """Add or replace an object; returns whether a DAG rebuild is needed."""
         key = key if key is not None else ObjectKey.of(obj)
-        spec = self.watches.get(key.group_kind)
-        store = self._objects.setdefault(key.group_kind, {})
-        old = store.get((key.namespace, key.name))
+        group_kind, name = key.group_kind, (key.namespace, key.name)
+        store = self._objects.setdefault(group_kind, {})
+        old = store.get(name)
         if old is not None and _unchanged(old, obj):
             _refresh_status(old, obj)
             return False
-        store[(key.namespace, key.name)] = obj
+        store[name] = obj
         self._changed(key, present=True)
-        if key.group_kind == k8s.ENDPOINT_SLICE.group_kind:
+        if group_kind == _SLICE:
             if old is not None:
                 self._unindex_slice(old)
             self._index_slice(obj)
             return False  # the EDS fast path handles endpoints without a rebuild
-        if key.group_kind == k8s.SECRET.group_kind:
-            self._secret_results.pop((key.namespace, key.name), None)
-            self._ca_results.pop((key.namespace, key.name), None)
-            self._crl_results.pop((key.namespace, key.name), None)
+        if group_kind == _SECRET:
+            self._secret_results.pop(name, None)
+            self._ca_results.pop(name, None)
+            self._crl_results.pop(name, None)
             return key in self._build_reads
-        if key.group_kind == k8s.SERVICE.group_kind:
+        if group_kind == _SERVICE:
             return key in self._build_reads
+        spec = self.watches.get(group_kind)
         if spec is not None and spec.triggers_rebuild is not None:
             return spec.triggers_rebuild(obj, self.view)
         return True
@@ -232,9 +234,9 @@ class SourceCache:
     def _index_slice(self, obj: Mapping[str, Any]) -> None:
         service = service_of_slice(obj)
         if service:
-            bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
-            bucket[k8s.name_of(obj)] = dict(obj)
-            self._slices_changed((k8s.namespace_of(obj), service))
+            owner = (k8s.namespace_of(obj), service)
+            self._slices.setdefault(owner, {})[k8s.name_of(obj)] = dict(obj)
+            self._slices_changed(owner)
 
     def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
         service = service_of_slice(obj)

@@ -10,6 +10,7 @@ IngressClass objects are not consulted (nor their ``is-default-class`` annotatio
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -60,4 +61,10 @@ def matches(obj: Mapping[str, Any], names: tuple[str, ...]) -> bool:
 
 def accepts(obj: Mapping[str, Any], config: Config) -> bool:
     """For ``WatchSpec.accept``: objects of other classes are never cached."""
-    return matches(obj, class_names(config.option(CLASS_OPTION.name)))
+    value = config.option(CLASS_OPTION.name)
+    # Asked for every object loaded: the option's few values are split and deduplicated once.
+    names = _class_names_of(value) if value is None or isinstance(value, (str, tuple)) else class_names(value)
+    return matches(obj, names)
+
+
+_class_names_of = functools.lru_cache(maxsize=16)(class_names)

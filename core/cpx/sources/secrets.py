@@ -8,14 +8,16 @@ import binascii
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from typing import TYPE_CHECKING, Any
 
 from cpx import objects as k8s
 from cpx.dag.nodes import Secret
+
+if TYPE_CHECKING:
+    from cryptography import x509
+
+# cryptography is imported where TLS material is checked (~50 ms of imports that `cpx translate`
+# and `cpx serve` would otherwise spend with no Secret to check).
 
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 OPAQUE_SECRET_TYPE = "Opaque"
@@ -39,6 +41,8 @@ def _decode(obj: Mapping[str, Any], field: str) -> bytes | None:
 
 
 def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
+    from cryptography import x509  # noqa: PLC0415
+
     try:
         certs = x509.load_pem_x509_certificates(pem)
     except ValueError:
@@ -49,6 +53,8 @@ def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
 
 
 def _public_bytes(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
     return bytes(
         key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
@@ -73,6 +79,9 @@ def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
         certs = _load_certs(cert_pem, "tls.crt")
     except SecretError as err:
         raise SecretError(f"{where}: {err}") from None
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa  # noqa: PLC0415
+
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except (ValueError, TypeError):
@@ -125,6 +134,8 @@ def validate_crl_secret(obj: Mapping[str, Any]) -> Secret:
     where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
     if not blocks:
         raise SecretError(f"{where}: crl.pem holds no X509 CRL")
+    from cryptography import x509  # noqa: PLC0415
+
     for block in blocks:
         try:
             x509.load_pem_x509_crl(block)
@@ -151,6 +162,8 @@ def check_server_tls_files(ca_file: str | Path, cert_file: str | Path, key_file:
     """
     _load_certs(_read(ca_file, "--xds-cafile"), f"--xds-cafile {ca_file}")
     certs = _load_certs(_read(cert_file, "--xds-cert-file"), f"--xds-cert-file {cert_file}")
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
     try:
         key = serialization.load_pem_private_key(_read(key_file, "--xds-key-file"), password=None)
     except (ValueError, TypeError):

@@ -98,7 +98,11 @@ class StandaloneSource:
             new.update((key, obj) for key, obj in old.items() if key not in new)
         else:
             kept.clear()
-        touched = {*old, *new, *self.refused.get(path, {}), *refused}
+        refused_before = self.refused.get(path, {})
+        if old or refused or refused_before:
+            touched: Iterable[ObjectKey] = {*old, *new, *refused_before, *refused}
+        else:
+            touched = new.keys()  # a new file, all accepted (the initial load)
         self.malformed.pop(path, None)
         _set_or_drop(self.refused, path, refused)
         _set_or_drop(self.kept, path, kept)
@@ -125,6 +129,8 @@ class StandaloneSource:
 
     def _messages(self, doc_errors: Sequence[DocumentError], admission: Admission) -> list[str]:
         """The file's problems in document order."""
+        if not (doc_errors or admission.unknown or admission.refused):
+            return []  # most files
         messages = [(e.index, str(e)) for e in (*doc_errors, *admission.unknown)]
         for error in admission.refused:
             assert error.key is not None
@@ -137,8 +143,13 @@ class StandaloneSource:
         """Publish refusals and conflicts as the objects' status notes; rebuild when they changed
         (status is reported after a rebuild), so that a refused new object shows at once."""
         notes = self.pipeline.source_notes
+        # Nothing refused, kept or malformed anywhere (the usual case): only a conflict makes a note.
+        plain = not (self.refused or self.kept or self.malformed)
+        holders = self.manifests.holders
         changed = False
         for key in keys:
+            if plain and key not in notes and len(holders(key)) < 2:
+                continue  # no note before, none now
             before, now = notes.get(key, ()), self._notes(key)
             if before == now:
                 continue

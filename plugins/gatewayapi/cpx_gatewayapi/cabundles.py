@@ -8,7 +8,6 @@ from typing import Any
 
 import attrs
 from cpx import DelegationNotPermittedError, ObjectKey, SecretError, SourceView
-from cryptography import x509
 
 CA_KEY = "ca.crt"
 INVALID_CA_CERTIFICATE_REF = "InvalidCACertificateRef"
@@ -53,6 +52,8 @@ def ca_bundle(
     pem = (config_map.get("data") or {}).get(CA_KEY)
     if not isinstance(pem, str) or not pem.strip():
         raise CAProblem(INVALID_CA_CERTIFICATE_REF, f"{where} has no {CA_KEY}")
+    from cryptography import x509  # noqa: PLC0415 (imported only when a CA is checked: start-up time)
+
     try:
         x509.load_pem_x509_certificates(pem.encode())
     except ValueError:

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any
-
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-
-_CURVES: dict[str, ec.EllipticCurve] = {
-    "P-256": ec.SECP256R1(),
-    "P-384": ec.SECP384R1(),
-    "P-521": ec.SECP521R1(),
-}
 
 
 def _bytes(jwk: dict[str, Any], member: str) -> bytes:
@@ -37,11 +30,19 @@ def usable(jwk: Any) -> bool:
     if not isinstance(jwk, dict):
         return False
     kty = jwk.get("kty")
+    # Imported here, not at start-up (~50 ms that a configuration without JWKS does not need).
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: PLC0415
+
+    curves: dict[str, Callable[[], ec.EllipticCurve]] = {
+        "P-256": ec.SECP256R1,
+        "P-384": ec.SECP384R1,
+        "P-521": ec.SECP521R1,
+    }
     try:
         if kty == "RSA":
             rsa.RSAPublicNumbers(_integer(jwk, "e"), _integer(jwk, "n")).public_key()
         elif kty == "EC":
-            curve = _CURVES[str(jwk.get("crv"))]
+            curve = curves[str(jwk.get("crv"))]()
             ec.EllipticCurvePublicNumbers(_integer(jwk, "x"), _integer(jwk, "y"), curve).public_key()
         elif kty == "oct":
             _bytes(jwk, "k")

@@ -9,11 +9,12 @@ other routes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import weakref
 from collections.abc import Iterator, Mapping
 from operator import attrgetter
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import attrs
 import re2
@@ -71,8 +72,10 @@ def validate_regex(pattern: str) -> None:
         raise PathError(f'invalid regex "{pattern}": {detail}') from None
 
 
+@functools.lru_cache(maxsize=4096)
 def path_match(path: str, path_type: str) -> PathMatch:
-    """The route match for an Ingress path and pathType."""
+    """The route match for an Ingress path and pathType (memoised: Ingresses repeat the same few
+    paths, and a regex is checked by RE2 once)."""
     if path_type == "Prefix":
         stripped = path.rstrip("/")
         # "/" alone (all paths) is a plain string prefix; otherwise match whole segments.
@@ -99,9 +102,10 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-@attrs.frozen(kw_only=True)
-class IngressPath:
-    """One HTTPIngressPath with its host and where it sits in the Ingress (for Notes)."""
+class IngressPath(NamedTuple):
+    """One HTTPIngressPath with its host and where it sits in the Ingress (for Notes).
+
+    A named tuple, not an attrs class: one is made per path per build, and only read."""
 
     field: str  # e.g. spec.rules[0].http.paths[1]
     backend_field: str  # e.g. spec.rules[0].http.paths[1].backend
@@ -159,6 +163,9 @@ class _IngressBuild:
     key: ObjectKey
     annotations: IngressAnnotations
     notes: list[Note]
+    # Resolved backends by (Service name, port): an Ingress's paths mostly share a few Services,
+    # and a resolved one is the same cluster (and the same warnings) for every path using it.
+    resolved: dict[tuple[str, int | str], tuple[Cluster, ...]] = attrs.field(factory=dict)
 
     @classmethod
     def start(
@@ -270,6 +277,9 @@ class _IngressBuild:
         port_spec = _mapping(service.get("port"))
         port: int | str = port_spec.get("name") or port_spec.get("number") or 0
         name = str(service.get("name") or "")
+        found = self.resolved.get((name, port))
+        if found is not None:
+            return found
 
         def warn(message: str) -> None:
             self.note("ServiceError", "IgnoredAnnotation", message, "warning")
@@ -285,7 +295,8 @@ class _IngressBuild:
                 f"{field}.service: unresolved service reference: {err}; the route answers 503",
             )
             return ()
-        return (Cluster(upstream=upstream),)
+        clusters = self.resolved[(name, port)] = (Cluster(upstream=upstream),)
+        return clusters
 
 
 @attrs.frozen(eq=False)

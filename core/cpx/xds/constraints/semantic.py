@@ -18,12 +18,10 @@ from typing import Any
 
 import attrs
 import re2
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from cpx.xds.constraints import pgv
+
+# cryptography is imported where TLS material is checked (~50 ms of start-up imports otherwise).
 
 # RouteConfiguration.max_direct_response_body_size_bytes when unset.
 DEFAULT_MAX_DIRECT_RESPONSE_BODY = 4096
@@ -295,6 +293,8 @@ def _inline(source: Any) -> bytes | None:
 
 
 def _public_der(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
     return bytes(
         key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
@@ -305,6 +305,9 @@ def tls_certificate(cert: Any, scope: Scope) -> Iterator[Finding]:
     chain = _inline(cert.certificate_chain) if cert.HasField("certificate_chain") else None
     if chain is None:
         return
+    from cryptography import x509  # noqa: PLC0415
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415
+
     try:
         leaf = x509.load_pem_x509_certificates(chain)[0]
         leaf_key = leaf.public_key()
@@ -330,6 +333,9 @@ def tls_certificate(cert: Any, scope: Scope) -> Iterator[Finding]:
 
 def _private_key(pem: bytes, password: bytes | None) -> Any:
     """The key, or None when it does not load (a password given for a clear key is tried without)."""
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
     for attempt in (password, None) if password else (None,):
         try:
             return serialization.load_pem_private_key(pem, attempt, unsafe_skip_rsa_key_validation=True)
@@ -339,6 +345,8 @@ def _private_key(pem: bytes, password: bytes | None) -> Any:
 
 
 def _key_type(path: str, key: Any) -> Iterator[Finding]:
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: PLC0415
+
     if isinstance(key, rsa.RSAPublicKey) and key.key_size < _RSA_MIN_BITS:
         text = (
             "only RSA certificates with 2048-bit or larger keys are supported"
@@ -354,6 +362,8 @@ def trusted_ca(context: Any, scope: Scope) -> Iterator[Finding]:
     pem = _inline(context.trusted_ca) if context.HasField("trusted_ca") else None
     if pem is None:
         return
+    from cryptography import x509  # noqa: PLC0415
+
     try:
         x509.load_pem_x509_certificates(pem)
     except ValueError:
