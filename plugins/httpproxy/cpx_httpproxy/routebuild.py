@@ -15,6 +15,7 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 
 from __future__ import annotations
 
+import operator
 from typing import NoReturn
 
 import attrs
@@ -216,11 +217,24 @@ def build_route(
         return None
 
 
+# A route's fields besides its match and services: a route with none of them set (most routes)
+# gets every policy's "unset" value, so its build skips the checks (see _plain_route_parts).
+_POLICY_FIELDS = tuple(
+    f.name
+    for f in attrs.fields(model.Route)
+    if f.name not in ("conditions", "services", "enable_websockets", "permit_insecure")
+)
+_policies_of = operator.attrgetter(*_POLICY_FIELDS)
+_NO_POLICIES = _policies_of(model.Route())
+
+
 def _route_parts(ctx: _RouteContext) -> RouteParts:
     """Every route field in Contour's order, so that the first error recorded is Contour's;
     raises _RouteDropped at the first one that drops the route set."""
     route, status = ctx.route, ctx.status
     _check_action_count(ctx)
+    if _policies_of(route) == _NO_POLICIES:
+        return _plain_route_parts(ctx)
     request_headers, response_headers, cookie_rewrites = _header_and_cookie_policies(
         route,
         owner="route",
@@ -270,6 +284,25 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
         replace_prefix=replace_prefix,
         attachments=attachments,
+    )
+
+
+_PLAIN_DEFAULTS = _ClusterDefaults(
+    route_request_headers=NO_HEADERS, health_check=None, strategy="", idle_connection_timeout=None
+)
+
+
+def _plain_route_parts(ctx: _RouteContext) -> RouteParts:
+    """What :func:`_route_parts` gives a route without policies: only its services can fail."""
+    route = ctx.route
+    clusters, mirrors = _upstreams(ctx, _PLAIN_DEFAULTS)
+    return RouteParts(
+        clusters=clusters,
+        websocket=route.enable_websockets,
+        request_headers=NO_HEADERS,
+        response_headers=NO_HEADERS,
+        mirrors=mirrors,
+        permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
     )
 
 
