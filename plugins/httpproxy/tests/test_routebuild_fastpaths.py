@@ -19,9 +19,7 @@ def service(name: str, *ports: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": NS}, "spec": spec}
 
 
-def build(
-    route: dict[str, Any], options: dict[str, Any]
-) -> tuple[routebuild.RouteParts | None, ProxyStatus]:
+def build(route: dict[str, Any], options: dict[str, Any]) -> tuple[routebuild.RouteParts | None, ProxyStatus]:
     source = SourceCache()
     source.insert(service("web", 80))
     source.insert(service("other", 80, 8080))
@@ -35,6 +33,7 @@ def build(
         referrer=ObjectKey("projectcontour.io", "HTTPProxy", NS, "web"),
     )
     return parts, status
+
 
 PLAIN_ROUTES: list[dict[str, Any]] = [
     {"services": [{"name": "web", "port": 80}]},
