@@ -98,13 +98,15 @@ def service_port(
     whether an ExternalName Service may be used (by default it may not).
     """
     spec = _find_port(service, port)
+    meta = k8s.meta(service)
+    number = int(spec["port"])
     return ServicePort(
-        namespace=k8s.namespace_of(service),
-        name=k8s.name_of(service),
-        port=int(spec["port"]),
+        namespace=str(meta.get("namespace") or ""),
+        name=str(meta.get("name") or ""),
+        port=number,
         port_name=str(spec.get("name") or ""),
         # The API server defaults targetPort to port; files read in standalone mode may omit it.
-        target_port=spec.get("targetPort", int(spec["port"])),
+        target_port=spec.get("targetPort", number),
         external_name=external_name(service, external_names),
         protocol=upstream_protocol(service, spec),
         circuit_breakers=circuit_breakers(service, warn),

@@ -189,7 +189,8 @@ def merge_path(conditions: Sequence[MatchCondition]) -> PathMatch:
             merged, last = merged + cond.exact, "exact"
         elif cond.regex:
             merged, last, is_regex = merged + cond.regex, "regex", True
-    merged = _SLASHES.sub("/", merged)
+    if "//" in merged:  # re2 only when there is a run to collapse: most paths have none
+        merged = _SLASHES.sub("/", merged)
     if not merged:
         return _ROOT
     if is_regex:

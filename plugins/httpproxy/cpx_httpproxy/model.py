@@ -50,6 +50,12 @@ def _is_int(value: Any) -> bool:
     )
 
 
+def _is_mapping(value: Any) -> bool:
+    # The exact type first: wire objects are dicts, and the Mapping ABC check costs more than a
+    # small object's whole load.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _is_zero(value: Any) -> bool:
     return type(value) in (str, int, bool, tuple) and not value
 
@@ -69,7 +75,7 @@ def _converters(hint: Any) -> tuple[Load, Dump]:
     if origin is tuple:
         return _tuple_converters(args)
     if isinstance(hint, type) and issubclass(hint, Model):
-        return (lambda v: hint.from_dict(v) if isinstance(v, Mapping) else _MISSING), (lambda v: v.to_dict())
+        return (lambda v: hint.load(v) if _is_mapping(v) else _MISSING), (lambda v: v.to_dict())
     if hint in (str, bool, int):
         return _scalar_load(hint), (lambda v: v)
     raise TypeError(f"cpx_httpproxy.model: no converter for {hint!r}")
@@ -80,7 +86,7 @@ def _tuple_converters(args: tuple[Any, ...]) -> tuple[Load, Dump]:
     if args == (tuple[str, str], Ellipsis):
 
         def load_map(v: Any) -> Any:
-            if not isinstance(v, Mapping):
+            if not _is_mapping(v):
                 return _MISSING
             return tuple((str(k), item) for k, item in v.items() if isinstance(item, str))
 
@@ -121,8 +127,11 @@ class Model:
     @classmethod
     def from_dict(cls, data: Any) -> Self:
         """Structure a wire dict (anything else counts as an empty one)."""
-        if not isinstance(data, Mapping):
-            data = {}
+        return cls.load(data if _is_mapping(data) else {})
+
+    @classmethod
+    def load(cls, data: Mapping[str, Any]) -> Self:
+        """:meth:`from_dict` of a mapping (nested objects are loaded this way: checked once)."""
         kwargs: dict[str, Any] = {}
         by_wire = _SLOTS_BY_WIRE.get(cls) or _slots_by_wire(cls)
         # The fields present, not every field of the class: objects set few of them.

@@ -72,12 +72,14 @@ class PolicyError(ValueError):
 
 # -- timeouts and retries ----------------------------------------------------------------------
 
+_NO_TIMEOUTS = TimeoutPolicy()  # frozen: shared by every route without a timeoutPolicy
+
 
 def timeout_policies(policy: model.TimeoutPolicy | None) -> tuple[TimeoutPolicy, Duration | None]:
     """Contour's timeoutPolicy: the route's response/idle timeouts and the clusters' idle
     connection timeout.  PolicyError: ``error parsing response timeout: unable to parse ...``."""
     if policy is None:
-        return TimeoutPolicy(), None
+        return _NO_TIMEOUTS, None
     parsed = []
     for what, text in (
         ("response timeout", policy.response),
@@ -575,6 +577,8 @@ def expand_prefix_routes(routes: Sequence[Route]) -> list[Route]:
     cleanly: ``/foo`` → replacement without trailing slash (``/`` if that leaves nothing), and
     ``/foo/`` → that replacement plus ``/``.  Other routes pass through unchanged.
     """
+    if all(route.prefix_rewrite is None for route in routes):
+        return list(routes)  # nothing to expand: what most proxies have
     groups: dict[str, list[int]] = {}
     for index, route in enumerate(routes):
         if route.path.kind is PathKind.PREFIX:

@@ -118,7 +118,10 @@ class ProxyRegistry:
             status = self.statuses.get(name)
             errors, warnings = (tuple(status.errors), tuple(status.warnings)) if status else ((), ())
             if done is None or not done.same(proxy, errors, warnings):
-                done = _render(proxy, self.status_named(name), done, clock, load_balancer)
+                # Without a status the proxy has no problem: its empty one is rendered but not
+                # kept (only statuses with errors or warnings have notes, below).
+                status = status or ProxyStatus.for_object(proxy.obj)
+                done = _render(proxy, status, done, clock, load_balancer)
             out.put(name, done)
         dag.statuses.update(out.statuses)
         for name, status in self.statuses.items():

@@ -15,8 +15,7 @@ wording unknown or cpx refuses something Contour passes to Envoy) a comment says
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
+import operator
 from typing import NoReturn
 
 import attrs
@@ -126,6 +125,9 @@ class VhostPolicies:
     ip_filter: IPFilter | None = None
 
 
+_NO_VHOST_POLICIES = VhostPolicies()
+
+
 # -- routes ----------------------------------------------------------------------------------------
 
 
@@ -133,21 +135,34 @@ class _RouteDropped(Exception):
     """Contour's "route set dropped": the error is already in the proxy's status."""
 
 
-@contextlib.contextmanager
-def _drop_on(
-    status: ProxyStatus,
-    error_type: str,
-    reason: str,
-    message: str = "{}",
-    catch: type[ValueError] = PolicyError,
-) -> Iterator[None]:
+class _drop_on:
     """Turns a ``catch`` error raised inside into the status error (``message`` formatted with the
-    error's text) and drops the route set: most route parts fail this way, each with its own words."""
-    try:
-        yield
-    except catch as err:
-        status.add_error(error_type, reason, message.format(err))
-        raise _RouteDropped from None
+    error's text) and drops the route set: most route parts fail this way, each with its own words.
+
+    A class, not a contextlib generator: every route enters several, and a generator's set-up
+    and tear-down cost more than the rest of a plain route's checks."""
+
+    __slots__ = ("catch", "error_type", "message", "reason", "status")
+
+    def __init__(
+        self,
+        status: ProxyStatus,
+        error_type: str,
+        reason: str,
+        message: str = "{}",
+        catch: type[ValueError] = PolicyError,
+    ) -> None:
+        self.status = status
+        self.error_type, self.reason, self.message = error_type, reason, message
+        self.catch = catch
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> None:
+        if err is not None and isinstance(err, self.catch):
+            self.status.add_error(self.error_type, self.reason, self.message.format(err))
+            raise _RouteDropped from None
 
 
 @attrs.frozen(kw_only=True)
@@ -202,11 +217,24 @@ def build_route(
         return None
 
 
+# A route's fields besides its match and services: a route with none of them set (most routes)
+# gets every policy's "unset" value, so its build skips the checks (see _plain_route_parts).
+_POLICY_FIELDS = tuple(
+    f.name
+    for f in attrs.fields(model.Route)
+    if f.name not in ("conditions", "services", "enable_websockets", "permit_insecure")
+)
+_policies_of = operator.attrgetter(*_POLICY_FIELDS)
+_NO_POLICIES = _policies_of(model.Route())
+
+
 def _route_parts(ctx: _RouteContext) -> RouteParts:
     """Every route field in Contour's order, so that the first error recorded is Contour's;
     raises _RouteDropped at the first one that drops the route set."""
     route, status = ctx.route, ctx.status
     _check_action_count(ctx)
+    if _policies_of(route) == _NO_POLICIES:
+        return _plain_route_parts(ctx)
     request_headers, response_headers, cookie_rewrites = _header_and_cookie_policies(
         route,
         owner="route",
@@ -256,6 +284,25 @@ def _route_parts(ctx: _RouteContext) -> RouteParts:
         permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
         replace_prefix=replace_prefix,
         attachments=attachments,
+    )
+
+
+_PLAIN_DEFAULTS = _ClusterDefaults(
+    route_request_headers=NO_HEADERS, health_check=None, strategy="", idle_connection_timeout=None
+)
+
+
+def _plain_route_parts(ctx: _RouteContext) -> RouteParts:
+    """What :func:`_route_parts` gives a route without policies: only its services can fail."""
+    route = ctx.route
+    clusters, mirrors = _upstreams(ctx, _PLAIN_DEFAULTS)
+    return RouteParts(
+        clusters=clusters,
+        websocket=route.enable_websockets,
+        request_headers=NO_HEADERS,
+        response_headers=NO_HEADERS,
+        mirrors=mirrors,
+        permit_insecure=route.permit_insecure and not ctx.proxy.config.option(PERMIT_INSECURE_OPTION, False),
     )
 
 
@@ -487,6 +534,8 @@ def build_tcp_proxy(
 
 def _fit_weights(clusters: list[Cluster]) -> tuple[Cluster, ...]:
     """The clusters with weights whose sum fits Envoy's uint32 (scaled down only when it does not)."""
+    if len(clusters) == 1 and 0 <= clusters[0].weight <= policies.UINT32_MAX:
+        return (clusters[0],)  # most routes have one service: nothing to fit
     weights = policies.fit_weights([c.weight for c in clusters])
     return tuple(
         c if c.weight == w else attrs.evolve(c, weight=w) for c, w in zip(clusters, weights, strict=True)
@@ -522,6 +571,13 @@ def build_vhost_policies(
     after the routes, in this order; the allow-and-deny conflict (:func:`check_vhost_ip_filters`)
     it checks before TLS, so a processor that wants Contour's exact order calls that first; it is
     repeated here for safety."""
+    if (
+        vhost.cors_policy is None
+        and vhost.rate_limit_policy is None
+        and not (vhost.ip_allow_policy or vhost.ip_deny_policy)
+        and default_global_rate_limit is None
+    ):
+        return _NO_VHOST_POLICIES  # what most roots have: nothing to check
     if not check_vhost_ip_filters(vhost, status):
         return None
     try:
