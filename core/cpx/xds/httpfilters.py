@@ -145,12 +145,27 @@ def connection_manager_filters(filters: HttpFilters, site: FilterSite) -> list[h
 # -- typed_per_filter_config -------------------------------------------------------------------------
 
 
-# Only the specs with a config of each kind, so that every route does not walk every filter.
-@functools.lru_cache(maxsize=64)
+# (id(filters), kind) -> (filters, its specs of that kind), kept so that the id is not reused.
+_subsets: dict[tuple[int, str], tuple[HttpFilters, HttpFilters]] = {}
+
+
 def _having(filters: HttpFilters, kind: str) -> HttpFilters:
+    """Only the specs with a config of each kind, so that every route does not walk every filter.
+
+    Memoised by identity (the caches pass the same tuple for every route): hashing the tuple
+    would hash every spec, on every route.
+    """
+    known = _subsets.get((id(filters), kind))
+    if known is not None and known[0] is filters:
+        return known[1]
     if kind == "per_route":
-        return tuple(s for s in filters if s.per_route is not None or s.per_route_at is not None)
-    return tuple(s for s in filters if getattr(s, kind) is not None)
+        found = tuple(s for s in filters if s.per_route is not None or s.per_route_at is not None)
+    else:
+        found = tuple(s for s in filters if getattr(s, kind) is not None)
+    if len(_subsets) >= _MEMO_LIMIT:
+        _subsets.clear()
+    _subsets[(id(filters), kind)] = (filters, found)
+    return found
 
 
 def route_action_fields(filters: HttpFilters, route: Route) -> list[Message]:
