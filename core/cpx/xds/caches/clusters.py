@@ -9,7 +9,8 @@ rewrites, plugin data) reuses the Resource built for its twin.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import attrs
@@ -69,8 +70,8 @@ DNS_LOOKUP_FAMILIES = {
     "all": cluster_v3.Cluster.ALL,
 }
 
-# What a node translates to: its name, its Resource and its shape (see `cds_shape`).
-Entry = tuple[str, Resource, Cluster]
+# What a node translates to: its name, its Resource and its shape (see `_shape_key`).
+Entry = tuple[str, Resource, tuple[object, ...]]
 
 
 class ClusterCache:
@@ -85,7 +86,7 @@ class ClusterCache:
         self._resources: dict[str, Resource] = {}
         # Memos of the last build only, so nodes that left the DAG are forgotten.
         self._by_node: dict[Cluster, Entry] = {}
-        self._by_shape: dict[Cluster, Entry] = {}
+        self._by_shape: dict[tuple[object, ...], Entry] = {}
         # Plugins' own cluster nodes, built by their kinds (see bind_contributions).
         self._kinds: KindTranslator[ClusterKindSpec] = KindTranslator(self.type_url)
         # The DAG's distinct nodes last time: the same (mostly identical) nodes mean nothing to do.
@@ -112,7 +113,7 @@ class ClusterCache:
             return
         found: dict[str, Resource] = {}
         by_node: dict[Cluster, Entry] = {}
-        by_shape: dict[Cluster, Entry] = {}
+        by_shape: dict[tuple[object, ...], Entry] = {}
         for node in dag.unique_clusters():
             entry = by_node.get(node)
             if entry is None:
@@ -132,19 +133,21 @@ class ClusterCache:
         if resources != self._resources:
             self._resources = resources
 
-    def _lookup(self, node: Cluster, by_shape: dict[Cluster, Entry]) -> Entry:
+    def _lookup(self, node: Cluster, by_shape: dict[tuple[object, ...], Entry]) -> Entry:
         entry = self._by_node.get(node)
         if entry is not None:
             by_shape.setdefault(entry[2], entry)
             return entry
-        shape = cds_shape(node)
+        shape = _shape_key(node)
         entry = by_shape.get(shape) or self._by_shape.get(shape)
         if entry is None:
-            name = cluster_name(shape)
-            message = cluster(shape)
+            # The node itself: CDS and its name read none of the fields its shape leaves out,
+            # and cluster_name just named this very object for the routes (memoised).
+            name = cluster_name(node)
+            message = cluster(node)
             if self._connect_timeout != CONNECT_TIMEOUT:
                 message.connect_timeout.CopyFrom(seconds(self._connect_timeout))
-            if shape.upstream.external_name:
+            if node.upstream.external_name:
                 _dns_lookup_family(message, self._dns_family)
             entry = (name, Resource.from_message(name, self.type_url, message), shape)
         by_shape[shape] = entry
@@ -168,6 +171,14 @@ def _dns_lookup_family(msg: cluster_v3.Cluster, family: cluster_v3.Cluster.DnsLo
     msg.dns_lookup_family = family
     if family == cluster_v3.Cluster.ALL:
         msg.type = cluster_v3.Cluster.LOGICAL_DNS
+
+
+# The node fields CDS ignores (they shape routes, not clusters).
+_ROUTE_ONLY_FIELDS = ("weight", "request_headers", "response_headers", "cookie_rewrites", "attachments")
+# The other fields as a tuple, at C speed: equal for nodes of equal `cds_shape`, without building it.
+_shape_key: Callable[[Cluster], tuple[object, ...]] = operator.attrgetter(
+    *[f.name for f in attrs.fields(cast(Any, Cluster)) if f.name not in _ROUTE_ONLY_FIELDS]
+)
 
 
 def cds_shape(node: Cluster) -> Cluster:
