@@ -241,7 +241,15 @@ class HeadersPolicy:
     host_rewrite_header: str | None = None  # copy Host from this request header
 
     def is_empty(self) -> bool:
-        return self is _NO_HEADERS or self == _NO_HEADERS
+        # Field by field (what == compares), without attrs' __eq__ call: this runs for every
+        # route and cluster translated, and most policies are empty.
+        return (
+            self.set == ()
+            and self.remove == ()
+            and self.add == ()
+            and self.host_rewrite is None
+            and self.host_rewrite_header is None
+        )
 
 
 _NO_HEADERS = HeadersPolicy()

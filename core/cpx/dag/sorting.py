@@ -21,6 +21,8 @@ non-inverted / case-sensitive first).
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterable
 
 from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, QueryMatch, QueryMatchKind, Route
@@ -48,13 +50,15 @@ HeaderKey = tuple[str, int, str, bool, bool, bool]
 QueryKey = tuple[str, int, str, bool]
 
 
+# Memoised: virtual hosts tend to repeat the same paths ("/", "/api", ...).
+@functools.lru_cache(maxsize=1 << 14)
 def _descending(text: str) -> tuple[int, ...]:
     """A key that sorts strings in reverse lexicographic order (Go's ``strings.Compare(a, b) == 1``).
 
     Negated code points reverse the order of differing characters; the trailing 1 (greater than
     any negated code point) puts a string after its own extensions, so "/ab" sorts before "/a".
     """
-    return (*(-ord(c) for c in text), 1)
+    return (*map(operator.neg, map(ord, text)), 1)
 
 
 def header_key(header: HeaderMatch) -> HeaderKey:
@@ -83,6 +87,8 @@ def sorted_query(query: Iterable[QueryMatch]) -> tuple[QueryMatch, ...]:
 
 def _conditions_key(route: Route) -> tuple[object, ...]:
     """Contour's ``compareRoutesByMethodHeaderQueryParams`` as an ascending key."""
+    if not route.headers and not route.query:
+        return (True, 0, 0, route.precedence, (), ())  # most routes: the same as below, sooner
     has_method = False
     others: list[HeaderKey] = []
     for header in route.headers:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import graphlib
 import heapq
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from google.protobuf import any_pb2
@@ -145,12 +145,33 @@ def connection_manager_filters(filters: HttpFilters, site: FilterSite) -> list[h
 # -- typed_per_filter_config -------------------------------------------------------------------------
 
 
-# Only the specs with a config of each kind, so that every route does not walk every filter.
-@functools.lru_cache(maxsize=64)
-def _having(filters: HttpFilters, kind: str) -> HttpFilters:
-    if kind == "per_route":
-        return tuple(s for s in filters if s.per_route is not None or s.per_route_at is not None)
-    return tuple(s for s in filters if getattr(s, kind) is not None)
+# A filter's callable of one kind (``per_route``, ``per_virtual_host``, ...): its name, the
+# callable, and for "per_route" whether it is ``per_route_at`` (which also takes the site).
+_Call = tuple[str, Callable[..., Message | None], bool]
+# (id(filters), kind) -> (filters, its calls of that kind), kept so that the id is not reused.
+_calls_memo: dict[tuple[int, str], tuple[HttpFilters, tuple[_Call, ...]]] = {}
+
+
+def _calls(filters: HttpFilters, kind: str) -> tuple[_Call, ...]:
+    """The callables of the specs with a config of each kind, so that every route does not walk
+    every filter and ask each whether it has one.
+
+    Memoised by identity (the caches pass the same tuple for every route): hashing the tuple
+    would hash every spec, on every route.
+    """
+    known = _calls_memo.get((id(filters), kind))
+    if known is not None and known[0] is filters:
+        return known[1]
+    found: list[_Call] = []
+    for spec in filters:
+        if kind == "per_route" and spec.per_route_at is not None:
+            found.append((spec.name, spec.per_route_at, True))
+        elif getattr(spec, kind) is not None:
+            found.append((spec.name, getattr(spec, kind), False))
+    if len(_calls_memo) >= _MEMO_LIMIT:
+        _calls_memo.clear()
+    _calls_memo[(id(filters), kind)] = (filters, tuple(found))
+    return tuple(found)
 
 
 def route_action_fields(filters: HttpFilters, route: Route) -> list[Message]:
@@ -165,9 +186,12 @@ def virtual_host_fields(filters: HttpFilters, vhost: VirtualHost) -> list[Messag
 
 def _contributions(filters: HttpFilters, kind: str, node: Route | VirtualHost) -> list[Message]:
     """What each filter's ``kind`` callable returns for ``node``, in filter order (None: nothing)."""
+    calls = _calls(filters, kind)
+    if not calls:
+        return []
     out: list[Message] = []
-    for spec in _having(filters, kind):
-        fields = getattr(spec, kind)(node)
+    for _, call, _ in calls:
+        fields = call(node)
         if fields is not None:
             out.append(fields)
     return out
@@ -178,10 +202,10 @@ def _contributions(filters: HttpFilters, kind: str, node: Route | VirtualHost) -
 
 def virtual_host_configs(filters: HttpFilters, vhost: VirtualHost) -> list[tuple[str, any_pb2.Any]]:
     out = []
-    for spec in _having(filters, "per_virtual_host"):
-        config = spec.per_virtual_host(vhost) if spec.per_virtual_host is not None else None
+    for name, per_virtual_host, _ in _calls(filters, "per_virtual_host"):
+        config = per_virtual_host(vhost)
         if config is not None:
-            out.append((spec.name, pack(config)))
+            out.append((name, pack(config)))
     return out
 
 
@@ -192,13 +216,10 @@ def route_site(fqdn: str, secure: bool) -> RouteSite:
 
 def route_configs(filters: HttpFilters, route: Route, site: RouteSite) -> list[tuple[str, any_pb2.Any]]:
     out = []
-    for spec in _having(filters, "per_route"):
-        if spec.per_route_at is not None:
-            config = spec.per_route_at(route, site)
-        else:
-            config = spec.per_route(route) if spec.per_route is not None else None
+    for name, per_route, at_site in _calls(filters, "per_route"):
+        config = per_route(route, site) if at_site else per_route(route)
         if config is not None:
-            out.append((spec.name, pack(config)))
+            out.append((name, pack(config)))
     return out
 
 
@@ -206,8 +227,8 @@ def weighted_cluster_configs(
     filters: HttpFilters, route: Route, cluster: Cluster
 ) -> list[tuple[str, any_pb2.Any]]:
     out = []
-    for spec in _having(filters, "per_weighted_cluster"):
-        config = spec.per_weighted_cluster(route, cluster) if spec.per_weighted_cluster is not None else None
+    for name, per_weighted_cluster, _ in _calls(filters, "per_weighted_cluster"):
+        config = per_weighted_cluster(route, cluster)
         if config is not None:
-            out.append((spec.name, pack(config)))
+            out.append((name, pack(config)))
     return out

@@ -48,6 +48,39 @@ def hashname(limit: int, *segments: str) -> str:
 def cluster_name(cluster: Cluster) -> str:
     """``namespace/service/port/<hash>``; the hash covers every option that shapes the cluster."""
     up = cluster.upstream
+    key = (
+        cluster.load_balancer_policy,
+        id(cluster.health_check),
+        id(cluster.validation),
+        up.protocol,
+        cluster.sni,
+        id(cluster.idle_connection_timeout),
+        id(cluster.slow_start),
+        up.external_name,
+        id(up.circuit_breakers),
+    )
+    known = _digests.get(key)
+    if known is not None:
+        digest = known[1]
+    else:
+        digest = _options_digest(cluster)
+        if len(_digests) >= _DIGESTS_LIMIT:
+            _digests.clear()
+        held = (cluster.health_check, cluster.validation, cluster.idle_connection_timeout, cluster.slow_start)
+        _digests[key] = ((*held, up.circuit_breakers), digest)
+    return hashname(MAX_NAME_LENGTH, up.namespace, up.name, str(up.port), digest)
+
+
+# The options' digest, for options that are the very objects of an earlier cluster (most share
+# them: the default circuit breakers, no health check).  Objects by identity, not equality: equal
+# values of other types (5 and 5.0) would print differently.  The entry holds them, so their ids
+# are not reused while it exists.
+_digests: dict[tuple[object, ...], tuple[tuple[object, ...], str]] = {}
+_DIGESTS_LIMIT = 4096
+
+
+def _options_digest(cluster: Cluster) -> str:
+    up = cluster.upstream
     hc = cluster.health_check
     parts = [
         cluster.load_balancer_policy,
@@ -70,8 +103,7 @@ def cluster_name(cluster: Cluster) -> str:
         "2.0",  # (was a per-cluster connect timeout, always 2 s)
         repr(up.circuit_breakers),
     ]
-    digest = _sha1_10("|".join(parts))
-    return hashname(MAX_NAME_LENGTH, up.namespace, up.name, str(up.port), digest)
+    return _sha1_10("|".join(parts))
 
 
 def _validation_part(validation: UpstreamValidation | None) -> str:

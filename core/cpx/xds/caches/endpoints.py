@@ -224,18 +224,23 @@ class EndpointCache:
         return True
 
     def _refresh(self, name: str, feeds: tuple[Feed, ...], source: SourceView, old: _State | None) -> _State:
+        # Comprehensions rather than generators: this runs per CLA, mostly for one feed.
         inputs: Inputs = tuple(
-            (_health_port_name(source, feed), tuple(source.endpoint_slices(feed.namespace, feed.service)))
-            for feed in feeds
+            [
+                (_health_port_name(source, feed), tuple(source.endpoint_slices(feed.namespace, feed.service)))
+                for feed in feeds
+            ]
         )
         if old is not None and old.feeds == feeds and _same_inputs(old.inputs, inputs):
             return old
         endpoints = tuple(
-            port_endpoints(feed.port_name, health, slices)
-            for feed, (health, slices) in zip(feeds, inputs, strict=True)
+            [
+                port_endpoints(feed.port_name, health, slices)
+                for feed, (health, slices) in zip(feeds, inputs, strict=True)
+            ]
         )
         # The message is a function of the name, the endpoints and the weights only.
-        weights = tuple(feed.weight for feed in feeds)
+        weights = tuple([feed.weight for feed in feeds])
         if old is not None and old.endpoints == endpoints and tuple(f.weight for f in old.feeds) == weights:
             return _State(feeds, inputs, endpoints, old.resource)
         message = cluster_load_assignment(name, endpoints, weights)
@@ -329,7 +334,8 @@ def port_endpoints(port_name: str, health_name: str, slices: Sequence[Mapping[st
                 continue
             addresses = endpoint.get("addresses") or ()
             if addresses:
-                found.update((str(addresses[0]), number) for number in numbers)
+                address = str(addresses[0])
+                found.update([(address, number) for number in numbers])
     return tuple(sorted(found)), health_check_port
 
 

@@ -58,6 +58,7 @@ from cpx.xds.resource import Resource, content_version
 HTTP_ROUTE_CONFIG = "ingress_http"
 FALLBACK_ROUTE_CONFIG = "ingress_fallbackcert"
 
+_NAME_FIELD = 1  # RouteConfiguration.name
 _VIRTUAL_HOSTS_FIELD = 2  # RouteConfiguration.virtual_hosts
 _ROUTES_FIELD = 3  # VirtualHost.routes
 
@@ -81,6 +82,11 @@ class _Translated:
     policies: VHostPolicies
     entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
     pieces: dict[Route, _Piece]
+
+
+def _config_head(name: str) -> bytes:
+    """``RouteConfiguration(name=name)`` serialised, without building a message per host."""
+    return embedded(_NAME_FIELD, name.encode()) if name else b""
 
 
 def _route_config_tail(scoped: bool = False) -> bytes:
@@ -239,7 +245,7 @@ class RouteCache:
         )
 
     def _scoped_config(self, name: str, vhosts: list[bytes], previous: Resource | None) -> Resource:
-        head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
+        head = _config_head(name)
         body = b"".join((head, *vhosts, self._scoped_tail))
         if previous is not None and previous.body == body:
             return previous
@@ -287,7 +293,7 @@ class RouteCache:
         previous = self._resources.get(name)
         if previous is not None and self._entries.get(name) == vhosts:
             return previous  # the same entries (mostly the same bytes objects): the same body
-        head = route_v3.RouteConfiguration(name=name).SerializeToString(deterministic=True)
+        head = _config_head(name)
         # Scoped listeners' plain configurations are built by _scoped_plain; what comes here in the
         # scoped shape behind a scope is only an ingress_http without virtual hosts.
         tail = self._scoped_tail if self.scoped and name == HTTP_ROUTE_CONFIG else self._tail
@@ -452,10 +458,10 @@ class _Build:
                 body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
-        head_message, tail_message = virtual_host_head(fqdn), virtual_host_tail(vhost, filters)
-        whole = route_components.VirtualHost()  # head and tail together: the vhost without routes
-        whole.CopyFrom(head_message)
-        whole.MergeFrom(tail_message)
+        tail_message = virtual_host_tail(vhost, filters)
+        whole = virtual_host_head(fqdn)
+        head = whole.SerializeToString(deterministic=True)
+        whole.MergeFrom(tail_message)  # head and tail together: the vhost without routes
         problems = violations(whole)
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
@@ -463,9 +469,8 @@ class _Build:
             origins |= vhost.attachments.origins()
             faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
             tail_message = route_components.VirtualHost()
-        head = head_message.SerializeToString(deterministic=True)
         tail = tail_message.SerializeToString(deterministic=True)
-        ordered = sorted(pieces.values(), key=itemgetter(0))
+        ordered = sorted(pieces.values(), key=itemgetter(0)) if len(pieces) > 1 else pieces.values()
         marker = self.marker if not secure and is_exact(fqdn) else b""
         body = b"".join((head, *(p[1] for p in ordered), tail, marker))
         # A sentinel host and route set when something was left out: the next build translates it again.

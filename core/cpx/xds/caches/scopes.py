@@ -17,8 +17,9 @@ from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.xds import resource
 from cpx.xds.caches.routes import HTTP_ROUTE_CONFIG
-from cpx.xds.envoy.scoped import FALLBACK_KEY, host_route_config_name, is_exact, scope, scope_key
-from cpx.xds.resource import Resource
+from cpx.xds.envoy.common import embedded
+from cpx.xds.envoy.scoped import FALLBACK_KEY, host_route_config_name, is_exact, scope_key
+from cpx.xds.resource import Resource, content_version
 
 _ScopeId = tuple[str, str]  # route config name, key
 
@@ -115,4 +116,29 @@ class ScopeCache:
 
     def _scope(self, ident: _ScopeId) -> Resource:
         name = ident[0]
-        return Resource.from_message(name, self.type_url, scope(name, name, ident[1]))
+        body = scope_body(name, name, ident[1])
+        return Resource(name, self.type_url, body, content_version(body))
+
+
+def scope_body(name: str, route_config: str, key: str) -> bytes:
+    """``scope(name, route_config, key)`` serialised, concatenated rather than built: a start-up
+    makes one per host, and three nested messages cost more than their bytes."""
+    fragment = embedded(_STRING_KEY, key.encode())  # a oneof member: written even when empty
+    return b"".join(
+        (
+            _string(_NAME, name),
+            _string(_ROUTE_CONFIGURATION_NAME, route_config),
+            embedded(_KEY, embedded(_FRAGMENTS, fragment)),  # messages are written even when empty
+        )
+    )
+
+
+def _string(number: int, value: str) -> bytes:
+    """A string field as deterministic serialisation writes it: absent when empty."""
+    return embedded(number, value.encode()) if value else b""
+
+
+# Field numbers of ScopedRouteConfiguration, its Key and the Key's Fragment.
+_NAME, _ROUTE_CONFIGURATION_NAME, _KEY = 1, 2, 3
+_FRAGMENTS = 1
+_STRING_KEY = 1

@@ -43,4 +43,7 @@ def embedded(field_number: int, payload: bytes) -> bytes:
     Concatenating such pieces (plus the serialisation of the message's other fields) yields the same
     bytes the whole message would serialise to, so cached sub-messages are never re-encoded.
     """
-    return varint(field_number << 3 | _LENGTH_DELIMITED) + varint(len(payload)) + payload
+    tag, size = field_number << 3 | _LENGTH_DELIMITED, len(payload)
+    if tag < 0x80 and size < 0x80:  # one byte each (most routes): no varint loop
+        return bytes((tag, size)) + payload
+    return varint(tag) + varint(size) + payload

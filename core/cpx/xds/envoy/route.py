@@ -167,11 +167,14 @@ def _fill_match(match: route_components.RouteMatch, route: Route, extra_header: 
         # The leading anchor changes nothing (Envoy matches the whole path) but keeps RE2's
         # program small for long literal prefixes, which is why Contour adds it.
         match.safe_regex.CopyFrom(regex(path.value if path.value.startswith("^") else "^" + path.value))
-    headers: Iterable[HeaderMatch] = route.headers
-    if extra_header is not None and extra_header not in route.headers:
-        headers = (*route.headers, extra_header)
-    match.headers.extend(header_matcher(h) for h in sorted_headers(headers))
-    match.query_parameters.extend(query_matcher(q) for q in sorted_query(route.query))
+    # Most routes have neither header nor query conditions: nothing to sort or extend then.
+    if route.headers or extra_header is not None:
+        headers: Iterable[HeaderMatch] = route.headers
+        if extra_header is not None and extra_header not in route.headers:
+            headers = (*route.headers, extra_header)
+        match.headers.extend(header_matcher(h) for h in sorted_headers(headers))
+    if route.query:
+        match.query_parameters.extend(query_matcher(q) for q in sorted_query(route.query))
 
 
 # -- actions ---------------------------------------------------------------------------------------
@@ -322,7 +325,8 @@ def _fill_action(action: route_components.RouteAction, route: Route, filters: Ht
     if route.retry_policy is not None and route.retry_policy.retry_on:
         action.retry_policy.CopyFrom(retry_policy(route.retry_policy))
     _fill_rewrites(action, route)
-    action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
+    if route.mirrors:
+        action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
     if route.websocket:
         action.upgrade_configs.append(route_components.RouteAction.UpgradeConfig(upgrade_type="websocket"))
     for hashed in route.hash_policies:
