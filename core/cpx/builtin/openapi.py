@@ -77,11 +77,15 @@ _NO_CAPTURE.never_capture = True
 
 
 def _matches(pattern: str, value: str) -> bool:
+    # The API server searches (ECMA-262 semantics); CRD patterns anchor themselves with ^...$.
+    return _pattern(pattern).search(value.encode()) is not None
+
+
+def _pattern(pattern: str) -> Any:
     compiled = _patterns.get(pattern)
     if compiled is None:
         compiled = _patterns[pattern] = re2.compile(pattern, _NO_CAPTURE)
-    # The API server searches (ECMA-262 semantics); CRD patterns anchor themselves with ^...$.
-    return compiled.search(value.encode()) is not None
+    return compiled
 
 
 def _invalid(path: str, value: Any, detail: str) -> str:
@@ -232,16 +236,14 @@ def _checker(schema: Schema, rules: Mapping[str, CelRule]) -> Check:
 
 
 def _compile(schema: Schema, rules: Mapping[str, CelRule]) -> Check:
+    """Each closure checks its value's type itself: one call per value."""
     expected = schema.get("type")
-    inner: Check | None
     if expected == "object":
-        inner = _compile_object(schema, rules)
-    elif expected == "array":
-        inner = _compile_array(schema, rules)
-    else:
-        inner = _compile_scalar(schema)
+        return _compile_object(schema, rules)
+    if expected == "array":
+        return _compile_array(schema, rules)
+    scalar = _compile_scalar(schema)
     if expected is None:
-        scalar = inner
 
         def untyped(value: Any) -> bool:  # _scalar's comparisons suit scalars only
             return scalar is None or (type(value) in _SCALARS and scalar(value))
@@ -252,7 +254,7 @@ def _compile(schema: Schema, rules: Mapping[str, CelRule]) -> Check:
     def typed(value: Any) -> bool:
         if type(value) not in passing and not _is_type(value, expected):
             return False
-        return inner is None or inner(value)
+        return scalar is None or scalar(value)
 
     return typed
 
@@ -275,6 +277,8 @@ def _compile_object(schema: Schema, rules: Mapping[str, CelRule]) -> Check:
     each = _field(additional, rules) if additional is not None else None
 
     def check(value: Mapping[str, Any]) -> bool:
+        if type(value) is not dict and not _is_type(value, "object"):
+            return False
         for key, item in value.items():
             if item is None:
                 continue
@@ -298,6 +302,8 @@ def _compile_array(schema: Schema, rules: Mapping[str, CelRule]) -> Check:
     plain, each = _field(items, rules) if items is not None else (None, None)
 
     def check(value: list[Any]) -> bool:
+        if type(value) is not list and not _is_type(value, "array"):
+            return False
         if (min_items is not None and len(value) < min_items) or (
             max_items is not None and len(value) > max_items
         ):
@@ -317,6 +323,7 @@ def _compile_scalar(schema: Schema) -> Check | None:
     enum = schema.get("enum")
     min_length, max_length = schema.get("minLength"), schema.get("maxLength")
     pattern: str | None = schema.get("pattern")
+    search = _pattern(pattern).search if pattern is not None else None  # as _matches does
     minimum, maximum = schema.get("minimum"), schema.get("maximum")
     exclusive = schema.get("exclusiveMaximum") is True
 
@@ -327,7 +334,7 @@ def _compile_scalar(schema: Schema) -> Check | None:
             return not (
                 (min_length is not None and len(value) < min_length)
                 or (max_length is not None and len(value) > max_length)
-                or (pattern is not None and not _matches(pattern, value))
+                or (search is not None and search(value.encode()) is None)
             )
         if isinstance(value, bool):
             return True

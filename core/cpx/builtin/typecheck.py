@@ -179,24 +179,20 @@ _PASSING: dict[Any, frozenset[type]] = {
 
 
 def _passes(schema: Schema) -> Check:
+    """Each closure checks its value's type itself: one call per value."""
     expected = schema.get("type")
     if expected is None:
         return _anything
+    if expected == "object":
+        return _passes_object(schema)
+    if expected == "array":
+        return _passes_array(schema)
     passing = _PASSING.get(expected, frozenset())
-    inner = (
-        _passes_object(schema)
-        if expected == "object"
-        else _passes_array(schema)
-        if expected == "array"
-        else None
-    )
 
-    def check(value: Any) -> bool:
-        if type(value) not in passing and not _is(value, expected):
-            return False
-        return inner is None or inner(value)
+    def type_passes(value: Any) -> bool:
+        return type(value) in passing or _is(value, expected)
 
-    return check
+    return type_passes
 
 
 def _anything(value: Any) -> bool:
@@ -209,12 +205,14 @@ def _plain(schema: Schema) -> type | None:
     return next(iter(passing)) if len(passing) == 1 and schema.get("type") in _SCALAR_TYPES else None
 
 
-def _passes_object(schema: Schema) -> Check | None:
+def _passes_object(schema: Schema) -> Check:
     additional: Schema | None = schema.get("additionalProperties")
     if additional is not None:
         plain, each = _plain(additional), _passes(additional)
 
-        def map_passes(value: Mapping[Any, Any]) -> bool:
+        def map_passes(value: Any) -> bool:
+            if type(value) is not dict and not _is(value, "object"):
+                return False
             for key, item in value.items():
                 if item is not None and (
                     not isinstance(key, str) or (type(item) is not plain and not each(item))
@@ -224,10 +222,10 @@ def _passes_object(schema: Schema) -> Check | None:
 
         return map_passes
     fields = {name: (_plain(field), _passes(field)) for name, field in schema.get("properties", {}).items()}
-    if not fields:
-        return None
 
-    def fields_pass(value: Mapping[Any, Any]) -> bool:
+    def fields_pass(value: Any) -> bool:
+        if type(value) is not dict and not _is(value, "object"):
+            return False
         for key, item in value.items():
             field = fields.get(key)
             if field is not None and item is not None and type(item) is not field[0] and not field[1](item):
@@ -237,14 +235,16 @@ def _passes_object(schema: Schema) -> Check | None:
     return fields_pass
 
 
-def _passes_array(schema: Schema) -> Check | None:
+def _passes_array(schema: Schema) -> Check:
     items: Schema | None = schema.get("items")
-    if items is None:
-        return None
-    plain, each = _plain(items), _passes(items)
+    plain, each = (_plain(items), _passes(items)) if items is not None else (None, _anything)
 
-    def items_pass(value: list[Any]) -> bool:
-        return all(type(item) is plain or (item is not None and each(item)) for item in value)
+    def items_pass(value: Any) -> bool:
+        if type(value) is not list and not _is(value, "array"):
+            return False
+        return items is None or all(
+            type(item) is plain or (item is not None and each(item)) for item in value
+        )
 
     return items_pass
 
