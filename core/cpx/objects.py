@@ -178,9 +178,10 @@ def crd_manifest(
     }
 
 
-def metadata_problems(obj: Mapping[str, Any]) -> list[str]:
-    """What the API server would say about the object's ``metadata.name`` and ``namespace``."""
-    key = ObjectKey.of(obj)
+def metadata_problems(obj: Mapping[str, Any], key: ObjectKey | None = None) -> list[str]:
+    """What the API server would say about the object's ``metadata.name`` and ``namespace``
+    (``key``: ``ObjectKey.of(obj)``, when the caller has it already)."""
+    key = key if key is not None else ObjectKey.of(obj)
     rule = _NAME_RULES.get(key.group_kind, DNS1123_SUBDOMAIN)
     found = [rule.problem("metadata.name", key.name)]
     if key.namespace:

@@ -56,8 +56,9 @@ def admit(
         # keeps it must still apply, so objects are compared by content.
         obj["metadata"].pop("resourceVersion", None)
         namespace = default_namespace(obj, spec.gvk.namespaced)["metadata"].get("namespace") or ""
-        key = ObjectKey(key.group, key.kind, str(namespace), key.name)  # ObjectKey.of, defaulted
-        problems = _problems(spec, obj, path)
+        if str(namespace) != key.namespace:
+            key = ObjectKey(key.group, key.kind, str(namespace), key.name)  # ObjectKey.of, defaulted
+        problems = _problems(spec, obj, key, path)
         if key in first_index:  # as with two files: the first definition is served, others refused
             problems.append(f"defined again: document {first_index[key] + 1} of this file defines it")
         first_index.setdefault(key, index)
@@ -68,16 +69,16 @@ def admit(
     return out
 
 
-def _problems(spec: WatchSpec, obj: KubeObject, path: Path) -> list[str]:
+def _problems(spec: WatchSpec, obj: KubeObject, key: ObjectKey, path: Path) -> list[str]:
     checked: list[str] = []
     if spec.validate is not None:
         try:
             checked = list(spec.validate(obj))
         except Exception as err:  # a plugin's check must not take the source down
-            log.exception("%s: the schema check of %s failed", path, ObjectKey.of(obj))
+            log.exception("%s: the schema check of %s failed", path, key)
             checked = [f"cannot be checked ({type(err).__name__})"]
     # Unless the kind's own check already judged the name (the Ingress plugin's does).
-    return [p for p in metadata_problems(obj) if not _same_field(p, checked)] + checked
+    return [p for p in metadata_problems(obj, key) if not _same_field(p, checked)] + checked
 
 
 def _same_field(problem: str, others: Sequence[str]) -> bool:
