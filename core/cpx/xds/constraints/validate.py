@@ -285,6 +285,7 @@ class Checker:
 
     rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
     scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
+    remember: bool = True  # keep findings of repeated parts (see _walk); off: every part is walked
     _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
     _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
     _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
@@ -301,7 +302,7 @@ class Checker:
         merged = {name: tuple(rules) for name, rules in self.rules.items()}
         for name, rules in extra.items():
             merged[name] = merged.get(name, ()) + tuple(rules)
-        return Checker(rules=merged, scopes=self.scopes)
+        return Checker(rules=merged, scopes=self.scopes, remember=self.remember)
 
     def violations(self, message: Message) -> list[Violation]:
         """Everything Envoy would refuse in ``message``, in field order; empty when it is fine."""
@@ -407,7 +408,9 @@ class Checker:
             )
         plan.rules = tuple(self.rules.get(descriptor.full_name, ()))
         plan.scope = self.scopes.get(descriptor.full_name)
-        if any(f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields):
+        if self.remember and any(
+            f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
+        ):
             plan.memo = self._memo
 
     def _field_handler(
