@@ -110,11 +110,11 @@ _MEMO_TRIAL = 64
 
 
 def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Scope) -> None:
-    # Generated resources repeat their parts (every EDS cluster's eds_config, a route's match, a
-    # virtual host checked alone and again in its route configuration): the findings for the same
-    # bytes (so the same message) in the same scope are the same, and serialising in C costs a
-    # fraction of a walk.  Looked up here rather than in a wrapper, so a nested message costs no
-    # extra frame of recursion (deep nesting is reported as protobuf.depth at the same depth).
+    # Generated resources repeat their parts (every EDS cluster's eds_config, the paths of Ingress
+    # rules, endpoints behind many Services): the findings for the same bytes (so the same message)
+    # in the same scope are the same, and serialising in C costs a fraction of a walk.  Looked up
+    # here rather than in a wrapper, so a nested message costs no extra frame of recursion (deep
+    # nesting is reported as protobuf.depth at the same depth).
     key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
     if key is not None:
         found = _recall(plan, key)
