@@ -384,6 +384,27 @@ def test_nested_message_skip_and_recursion() -> None:
     assert [v.path for v in violations(items(f=[inner(f="ok"), inner(f="x")]))] == ["f[1].f"]
 
 
+def test_repeated_parts_are_walked_once_and_reported_where_they_recur() -> None:
+    """Findings kept for a part (by its bytes) are the ones a fresh walk finds, at each place."""
+    inner = message_with("string", {"string": {"min_len": "2"}})
+    middle = message_with(inner.DESCRIPTOR.full_name, None, repeated=True)
+    outer = message_with(middle.DESCRIPTOR.full_name, None, repeated=True)
+    part = middle(f=[inner(f="ok"), inner(f="x")])
+    message = outer(f=[part, middle(f=[inner(f="fine")]), part])
+    remembering, fresh = Checker(), Checker(remember=False)
+    expected = ["f[0].f[1].f", "f[2].f[1].f"]
+    assert [v.path for v in fresh.violations(message)] == expected
+    for _ in range(2):  # the second time, every part is remembered
+        assert remembering.violations(message) == fresh.violations(message)
+    assert [v.path for v in remembering.violations(part)] == ["f[1].f"]
+    # Parts that never repeat stop being looked up; findings stay the same.
+    for i in range(100):
+        unique = middle(f=[inner(f=str(i))])
+        assert remembering.violations(unique) == fresh.violations(unique)
+    assert remembering.plan(middle.DESCRIPTOR).memo is None
+    assert remembering.violations(message) == fresh.violations(message)
+
+
 def test_any_payloads_are_checked_when_their_type_is_known() -> None:
     inner = message_with("string", {"string": {"min_len": "2"}})
     holder = message_with("google.protobuf.Any", None)

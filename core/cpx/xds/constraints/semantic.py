@@ -35,7 +35,7 @@ _RSA_MIN_BITS = 2048
 _CURVES = frozenset(("secp256r1", "secp384r1", "secp521r1"))
 
 
-@attrs.frozen
+@attrs.frozen(cache_hash=True)  # part of the key of every remembered walk (validate._walk)
 class Scope:
     """What the enclosing messages tell a rule."""
 

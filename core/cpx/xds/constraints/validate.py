@@ -93,9 +93,36 @@ class Plan:
     required_oneofs: tuple[tuple[str, str], ...] = ()  # (oneof, its fields for the message)
     rules: tuple[SemanticRule, ...] = ()
     scope: ScopeRule | None = None
+    # The checker's memo of findings by bytes (see _walk), for types with messages to walk below them
+    # (a leaf is walked about as fast as it is looked up); dropped once this type's parts prove not to
+    # repeat (hits and misses count the lookups).
+    memo: Memo | None = None
+    hits: int = 0
+    misses: int = 0
+
+
+# The findings of a walk, relative to the walked message, by (plan, its bytes, scope).
+MemoKey = tuple[Plan, bytes, Scope]
+Memo = dict[MemoKey, tuple[Violation, ...]]
+_MEMO_MAX = 4096
+# A type's findings stop being kept once it has missed this often, hitting less than one time in four.
+_MEMO_TRIAL = 64
 
 
 def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Scope) -> None:
+    # Generated resources repeat their parts (every EDS cluster's eds_config, the paths of Ingress
+    # rules, endpoints behind many Services): the findings for the same bytes (so the same message)
+    # in the same scope are the same, and serialising in C costs a fraction of a walk.  Looked up
+    # here rather than in a wrapper, so a nested message costs no extra frame of recursion (deep
+    # nesting is reported as protobuf.depth at the same depth).
+    key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
+    if key is not None:
+        found = _recall(plan, key)
+        if found is not None:
+            if found:
+                _extend_at(out, path, found)
+            return
+    start = len(out)
     if plan.scope is not None:
         scope = plan.scope(message, scope)
     if plan.handlers:
@@ -104,6 +131,12 @@ def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Sco
             handler = handlers.get(field)
             if handler is not None:
                 handler(value, path, out, scope)
+    _unset_and_semantic(message, plan, path, out, scope)
+    if key is not None:
+        _remember(plan, key, out[start:], path)
+
+
+def _unset_and_semantic(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Scope) -> None:
     for name, unset, rule, text in plan.absent:
         if unset(message, name):
             out.append(Violation(_join(path, name), rule, text))
@@ -114,6 +147,44 @@ def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Sco
     for semantic_rule in plan.rules:
         for relative, rule, text in semantic_rule(message, scope):
             out.append(Violation(_join(path, relative), rule, text))
+
+
+def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
+    found = plan.memo.get(key) if plan.memo is not None else None
+    if found is not None:
+        plan.hits += 1
+        return found
+    plan.misses += 1
+    if plan.misses >= _MEMO_TRIAL and plan.hits * 4 < plan.misses:
+        plan.memo = None  # this type's parts hardly repeat: walk them without looking them up
+    return None
+
+
+def _remember(plan: Plan, key: MemoKey, found: list[Violation], path: Path) -> None:
+    memo = plan.memo
+    if memo is None:
+        return  # given up on since it was looked up
+    if len(memo) >= _MEMO_MAX:
+        memo.clear()  # a crude bound; the next parts refill it
+    memo[key] = _relative(found, path) if found else ()
+
+
+def _relative(found: list[Violation], path: Path) -> tuple[Violation, ...]:
+    """Findings at ``path`` made relative to it (each path starts with the path of ``path``)."""
+    base = path_text(path)
+    if not base:
+        return tuple(found)
+    cut = len(base) + 1
+    return tuple(attrs.evolve(v, path=v.path[cut:]) for v in found)
+
+
+def _extend_at(out: list[Violation], path: Path, found: Iterable[Violation]) -> None:
+    """Add findings relative to the value at ``path``."""
+    base = path_text(path)
+    if not base:
+        out.extend(found)
+        return
+    out.extend(attrs.evolve(v, path=f"{base}.{v.path}" if v.path else base) for v in found)
 
 
 @attrs.frozen
@@ -214,6 +285,7 @@ class Checker:
 
     rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
     scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
+    remember: bool = True  # keep findings of repeated parts (see _walk); off: every part is walked
     _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
     _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
     _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
@@ -222,6 +294,7 @@ class Checker:
     _any_results: dict[tuple[str, bytes, Scope], tuple[Violation, ...]] = attrs.field(
         factory=dict, init=False
     )
+    _memo: Memo = attrs.field(factory=dict, init=False)
     _lock: threading.RLock = attrs.field(factory=threading.RLock, init=False)
 
     def with_rules(self, extra: Mapping[str, Iterable[SemanticRule]]) -> Checker:
@@ -229,7 +302,7 @@ class Checker:
         merged = {name: tuple(rules) for name, rules in self.rules.items()}
         for name, rules in extra.items():
             merged[name] = merged.get(name, ()) + tuple(rules)
-        return Checker(rules=merged, scopes=self.scopes)
+        return Checker(rules=merged, scopes=self.scopes, remember=self.remember)
 
     def violations(self, message: Message) -> list[Violation]:
         """Everything Envoy would refuse in ``message``, in field order; empty when it is fine."""
@@ -335,6 +408,10 @@ class Checker:
             )
         plan.rules = tuple(self.rules.get(descriptor.full_name, ()))
         plan.scope = self.scopes.get(descriptor.full_name)
+        if self.remember and any(
+            f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
+        ):
+            plan.memo = self._memo
 
     def _field_handler(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
@@ -493,10 +570,7 @@ class Checker:
                 self._any_results.clear()  # a crude bound; the next payloads refill it
             self._any_results[key] = found
         if found:
-            base = path_text(path)
-            out.extend(
-                attrs.evolve(v, path=f"{base}.{v.path}" if base and v.path else base or v.path) for v in found
-            )
+            _extend_at(out, path, found)
 
     @staticmethod
     def _payload_violations(
