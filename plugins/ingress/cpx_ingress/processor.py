@@ -230,6 +230,7 @@ class _IngressBuild:
     # -- pass 2: routes ----------------------------------------------------------------------------
     def routes(self) -> list[tuple[str, str, Route | None, Route | None]]:
         found: list[tuple[str, str, Route | None, Route | None]] = []
+        creates_http_routes = self.annotations.creates_http_routes
         for item in ingress_paths(self.ingress):
             route = self.route(item)
             if route is None:
@@ -237,7 +238,7 @@ class _IngressBuild:
             # A `*.example.com` vhost matches exactly one label: the core's route translation adds
             # Contour's `:authority` regex to every route of such a vhost, whichever kind made it.
             vhost_name = item.host or "*"
-            http_route = route if self.annotations.creates_http_routes else None
+            http_route = route if creates_http_routes else None
             https_route = None
             if vhost_name != "*":
                 # Over TLS already: the HTTPS route proxies even when HTTP redirects.
