@@ -656,7 +656,7 @@ class HTTPProxy:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> HTTPProxy:
         meta = obj.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
+        meta = meta if _is_mapping(meta) else {}
         generation: Any = meta.get("generation")
         return cls(
             namespace=str(meta.get("namespace") or ""),
