@@ -21,7 +21,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Any, Self, TypeGuard
 
 import attrs
 
@@ -50,7 +50,7 @@ def _is_int(value: Any) -> bool:
     )
 
 
-def _is_mapping(value: Any) -> bool:
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     # The exact type first: wire objects are dicts, and the Mapping ABC check costs more than a
     # small object's whole load.
     return type(value) is dict or isinstance(value, Mapping)
