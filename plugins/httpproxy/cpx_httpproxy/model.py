@@ -21,7 +21,7 @@ from __future__ import annotations
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Self
+from typing import Any, Self, TypeGuard
 
 import attrs
 
@@ -50,7 +50,7 @@ def _is_int(value: Any) -> bool:
     )
 
 
-def _is_mapping(value: Any) -> bool:
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     # The exact type first: wire objects are dicts, and the Mapping ABC check costs more than a
     # small object's whole load.
     return type(value) is dict or isinstance(value, Mapping)
@@ -656,7 +656,7 @@ class HTTPProxy:
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> HTTPProxy:
         meta = obj.get("metadata")
-        meta = meta if isinstance(meta, Mapping) else {}
+        meta = meta if _is_mapping(meta) else {}
         generation: Any = meta.get("generation")
         return cls(
             namespace=str(meta.get("namespace") or ""),

@@ -105,9 +105,11 @@ class RootBuilder:
             return None
         authorizer.check_global(proxy.key, vhost, status)
         by_key = authorizer.routes(vhost, {route.match_key(): route for route in routes})
-        secure = {
-            k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
-        }
+        secure = by_key
+        if tls is not None:  # only TLS roots redirect, and only they serve over HTTPS
+            secure = {
+                k: attrs.evolve(r, https_redirect=False) if r.https_redirect else r for k, r in by_key.items()
+            }
         return Served(vhost.fqdn, by_key, secure, policies, tls, tcp_proxy, providers, proxy.key, vhost_auth)
 
     # -- the checks before TLS, in Contour's order -----------------------------------------------
@@ -209,6 +211,8 @@ def new_plain(served: Served) -> VirtualHost:
 def _host_attachments(attachments: Attachments, policies: routebuild.VhostPolicies) -> Attachments:
     """The host's attachments with the root's global rate limits (or without any)."""
     if policies.global_rate_limit is None:
+        if ratelimit.HOST_LIMITS not in attachments:
+            return attachments  # what every new host has: nothing to remove
         return attachments.remove(ratelimit.HOST_LIMITS)
     return attachments.set(ratelimit.HOST_LIMITS, policies.global_rate_limit)
 
