@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from cpx.sources.manifests import _fast_documents, _libyaml_documents, load_documents
 
 SERVICE = (
-    "apiVersion: v1\nkind: Service\nmetadata: {name: x, namespace: default}\nspec: {ports: [{port: 80}]}\n"
+    "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  namespace: default\n"
+    "spec:\n  ports:\n  - port: 80\n    name: http\n  selector: {}\n  ips: []\n"
 )
 
 
@@ -47,8 +48,8 @@ def assert_exact(text: str) -> list[Any] | None:
         "# head\n---\na: 1\n",
         "- 1\n---\n- 2\n",  # two documents that are lists: not one list of two
         "- - 1\n",  # one document, a list holding a list
+        "a: 1\n---\n- x\n",
         "--- # comment\na: 1\n",
-        "a: |+\n  x\n\n---\nb: 1\n",  # the line break before `---` belongs to the block scalar
         "a: 1\n--- \nb: 2\n",
         "---a: 1\n",  # not a marker: a key
         "a: 1\n---x: 2\n",
@@ -56,7 +57,8 @@ def assert_exact(text: str) -> list[Any] | None:
         "a: ''\nb: \"\"\nc:\nd: ~\n",
         "a: true\nb: False\nc: TRUE\n",
         "a: 0\nb: -1\nc: +1\nd: 8080\ne: 127.0.0.1\n",
-        "a: >\n  folded\n  text\n\n  para\nb: |-\n  kept\n",
+        "a: folded\n  text\n\n  para\nb: 'x\n\n  y'\n",
+        "a: http://x:80/y\nb: x:y\n",
         "a: 'it''s'\nb: \"x y\"\n",
         "a: x #c\nb: x#c\n",
     ],
@@ -68,8 +70,16 @@ def test_taken(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        "--- |\n  x\n",  # a document that is a string
+        "--- x\n",  # a document that is a string
         "|-\n# c\n  x\n",  # ... which yaml-rs reads where libyaml refuses
+        "a: |\n",  # block scalars: yaml-rs reads an empty one as "\n"
+        "a: >-\n  x\n",
+        "a: [x:]\n",  # flow collections: yaml-rs reads what libyaml refuses
+        "a: {b: ?}\n",
+        "? a\n: b\n",  # explicit keys
+        "a: :x\n",  # a plain scalar starting with `:`
+        "- ::1\n",
+        "a: _1\n",  # yaml-rs reads 1
         "a: yes\n",  # YAML 1.1 bools
         "a: On\n",
         "on: x\n",
