@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,7 +55,8 @@ class ObjectKey:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> ObjectKey:
         api_version = str(obj.get("apiVersion", ""))
-        group = api_version.rpartition("/")[0]
+        # Interned: otherwise every key holds its own copy of its group's name (~4 MB at 10k routes).
+        group = sys.intern(api_version.rpartition("/")[0])
         meta = obj.get("metadata") or {}
         return cls(
             group, str(obj.get("kind", "")), str(meta.get("namespace") or ""), str(meta.get("name", ""))

@@ -233,7 +233,7 @@ class SourceCache:
         service = service_of_slice(obj)
         if service:
             bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})
-            bucket[k8s.name_of(obj)] = dict(obj)
+            bucket[k8s.name_of(obj)] = obj  # not a copy: one per slice held ~4 MB at 10k Services
             self._slices_changed((k8s.namespace_of(obj), service))
 
     def _unindex_slice(self, obj: Mapping[str, Any]) -> None:
