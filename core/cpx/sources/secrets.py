@@ -8,14 +8,13 @@ import binascii
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
-
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+from typing import TYPE_CHECKING, Any
 
 from cpx import objects as k8s
 from cpx.dag.nodes import Secret
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 TLS_SECRET_TYPE = "kubernetes.io/tls"
 OPAQUE_SECRET_TYPE = "Opaque"
@@ -39,6 +38,8 @@ def _decode(obj: Mapping[str, Any], field: str) -> bytes | None:
 
 
 def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
+    from cryptography import x509  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first secret)
+
     try:
         certs = x509.load_pem_x509_certificates(pem)
     except ValueError:
@@ -49,6 +50,8 @@ def _load_certs(pem: bytes, what: str) -> list[x509.Certificate]:
 
 
 def _public_bytes(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first secret)
+
     return bytes(
         key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
@@ -56,6 +59,9 @@ def _public_bytes(key: Any) -> bytes:
 
 def validate_tls_secret(obj: Mapping[str, Any]) -> Secret:
     """Check a ``kubernetes.io/tls`` Secret: certificate and key parse, and the key matches."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first secret)
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa  # noqa: PLC0415
+
     where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
     secret_type = obj.get("type", "Opaque")
     if secret_type != TLS_SECRET_TYPE:
@@ -120,6 +126,8 @@ def validate_ca_secret(obj: Mapping[str, Any]) -> Secret:
 def validate_crl_secret(obj: Mapping[str, Any]) -> Secret:
     """Check a Secret carrying PEM certificate revocation lists under ``crl.pem``: each parses
     (Envoy refuses the whole listener otherwise)."""
+    from cryptography import x509  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first secret)
+
     crl_pem = _bundle(obj, "crl.pem")
     blocks = _PEM_BLOCK.findall(crl_pem)
     where = f"Secret {k8s.namespace_of(obj)}/{k8s.name_of(obj)}"
@@ -149,6 +157,8 @@ def check_server_tls_files(ca_file: str | Path, cert_file: str | Path, key_file:
     The CA file and the certificate file hold PEM certificates, the key file an unencrypted PEM
     private key, and that key belongs to the (first) certificate. The error names the files.
     """
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first secret)
+
     _load_certs(_read(ca_file, "--xds-cafile"), f"--xds-cafile {ca_file}")
     certs = _load_certs(_read(cert_file, "--xds-cert-file"), f"--xds-cert-file {cert_file}")
     try:

@@ -12,13 +12,8 @@ import base64
 import binascii
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-
-_CURVES: dict[str, ec.EllipticCurve] = {
-    "P-256": ec.SECP256R1(),
-    "P-384": ec.SECP384R1(),
-    "P-521": ec.SECP521R1(),
-}
+# The JWK curve names Envoy takes, as cryptography's curve classes name them.
+_CURVES = {"P-256": "SECP256R1", "P-384": "SECP384R1", "P-521": "SECP521R1"}
 
 
 def _bytes(jwk: dict[str, Any], member: str) -> bytes:
@@ -36,12 +31,14 @@ def usable(jwk: Any) -> bool:
     """Whether Envoy can build a verification key from this JWK."""
     if not isinstance(jwk, dict):
         return False
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: PLC0415 (~10 MB, only for a JWKS)
+
     kty = jwk.get("kty")
     try:
         if kty == "RSA":
             rsa.RSAPublicNumbers(_integer(jwk, "e"), _integer(jwk, "n")).public_key()
         elif kty == "EC":
-            curve = _CURVES[str(jwk.get("crv"))]
+            curve = getattr(ec, _CURVES[str(jwk.get("crv"))])()
             ec.EllipticCurvePublicNumbers(_integer(jwk, "x"), _integer(jwk, "y"), curve).public_key()
         elif kty == "oct":
             _bytes(jwk, "k")

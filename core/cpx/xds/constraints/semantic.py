@@ -18,10 +18,6 @@ from typing import Any
 
 import attrs
 import re2
-from cryptography import x509
-from cryptography.exceptions import UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from cpx.xds.constraints import pgv
 
@@ -295,6 +291,8 @@ def _inline(source: Any) -> bytes | None:
 
 
 def _public_der(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first TLS resource)
+
     return bytes(
         key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
@@ -302,6 +300,9 @@ def _public_der(key: Any) -> bytes:
 
 def tls_certificate(cert: Any, scope: Scope) -> Iterator[Finding]:
     """The leaf's key type and size, the private key, and that the two belong together."""
+    from cryptography import x509  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first TLS resource)
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415
+
     chain = _inline(cert.certificate_chain) if cert.HasField("certificate_chain") else None
     if chain is None:
         return
@@ -330,6 +331,9 @@ def tls_certificate(cert: Any, scope: Scope) -> Iterator[Finding]:
 
 def _private_key(pem: bytes, password: bytes | None) -> Any:
     """The key, or None when it does not load (a password given for a clear key is tried without)."""
+    from cryptography.exceptions import UnsupportedAlgorithm  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first TLS resource)
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415
+
     for attempt in (password, None) if password else (None,):
         try:
             return serialization.load_pem_private_key(pem, attempt, unsafe_skip_rsa_key_validation=True)
@@ -339,6 +343,8 @@ def _private_key(pem: bytes, password: bytes | None) -> Any:
 
 
 def _key_type(path: str, key: Any) -> Iterator[Finding]:
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first TLS resource)
+
     if isinstance(key, rsa.RSAPublicKey) and key.key_size < _RSA_MIN_BITS:
         text = (
             "only RSA certificates with 2048-bit or larger keys are supported"
@@ -351,6 +357,8 @@ def _key_type(path: str, key: Any) -> Iterator[Finding]:
 
 
 def trusted_ca(context: Any, scope: Scope) -> Iterator[Finding]:
+    from cryptography import x509  # noqa: PLC0415 (cryptography: ~10 MB, loaded with the first TLS resource)
+
     pem = _inline(context.trusted_ca) if context.HasField("trusted_ca") else None
     if pem is None:
         return
