@@ -229,7 +229,7 @@ class SourceCache:
             self._revisions.pop(key, None)
         self._log.append(self.revision, key)
 
-    def _index_slice(self, obj: Mapping[str, Any]) -> None:
+    def _index_slice(self, obj: KubeObject) -> None:
         service = service_of_slice(obj)
         if service:
             bucket = self._slices.setdefault((k8s.namespace_of(obj), service), {})

@@ -160,9 +160,7 @@ class ResponseCache:
     memcpy the response's own join does anyway.
     """
 
-    _by_type: dict[str, tuple[str, dict[frozenset[str] | None, Sequence[bytes]]]] = attrs.field(
-        factory=dict
-    )
+    _by_type: dict[str, tuple[str, dict[frozenset[str] | None, Sequence[bytes]]]] = attrs.field(factory=dict)
     # Per type URL, the encodings of every resource of the last few versions, by version.
     _encoded: dict[str, OrderedDict[str, _Encoded]] = attrs.field(factory=dict)
 
