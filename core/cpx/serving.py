@@ -17,6 +17,7 @@ from cpx import objects as k8s
 from cpx.config import Config, ServeOptions
 from cpx.dag.dot import to_dot
 from cpx.events import Event, EventHandler, Op
+from cpx.heap import return_free_memory
 from cpx.ops.httpserver import HTTPService, health_routes
 from cpx.ops.metrics import Metrics
 from cpx.plugins import PluginHost
@@ -40,6 +41,7 @@ def freeze_heap() -> None:
     """
     gc.collect()
     gc.freeze()
+    return_free_memory()
 
 
 def _update_cache_metrics(metrics: Metrics, pipeline: SnapshotHandler) -> None:

@@ -231,11 +231,11 @@ class SourceCache:
             self._revisions.pop(key, None)
         self._log.append(self.revision, key)
 
-    def _index_slice(self, obj: Mapping[str, Any]) -> None:
+    def _index_slice(self, obj: KubeObject) -> None:
         service = service_of_slice(obj)
         if service:
             owner = (k8s.namespace_of(obj), service)
-            self._slices.setdefault(owner, {})[k8s.name_of(obj)] = dict(obj)
+            self._slices.setdefault(owner, {})[k8s.name_of(obj)] = obj  # not a copy: ~4 MB at 10k Services
             self._slices_changed(owner)
 
     def _unindex_slice(self, obj: Mapping[str, Any]) -> None:

@@ -226,9 +226,9 @@ class XdsServer:
             self._hub.metrics.xds_requests.labels(type_url=type_url).inc()
             snap = snapshot.get(type_url)
             names = frozenset(request.resource_names) - {"*"}
-            resources = self._hub.cache.resources(snap, names or None)
+            resources = self._hub.cache.parts(snap, names or None)
             self._hub.count_response(type_url)
-            return wire.sotw_response(snap.version, type_url, resources, "")
+            return wire.sotw_response_of(snap.version, type_url, resources, "")
 
         return grpc.unary_unary_rpc_method_handler(
             fetch,

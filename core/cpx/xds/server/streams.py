@@ -436,12 +436,12 @@ class SotwStream(Stream):
         watch.force = False
         if names is None:
             return None
-        resources = self.hub.cache.resources(snap, selected)
+        resources = self.hub.cache.parts(snap, selected)
         watch.nonce = self.sent(SentResponse(snap.type_url, snap.version, names))
         watch.settled = False
         self.hub.count_response(snap.type_url)
         log.debug("%s: sending %s version %s (%d)", self.who, short(snap.type_url), snap.version, len(names))
-        return wire.sotw_response(snap.version, snap.type_url, resources, watch.nonce)
+        return wire.sotw_response_of(snap.version, snap.type_url, resources, watch.nonce)
 
     def _wildcard_names(self, watch: SotwWatch, snap: TypeSnapshot) -> Collection[str] | None:
         """Every resource (LDS, CDS, SRDS responses are complete), or None when the client has them.

@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import functools
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import attrs
 
@@ -77,16 +77,26 @@ def delta_header(type_url: str, name: str, version: str, body_len: int) -> bytes
     return _key(2) + varint(len(resource_head) + body_len) + resource_head
 
 
-def sotw_resources(type_url: str, resources: Iterable[Resource]) -> bytes:
+def sotw_parts(type_url: str, resources: Iterable[Resource]) -> list[bytes]:
+    """The ``resources`` field of a SotW response as pieces: header, body, header, body, ..."""
     parts: list[bytes] = []
     for res in resources:
         parts.append(sotw_header(type_url, len(res.body)))
         parts.append(res.body)
-    return b"".join(parts)
+    return parts
+
+
+def sotw_resources(type_url: str, resources: Iterable[Resource]) -> bytes:
+    return b"".join(sotw_parts(type_url, resources))
 
 
 def sotw_response(version: str, type_url: str, resources: bytes, nonce: str) -> bytes:
-    return b"".join((string_field(1, version), resources, string_field(4, type_url), string_field(5, nonce)))
+    return sotw_response_of(version, type_url, (resources,), nonce)
+
+
+def sotw_response_of(version: str, type_url: str, parts: Sequence[bytes], nonce: str) -> bytes:
+    """:func:`sotw_response` of the pieces :meth:`ResponseCache.parts` gives, joined once."""
+    return b"".join((string_field(1, version), *parts, string_field(4, type_url), string_field(5, nonce)))
 
 
 def delta_response(
@@ -142,18 +152,26 @@ class ResponseCache:
 
     A wildcard (LDS/CDS/SRDS) response is the same for every stream, so it is encoded once per type
     version, from the encoding of the version it was derived from when there is one (only the
-    names it touched are encoded; the rest is one join). Named (EDS/RDS/SDS) subsets are cached
-    the same way, up to a few variants.
+    names it touched are encoded; the rest is one list copy). Named (EDS/RDS/SDS) subsets are
+    cached the same way, up to a few variants.
+
+    What is kept are the pieces (cached headers and the resources' own bodies), not their join:
+    a join copies every body (~4 MB for 10k clusters), and joining again per response is a
+    memcpy the response's own join does anyway.
     """
 
-    _by_type: dict[str, tuple[str, dict[frozenset[str] | None, bytes]]] = attrs.field(factory=dict)
+    _by_type: dict[str, tuple[str, dict[frozenset[str] | None, Sequence[bytes]]]] = attrs.field(factory=dict)
     # Per type URL, the encodings of every resource of the last few versions, by version.
     _encoded: dict[str, OrderedDict[str, _Encoded]] = attrs.field(factory=dict)
 
     def resources(self, snap: TypeSnapshot, names: frozenset[str] | None) -> bytes:
         """All resources of ``snap`` (``names is None``) or those of ``names`` that exist."""
+        return b"".join(self.parts(snap, names))
+
+    def parts(self, snap: TypeSnapshot, names: frozenset[str] | None) -> Sequence[bytes]:
+        """:meth:`resources` in pieces, for :func:`sotw_response_of`."""
         if not snap.resources:
-            return b""  # also keeps type URLs a client invents out of the cache
+            return ()  # also keeps type URLs a client invents out of the cache
         entry = self._by_type.get(snap.type_url)
         if entry is None or entry[0] != snap.version:
             entry = (snap.version, {})
@@ -162,10 +180,10 @@ class ResponseCache:
         found = variants.get(names)
         if found is None:
             if names is None:
-                found = b"".join(self._everything(snap).parts)
+                found = self._everything(snap).parts
             else:
                 selected = names & snap.resources.keys()
-                found = sotw_resources(snap.type_url, (snap.resources[n] for n in sorted(selected)))
+                found = sotw_parts(snap.type_url, (snap.resources[n] for n in sorted(selected)))
             if len(variants) < _MAX_NAMED_VARIANTS:
                 variants[names] = found
         return found
