@@ -23,6 +23,7 @@ from cpx.dag.nodes import (
     UpstreamValidation,
 )
 from cpx.xds.caches.clusters import CONNECT_TIMEOUT, cluster, eds_cluster_body
+from cpx.xds.caches.endpoints import PortEndpoints, cluster_load_assignment, cluster_load_assignment_body
 from cpx.xds.caches.routes import _config_head
 from cpx.xds.caches.scopes import scope_body
 from cpx.xds.envoy.common import embedded, seconds
@@ -93,3 +94,23 @@ def test_eds_cluster_body_is_the_serialised_cluster(options: dict[str, Any], con
     if connect != CONNECT_TIMEOUT:
         message.connect_timeout.CopyFrom(seconds(connect))
     assert eds_cluster_body(node, connect) == message.SerializeToString(deterministic=True)
+
+
+_FEEDS = st.lists(
+    st.tuples(
+        st.lists(st.tuples(st.sampled_from(["", "10.0.0.1", "::1", "x" * 130]), st.integers(0, 70000))).map(
+            tuple
+        ),
+        st.integers(0, 70000),
+    ),
+    max_size=3,
+)
+
+
+@given(names, _FEEDS, st.lists(st.integers(0, 1000), min_size=3, max_size=3))
+def test_cluster_load_assignment_body_is_the_serialised_assignment(
+    name: str, feeds: list[PortEndpoints], weights: list[int]
+) -> None:
+    weights = weights[: len(feeds)]
+    message = cluster_load_assignment(name, feeds, weights)
+    assert cluster_load_assignment_body(name, feeds, weights) == message.SerializeToString(deterministic=True)
