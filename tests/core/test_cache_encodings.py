@@ -27,6 +27,7 @@ from cpx.xds.caches.endpoints import PortEndpoints, cluster_load_assignment, clu
 from cpx.xds.caches.routes import _config_head
 from cpx.xds.caches.scopes import scope_body
 from cpx.xds.envoy.common import embedded, seconds
+from cpx.xds.envoy.route import virtual_host_head, virtual_host_head_bytes
 from cpx.xds.envoy.scoped import scope
 from cpx.xds.naming import _options_digest, cluster_name
 from cpx.xds.server.wire import varint
@@ -114,3 +115,9 @@ def test_cluster_load_assignment_body_is_the_serialised_assignment(
     weights = weights[: len(feeds)]
     message = cluster_load_assignment(name, feeds, weights)
     assert cluster_load_assignment_body(name, feeds, weights) == message.SerializeToString(deterministic=True)
+
+
+@given(st.one_of(names, st.just("*"), st.just("*.example.com")))
+def test_virtual_host_head_bytes_is_the_serialised_head(fqdn: str) -> None:
+    expected = virtual_host_head(fqdn).SerializeToString(deterministic=True)
+    assert virtual_host_head_bytes(fqdn) == expected
