@@ -29,9 +29,7 @@ from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator, node_load_assignments, node_service_ports
 from cpx.xds.contributions import Contributions
-from cpx.xds.envoy.common import embedded
-from cpx.xds.resource import Resource, content_version
-from cpx.xds.server.wire import varint
+from cpx.xds.resource import Resource
 
 # Per feed: the resolved health port name and the slice objects it was computed from.
 Inputs = tuple[tuple[str, tuple[KubeObject, ...]], ...]
@@ -245,8 +243,8 @@ class EndpointCache:
         weights = tuple([feed.weight for feed in feeds])
         if old is not None and old.endpoints == endpoints and tuple(f.weight for f in old.feeds) == weights:
             return _State(feeds, inputs, endpoints, old.resource)
-        body = cluster_load_assignment_body(name, endpoints, weights)
-        return _State(feeds, inputs, endpoints, Resource(name, self.type_url, body, content_version(body)))
+        message = cluster_load_assignment(name, endpoints, weights)
+        return _State(feeds, inputs, endpoints, Resource.from_message(name, self.type_url, message))
 
 
 def _same_inputs(old: Inputs, new: Inputs) -> bool:
@@ -370,31 +368,3 @@ def cluster_load_assignment(
             if health_check_port:
                 endpoint.health_check_config.port_value = health_check_port
     return cla
-
-
-def cluster_load_assignment_body(name: str, feeds: Sequence[PortEndpoints], weights: Sequence[int]) -> bytes:
-    """``cluster_load_assignment(name, feeds, weights)`` serialised, concatenated rather than built
-    (a start-up makes one per Service port): every message here has at most two fields, written in
-    field number order as deterministic serialisation does."""
-    localities = []
-    for (addresses, health_check_port), weight in zip(feeds, weights, strict=True):
-        if not addresses:
-            continue
-        # Endpoint.health_check_config (2): its port_value (1), when there is one.
-        health = embedded(2, b"\x08" + varint(health_check_port)) if health_check_port else b""
-        lb_endpoints = [
-            # LocalityLbEndpoints.lb_endpoints (2) > LbEndpoint.endpoint (1) > Endpoint.address (1)
-            # > Address.socket_address (1) > SocketAddress.address (2), port_value (3, a oneof
-            # member: written even when 0).
-            embedded(2, embedded(1, embedded(1, embedded(1, _socket_address(address, port))) + health))
-            for address, port in addresses
-        ]
-        if weight:  # load_balancing_weight (3): a UInt32Value's value (1)
-            lb_endpoints.append(embedded(3, b"\x08" + varint(weight)))
-        localities.append(embedded(2, b"".join(lb_endpoints)))  # ClusterLoadAssignment.endpoints
-    head = embedded(1, name.encode()) if name else b""  # cluster_name
-    return head + b"".join(localities)
-
-
-def _socket_address(address: str, port: int) -> bytes:
-    return (embedded(2, address.encode()) if address else b"") + b"\x18" + varint(port)
