@@ -141,8 +141,8 @@ class ClusterCache:
         shape = _shape_key(node)
         entry = by_shape.get(shape) or self._by_shape.get(shape)
         if entry is None:
-            # The node itself: CDS and its name read none of the fields its shape leaves out,
-            # and cluster_name just named this very object for the routes (memoised).
+            # The node itself rather than its shape: CDS and its name read none of the fields the
+            # shape leaves out, and the routes ask for this very object's name (memoised).
             name = cluster_name(node)
             message = cluster(node)
             if self._connect_timeout != CONNECT_TIMEOUT:
