@@ -44,9 +44,9 @@ from cpx.records import ClusterKindSpec
 from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator
 from cpx.xds.contributions import Contributions
-from cpx.xds.envoy.common import ads_config_source, embedded, seconds, timeout, to_any
+from cpx.xds.envoy.common import ads_config_source, seconds, timeout, to_any
 from cpx.xds.naming import alt_stat_name, cluster_name
-from cpx.xds.resource import Resource, content_version
+from cpx.xds.resource import Resource
 
 HTTP_PROTOCOL_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 TLS_TRANSPORT_SOCKET = "envoy.transport_sockets.tls"
@@ -141,19 +141,15 @@ class ClusterCache:
         shape = _shape_key(node)
         entry = by_shape.get(shape) or self._by_shape.get(shape)
         if entry is None:
-            # The node itself: CDS and its name read none of the fields its shape leaves out,
-            # and cluster_name just named this very object for the routes (memoised).
+            # The node itself rather than its shape: CDS and its name read none of the fields the
+            # shape leaves out, and the routes ask for this very object's name (memoised).
             name = cluster_name(node)
+            message = cluster(node)
+            if self._connect_timeout != CONNECT_TIMEOUT:
+                message.connect_timeout.CopyFrom(seconds(self._connect_timeout))
             if node.upstream.external_name:
-                message = cluster(node)
-                if self._connect_timeout != CONNECT_TIMEOUT:
-                    message.connect_timeout.CopyFrom(seconds(self._connect_timeout))
                 _dns_lookup_family(message, self._dns_family)
-                res = Resource.from_message(name, self.type_url, message)
-            else:
-                body = eds_cluster_body(node, self._connect_timeout)
-                res = Resource(name, self.type_url, body, content_version(body))
-            entry = (name, res, shape)
+            entry = (name, Resource.from_message(name, self.type_url, message), shape)
         by_shape[shape] = entry
         return entry
 
@@ -217,97 +213,27 @@ def cluster(c: Cluster) -> cluster_v3.Cluster:
         return _cluster(c)
     # EDS clusters differ mostly in their names: copy a memoised message of the same options.
     msg = cluster_v3.Cluster()
-    msg.CopyFrom(_eds_template(*_template_options(c)))
+    msg.CopyFrom(
+        _eds_template(
+            load_balancer_policy=c.load_balancer_policy,
+            health_check=c.health_check,
+            protocol=up.protocol,
+            circuit_breakers=up.circuit_breakers,
+            validation=c.validation,
+            sni=c.sni,
+            idle_connection_timeout=c.idle_connection_timeout,
+            slow_start=c.slow_start,
+        )
+    )
     msg.name = cluster_name(c)
     msg.alt_stat_name = alt_stat_name(c)
     msg.eds_cluster_config.service_name = up.eds_name
     return msg
 
 
-def eds_cluster_body(c: Cluster, connect_timeout: float = CONNECT_TIMEOUT) -> bytes:
-    """``cluster(c)`` of an EDS cluster, with this connect timeout, serialised without building it:
-    its template's bytes with the three fields that name the cluster put in their places (a
-    start-up builds one per Service port, and they differ mostly in those names)."""
-    up = c.upstream
-    head, eds_config, middle, tail = _eds_pieces(_template_options(c), connect_timeout)
-    return b"".join(
-        (
-            _string(_NAME, cluster_name(c)),
-            head,
-            embedded(_EDS_CLUSTER_CONFIG, eds_config + _string(_SERVICE_NAME, up.eds_name)),
-            middle,
-            _string(_ALT_STAT_NAME, alt_stat_name(c)),
-            tail,
-        )
-    )
-
-
-# Cluster fields (and EdsClusterConfig.service_name) that name an EDS cluster.
-_NAME, _EDS_CLUSTER_CONFIG, _ALT_STAT_NAME = 1, 3, 28
-_SERVICE_NAME = 2
-_TemplateOptions = tuple[
-    str,
-    HealthCheck | None,
-    UpstreamProtocol,
-    CircuitBreakers,
-    UpstreamValidation | None,
-    str,
-    Duration | None,
-    SlowStart | None,
-]
-
-
-def _template_options(c: Cluster) -> _TemplateOptions:
-    """What an EDS cluster's message depends on besides its names (see _eds_template)."""
-    up = c.upstream
-    return (
-        c.load_balancer_policy,
-        c.health_check,
-        up.protocol,
-        up.circuit_breakers,
-        c.validation,
-        c.sni,
-        c.idle_connection_timeout,
-        c.slow_start,
-    )
-
-
-def _string(number: int, value: str) -> bytes:
-    """A string field as deterministic serialisation writes it: absent when empty."""
-    return embedded(number, value.encode()) if value else b""
-
-
-@functools.lru_cache(maxsize=256)
-def _eds_pieces(options: _TemplateOptions, connect_timeout: float) -> tuple[bytes, bytes, bytes, bytes]:
-    """The template's serialisation split around the naming fields: the fields numbered below
-    eds_cluster_config, its eds_config (as written inside it), the fields up to alt_stat_name,
-    and those after.  Deterministic serialisation writes fields in number order, each on its own,
-    so the fields of a range serialise to their slice of the whole."""
-    template = cluster_v3.Cluster()
-    template.CopyFrom(_eds_template(*options))
-    if connect_timeout != CONNECT_TIMEOUT:
-        template.connect_timeout.CopyFrom(seconds(connect_timeout))
-    eds_config = template.eds_cluster_config.eds_config.SerializeToString(deterministic=True)
-
-    def fields(low: int, high: int) -> bytes:
-        part = cluster_v3.Cluster()
-        part.CopyFrom(template)
-        for field, _ in part.ListFields():
-            if not low < field.number < high:
-                part.ClearField(field.name)
-        data: bytes = part.SerializeToString(deterministic=True)
-        return data
-
-    return (
-        fields(_NAME, _EDS_CLUSTER_CONFIG),
-        embedded(1, eds_config),  # EdsClusterConfig.eds_config
-        fields(_EDS_CLUSTER_CONFIG, _ALT_STAT_NAME),
-        fields(_ALT_STAT_NAME, 1 << 29),
-    )
-
-
 @functools.lru_cache(maxsize=256)
 def _eds_template(
+    *,
     load_balancer_policy: str,
     health_check: HealthCheck | None,
     protocol: UpstreamProtocol,

@@ -46,7 +46,7 @@ from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
     build_route,
-    virtual_host_head,
+    virtual_host_head_bytes,
     virtual_host_tail,
     wildcard_authority_match,
 )
@@ -274,9 +274,9 @@ class RouteCache:
             else:
                 new = {f.lower() for f in set(fqdns) - set(before)} | {"*"}
                 chosen = [v for v in vhosts if v.name.lower() in new]
-            skeleton = route_v3.RouteConfiguration(
-                name=name, virtual_hosts=[virtual_host_head(v.name) for v in chosen]
-            )
+            # Parsed from the heads' bytes: one C call rather than a message per host.
+            heads = [embedded(_VIRTUAL_HOSTS_FIELD, virtual_host_head_bytes(v.name)) for v in chosen]
+            skeleton = route_v3.RouteConfiguration.FromString(b"".join((_config_head(name), *heads)))
             problems = violations(skeleton)
             if problems:
                 # Suspects: everything in the virtual hosts named (narrowed to what changed later).
@@ -459,17 +459,15 @@ class _Build:
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces[route] = piece
         tail_message = virtual_host_tail(vhost, filters)
-        whole = virtual_host_head(fqdn)
-        head = whole.SerializeToString(deterministic=True)
-        whole.MergeFrom(tail_message)  # head and tail together: the vhost without routes
+        head, tail = virtual_host_head_bytes(fqdn), tail_message.SerializeToString(deterministic=True)
+        whole = route_components.VirtualHost.FromString(head + tail)  # the vhost without routes
         problems = violations(whole)
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
             origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
             origins |= vhost.attachments.origins()
             faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
-            tail_message = route_components.VirtualHost()
-        tail = tail_message.SerializeToString(deterministic=True)
+            tail = b""
         ordered = sorted(pieces.values(), key=itemgetter(0)) if len(pieces) > 1 else pieces.values()
         marker = self.marker if not secure and is_exact(fqdn) else b""
         body = b"".join((head, *(p[1] for p in ordered), tail, marker))

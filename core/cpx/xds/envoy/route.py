@@ -31,7 +31,7 @@ from cpx.dag.nodes import (
     Route,
 )
 from cpx.dag.sorting import sorted_headers, sorted_query
-from cpx.xds.envoy.common import seconds, timeout
+from cpx.xds.envoy.common import embedded, seconds, timeout
 from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
 from cpx.xds.httpfilters import (
     HttpFilters,
@@ -91,6 +91,13 @@ def virtual_host_head(fqdn: str) -> route_components.VirtualHost:
     (``strip_any_host_port``, as Contour does), so the bare name is the only domain needed.
     """
     return route_components.VirtualHost(name=vhost_name(fqdn), domains=[fqdn])
+
+
+def virtual_host_head_bytes(fqdn: str) -> bytes:
+    """``virtual_host_head(fqdn)`` serialised, concatenated rather than built (one per host, at
+    every start): its name (field 1, absent when empty) and its one domain (field 2)."""
+    name = vhost_name(fqdn)
+    return (embedded(1, name.encode()) if name else b"") + embedded(2, fqdn.encode())
 
 
 def virtual_host_tail(vhost: VirtualHost, filters: HttpFilters = ()) -> route_components.VirtualHost:
