@@ -10,12 +10,13 @@ from typing import Any
 import attrs
 
 from cpx.config import Config
+from cpx.errors import ManifestError
 from cpx.events import Event
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
 from cpx.snapshot import BuildError, SnapshotHandler
-from cpx.sources.admission import admit
-from cpx.sources.manifests import expand, parse_file
+from cpx.sources.manifests import expand
+from cpx.sources.prefetch import prefetched
 from cpx.sources.standalone import StandaloneSource
 from cpx.status.reporter import translated_objects
 from cpx.xds.resource import Snapshot
@@ -70,10 +71,10 @@ def translate(
     apply = _Apply(pipeline)
     read: list[dict[str, Any]] = []
     unknown: dict[ObjectKey, str] = {}
-    for path in expand(paths):
-        positions: list[int] = []
-        objects, doc_errors = parse_file(path, positions)  # ManifestError propagates: input unreadable
-        admission = admit(pipeline, path, objects, positions)
+    for path, prepared in prefetched(expand(paths), loader.prepare):
+        if isinstance(prepared, ManifestError):
+            raise prepared  # the input is unreadable
+        objects, doc_errors, admission = prepared
         unknown.update((e.key, e.message) for e in admission.unknown if e.key is not None)
         loader.apply_file(path, admission, doc_errors, apply)
         read += objects

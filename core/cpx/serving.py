@@ -179,6 +179,8 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
             )
         },
     )
+    if isinstance(source, StandaloneSource):
+        source.start_prefetch()  # forks: before the gRPC server starts its threads
     port = await server.start()
     try:
         health.start()

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,6 +20,7 @@ from cpx.objects import KubeObject, ObjectKey
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.admission import Admission, admit, conflict_note, kept_note, malformed_note, refusal_note
 from cpx.sources.manifests import DocumentError, ManifestSet, expand, is_manifest, parse_file
+from cpx.sources.prefetch import prefetched
 
 log = logging.getLogger("cpx.sources.manifests")
 SOURCE_NAME = "manifests"
@@ -40,6 +41,9 @@ class ObjectSink(Protocol):
 SETTLE_SECONDS = 0.25
 WATCH_STEP_MS = 2
 
+# A file's objects, its document errors and their admission; or why it cannot be parsed.
+Prepared = tuple[list[KubeObject], list[DocumentError], Admission] | ManifestError
+
 
 @attrs.define(eq=False)
 class StandaloneSource:
@@ -58,26 +62,45 @@ class StandaloneSource:
     # Files whose problems wait for them to settle, by the (mtime, size) they had.
     _unsettled: dict[Path, tuple[int, int]] = attrs.field(factory=dict)
     _timers: dict[Path, asyncio.TimerHandle] = attrs.field(factory=dict)
+    # The initial load's files, prepared (start_prefetch), until run() consumes them.
+    _initial: Iterator[tuple[Path, Prepared]] | None = attrs.field(default=None)
 
-    def load_file(self, path: Path, handler: ObjectSink) -> None:
-        timer = self._timers.pop(path, None)
-        if timer is not None:
-            timer.cancel()
+    def prepare(self, path: Path) -> Prepared:
+        """A file parsed and admitted, or why it cannot be parsed: pure, see cpx.sources.prefetch."""
         positions: list[int] = []
         try:
             objects, doc_errors = parse_file(path, positions)
         except ManifestError as err:
+            return err
+        return objects, doc_errors, admit(self.pipeline, path, objects, positions)
+
+    def load_file(self, path: Path, handler: ObjectSink, prepared: Prepared | None = None) -> None:
+        timer = self._timers.pop(path, None)
+        if timer is not None:
+            timer.cancel()
+        if prepared is None:
+            prepared = self.prepare(path)
+        if isinstance(prepared, ManifestError):
             if not self._wait_to_settle(path, handler):
                 # Keep the file's last good objects: a half-written edit must not drop routes.
-                self._report(path, [str(err)], kept_last_good=path in self.manifests.by_file)
-                self.malformed[path] = str(err)
+                self._report(path, [str(prepared)], kept_last_good=path in self.manifests.by_file)
+                self.malformed[path] = str(prepared)
                 self._update_notes(self.manifests.by_file.get(path, {}), handler)
             return
-        admission = admit(self.pipeline, path, objects, positions)
+        _objects, doc_errors, admission = prepared
         if (doc_errors or admission.refused or admission.unknown) and self._wait_to_settle(path, handler):
             return
         self._unsettled.pop(path, None)
         self.apply_file(path, admission, doc_errors, handler)
+
+    def start_prefetch(self) -> None:
+        """Start preparing the initial load's files on a second core (a forked child): call it
+        before any thread starts (`cpx serve`'s gRPC server), since only then is a fork safe."""
+        try:
+            roots = [p.resolve() for p in self.paths]
+            self._initial = prefetched(expand(roots), self.prepare)
+        except ManifestError:
+            pass  # a root is missing: run() reports it, as without prefetching
 
     def apply_file(
         self, path: Path, admission: Admission, doc_errors: Sequence[DocumentError], handler: ObjectSink
@@ -213,9 +236,13 @@ class StandaloneSource:
     async def run(self, handler: EventHandler) -> None:
         # Absolute paths throughout: the watch reports them so, and a file must have one name.
         roots = [p.resolve() for p in self.paths]
+        initial = self._initial
+        self._initial = None
         with collector_paused():  # the initial sync: every manifest object, long-lived, acyclic
-            for path in expand(roots):
-                self.load_file(path, handler)
+            if initial is None:
+                initial = ((path, self.prepare(path)) for path in expand(roots))
+            for path, prepared in initial:
+                self.load_file(path, handler, prepared)
         handler.synced(SOURCE_NAME)
         watched = self._watch_roots(roots)
         if not watched:
