@@ -50,6 +50,8 @@ def prefetched(paths: Sequence[Path], prepare: Callable[[Path], T]) -> Generator
             os.close(read_end)
             _prepare_into(paths[split:], prepare, write_end)
             status = 0
+        except BrokenPipeError:
+            pass  # the parent stopped reading: it is stopping too
         except BaseException:
             log.exception("the prefetching child failed")
         finally:
