@@ -256,9 +256,9 @@ def _fast_documents(text: str) -> list[Any] | None:
             _exact_document(yaml_rs.loads(c, parse_datetime=False, duplicate_key_policy=_DUPLICATES))
             for c in chunks
         ]
+        if _doubtful_integers(text) and _has_int(docs):
+            return None
     except Exception:  # _NotExact, RecursionError, or any refusal by yaml-rs: PyYAML decides and words it
-        return None
-    if _doubtful_integers(text) and _has_int(docs):
         return None
     return docs
 
