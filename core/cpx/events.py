@@ -9,7 +9,6 @@ the EDS fast path at once.  Nothing is built before every source has reported it
 from __future__ import annotations
 
 import asyncio
-import enum
 import logging
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 import attrs
 
 from cpx import objects as k8s
+from cpx.eventtypes import Event, Op
 from cpx.isolation import sanitize
 from cpx.objects import KubeObject, ObjectKey
 from cpx.snapshot import SnapshotHandler, UnknownKindError
@@ -27,25 +27,6 @@ from cpx.xds.resource import Snapshot
 log = logging.getLogger("cpx.events")
 
 MAX_RETRY_DELAY = 30.0  # seconds between retries of a build that keeps failing
-
-
-class Op(enum.Enum):
-    UPSERT = "upsert"
-    DELETE = "delete"
-    SYNCED = "synced"  # a source finished its initial load
-    RESYNC = "resync"  # force a rebuild (e.g. on becoming leader)
-    REJECTED = "rejected"  # Envoy NACKed resources (see SnapshotHandler.envoy_rejected)
-
-
-@attrs.frozen
-class Event:
-    op: Op
-    obj: KubeObject | None = None
-    source: str = ""
-    # REJECTED: (type URL, resource names, Envoy's message, whether to leave out the objects)
-    rejected: tuple[str, tuple[str, ...], str, bool] | None = None
-    # Already checked as the API server would (standalone admission): not schema-checked again.
-    admitted: bool = False
 
 
 @attrs.define(eq=False)

@@ -11,7 +11,7 @@ import attrs
 
 from cpx.config import Config
 from cpx.errors import ManifestError
-from cpx.events import Event
+from cpx.eventtypes import Event
 from cpx.objects import KubeObject, ObjectKey
 from cpx.plugins import PluginHost
 from cpx.snapshot import BuildError, SnapshotHandler

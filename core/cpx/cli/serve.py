@@ -3,7 +3,6 @@ itself is :func:`cpx.serving.serve`."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +225,8 @@ def _check_xds_tls_files(params: dict[str, Any]) -> None:
 @click.pass_context
 def serve_command(ctx: click.Context, /, **params: Any) -> None:
     """Serve xDS to Envoy from manifests (standalone mode) or from a cluster (Kubernetes mode)."""
+    import asyncio  # noqa: PLC0415 (asyncio, ssl and subprocess load only when serving)
+
     from cpx.serving import serve  # noqa: PLC0415 (grpc loads only when serving)
 
     _check_flags(ctx, params)

@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
 
 from cpx.dag.dag import Note
 from cpx.errors import ManifestError
-from cpx.events import Event, EventHandler, Op
+from cpx.eventtypes import Event, Op
 from cpx.heap import collector_paused
 from cpx.objects import KubeObject, ObjectKey
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.admission import Admission, admit, conflict_note, kept_note, malformed_note, refusal_note
 from cpx.sources.manifests import DocumentError, ManifestSet, expand, is_manifest, parse_file
 from cpx.sources.prefetch import prefetched
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a loop runs: `cpx translate` has none
+
+    from cpx.events import EventHandler
 
 log = logging.getLogger("cpx.sources.manifests")
 SOURCE_NAME = "manifests"
@@ -205,6 +209,8 @@ class StandaloneSource:
     def _wait_to_settle(self, path: Path, handler: ObjectSink) -> bool:
         """Whether the file changed too recently for its problems to count; if so, it is read
         again once it settled (once per version of it: a clock skew cannot defer it forever)."""
+        import asyncio  # noqa: PLC0415 (only `cpx serve` runs a loop)
+
         try:
             stat = path.stat()
             loop = asyncio.get_running_loop()
@@ -301,4 +307,6 @@ def _set_or_drop(table: dict[Path, Any], path: Path, value: Any) -> None:
 
 
 async def wait_forever() -> None:
+    import asyncio  # noqa: PLC0415
+
     await asyncio.Event().wait()
