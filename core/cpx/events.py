@@ -24,6 +24,9 @@ from cpx.snapshot import SnapshotHandler, UnknownKindError
 from cpx.sources.cache import service_of_slice
 from cpx.xds.resource import Snapshot
 
+# Event and Op are cpx.eventtypes' (apart so that reading manifests needs no asyncio), still
+# importable from here.
+__all__ = ["MAX_RETRY_DELAY", "Event", "EventHandler", "Op", "describe"]
 log = logging.getLogger("cpx.events")
 
 MAX_RETRY_DELAY = 30.0  # seconds between retries of a build that keeps failing
