@@ -10,6 +10,7 @@ Names                                              What for
 ``hookimpl``                                       marks a plugin's hook implementations
 ``OptionSpec`` ``WatchSpec`` ``ProcessorSpec``     the records the registration hooks yield
 ``ResourceCacheSpec`` ``StatusWriterSpec``
+``Deferred``                                       a record's function imported at its first call
 ``Phase`` ``Processor`` ``Observer``
 ``ResourceCache`` ``CheckingCache``                what a plugin's resource cache provides
 ``SourceBound`` ``EndpointsObserver``
@@ -77,6 +78,7 @@ from cpx.objects import (
 from cpx.records import (
     CheckingCache,
     ClusterKindSpec,
+    Deferred,
     EndpointsObserver,
     FilterSite,
     HttpFilterSpec,
@@ -157,6 +159,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "CustomNode",
+    "Deferred",
     "DelegationNotEnabledError",
     "DelegationNotPermittedError",
     "DetailedStatus",

@@ -115,12 +115,15 @@ def cpx_watches() -> Iterable[WatchSpec]:
 
 
 @hookspec
-def cpx_dag_processors() -> Iterable[ProcessorSpec]:
+def cpx_dag_processors(config: Config) -> Iterable[ProcessorSpec]:
     """Register the DAG processors this plugin contributes.
 
-    **When it is called**: once, after loading; the builder then runs every processor on each
-    build, in the order given by the records' ``phase``, ``after`` and ``before`` (never by
-    registration order).
+    **When it is called**: once, after :func:`cpx_configure` (an implementation may leave the
+    ``config`` argument out; ``cpx plugins list`` passes the defaults); the builder then runs every
+    processor on each build, in the order given by the records' ``phase``, ``after`` and ``before``
+    (never by registration order).  A processor whose record names its ``inputs`` is built and
+    run only from the first build with an object of one of those kinds: until then its factory,
+    a :class:`cpx.Deferred` one, imports nothing.
 
     **Returns**: an iterable of :class:`cpx.records.ProcessorSpec`.
 
@@ -134,6 +137,8 @@ def cpx_dag_processors() -> Iterable[ProcessorSpec]:
         def cpx_dag_processors():
             yield ProcessorSpec(name="ingress", factory=IngressProcessor.from_config,
                                 phase=Phase.ROUTES, after=("listeners",))
+
+    :param config: the configuration ``cpx_configure`` received (options included).
     """
 
 

@@ -7,6 +7,8 @@ The core inspects these records to order processors, refuse conflicts and descri
 from __future__ import annotations
 
 import enum
+import importlib
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -27,6 +29,36 @@ if TYPE_CHECKING:
     from cpx.isolation import Fault
     from cpx.sources.view import SourceView
     from cpx.xds.resource import Resource
+
+
+class Deferred:
+    """A record's function named by ``"module:attribute"`` (dots in the attribute for a class's
+    method), imported at its first call: a plugin's heavy modules (its model, processor, schema,
+    status) then load only when an object of its kinds needs them.
+
+    **Example**::
+
+        WatchSpec(gvk=HTTPPROXY, validate=Deferred("my_plugin.schema:validate"))
+    """
+
+    __slots__ = ("_target", "ref")
+
+    def __init__(self, ref: str) -> None:
+        module, colon, attribute = ref.partition(":")
+        if not (module and colon and attribute):
+            raise ValueError(f"expected 'module:attribute', got {ref!r}")
+        self.ref = ref
+        self._target: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        target = self._target
+        if target is None:
+            module, _, attribute = self.ref.partition(":")
+            target = self._target = operator.attrgetter(attribute)(importlib.import_module(module))
+        return target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.ref!r})"
 
 
 class Processor(Protocol):
@@ -135,6 +167,10 @@ class ProcessorSpec:
     # Names of the DAG registries it publishes into (cpx.dag.registry): readers can then tell a
     # missing object from a registry no enabled plugin fills.
     publishes: tuple[str, ...] = ()
+    # The kinds it translates, when it adds, reads and reports nothing while the source holds no
+    # object of any of them: its factory is then called (a Deferred one imports its modules), and
+    # the processor run, from the first build with such an object on.  Empty: built at start-up.
+    inputs: tuple[GroupVersionKind, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

@@ -17,7 +17,7 @@ from typing import Any
 import attrs
 
 from cpx.config import Config
-from cpx.dag.builder import Builder
+from cpx.dag.builder import Builder, make_processor
 from cpx.dag.dag import DAG, Note
 from cpx.isolation import Fault, ObjectFault, exception_note, find_culprit, sanitize
 from cpx.objects import KubeObject, ObjectKey
@@ -131,7 +131,7 @@ class SnapshotHandler:
             external_names=ExternalNamePolicy(enabled=config.option(ENABLE_EXTERNAL_NAMES) is True),
         )
         specs = host.processors()
-        processors = [(spec.name, spec.factory(config)) for spec in specs]
+        processors = [(spec.name, make_processor(spec, config)) for spec in specs]
         accessors_only = frozenset(spec.name for spec in specs if spec.accessors_only)
         caches = [spec.factory(config) for spec in host.resource_caches()]
         contributions = host.xds_contributions()

@@ -7,13 +7,14 @@ from collections.abc import Sequence
 
 import attrs
 
+from cpx.config import Config
 from cpx.dag.dag import DAG
 from cpx.dag.registry import Registries
 from cpx.errors import PluginError
 from cpx.isolation import attributing_reads
 from cpx.records import Processor, ProcessorSpec
 from cpx.sources.cache import SourceCache
-from cpx.sources.view import Lookups
+from cpx.sources.view import Lookups, SourceView
 
 
 def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
@@ -51,6 +52,31 @@ def order_processors(specs: Sequence[ProcessorSpec]) -> list[ProcessorSpec]:
         ordered.extend(ready)
         sorter.done(*ready)
     return [by_name[name] for name in ordered]
+
+
+def make_processor(spec: ProcessorSpec, config: Config) -> Processor:
+    """The processor of ``spec``: built now, or when its first input appears (``spec.inputs``)."""
+    return spec.factory(config) if not spec.inputs else DeferredProcessor(spec, config)
+
+
+@attrs.define(eq=False)
+class DeferredProcessor:
+    """A processor with declared inputs: built, and run, from the first build whose source holds
+    an object of one of its input kinds.  Before that it would have done nothing, so skipping it
+    changes no output and spares importing its plugin's modules.  Once built it runs every build,
+    as it would have, so that its memos see every change."""
+
+    spec: ProcessorSpec
+    config: Config
+    processor: Processor | None = None
+
+    def run(self, dag: DAG, source: SourceView) -> None:
+        processor = self.processor
+        if processor is None:
+            if not any(source.count(gvk) for gvk in self.spec.inputs):
+                return
+            processor = self.processor = self.spec.factory(self.config)
+        processor.run(dag, source)
 
 
 @attrs.define(eq=False)
