@@ -11,11 +11,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-from cpx import FilterSite, HttpFilterSpec, RouteSite
+from cpx import FilterSite, RouteSite
 from cpx.dag import Route
 
 from cpx_httpproxy.authorization import (
-    FILTER,
     ROUTE_AUTHORIZATION,
     VHOST_AUTHORIZATION,
     ExternalAuthorization,
@@ -25,7 +24,6 @@ from cpx_httpproxy.authorization import (
 if TYPE_CHECKING:
     from google.protobuf.message import Message
 
-RBAC_FILTER = "envoy.filters.http.rbac"
 _DISABLED = RouteAuthorization(disabled=True)
 
 
@@ -97,12 +95,3 @@ def _per_route(decided: RouteAuthorization) -> Message | None:
         settings = ext_authz_pb2.CheckSettings(context_extensions=dict(decided.context))
         return ext_authz_pb2.ExtAuthzPerRoute(check_settings=settings)
     return None
-
-
-EXT_AUTHZ_FILTER = HttpFilterSpec(
-    name=FILTER,
-    config=filter_config,
-    after=(RBAC_FILTER,),
-    per_route_at=per_route,
-    description="external authorization (virtualhost.authorization, authPolicy), gRPC or HTTP",
-)

@@ -23,9 +23,9 @@ from cpx.dag import DAG, EXTENSION_UPSTREAMS, AttachmentKey, Duration, Route
 
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
+from cpx_httpproxy.kinds import EXT_AUTHZ_FILTER as FILTER
 from cpx_httpproxy.status import ProxyStatus
 
-FILTER = "envoy.filters.http.ext_authz"
 EXTENSION_API_VERSION = "projectcontour.io/v1alpha1"
 EXTENSION_PLUGIN = "extsvc"  # the plugin that owns ExtensionServices (named in messages only)
 DEFAULT_MAX_REQUEST_BYTES = 1024  # Contour's defaultMaxRequestBytes

@@ -6,81 +6,15 @@ filter on the HTTP listener too); a root opts out with ``authorization.authPolic
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
-from cpx import Config, DurationError, OptionSpec, parse_timeout
+from cpx import Config, DurationError, parse_timeout
 
 from cpx_httpproxy import model
-from cpx_httpproxy.configkeys import document, key_values, namespaced_name, parse_document
+from cpx_httpproxy.configkeys import namespaced_name, parse_document
+from cpx_httpproxy.optionspecs import FLAG, PREFIX
 from cpx_httpproxy.schema import validate_http_settings
-
-PREFIX = "global_ext_auth_"
-FLAG = "--global-ext-auth-"
-
-
-def options() -> Iterator[OptionSpec]:
-    def option(name: str, help: str, key: str | None = None, **kwargs: Any) -> OptionSpec:
-        return OptionSpec(
-            name=PREFIX + name,
-            help=f"global external authorization: {help}",
-            config_key=None if key is None else f"globalExtAuth.{key}",  # Contour's configuration file
-            **kwargs,
-        )
-
-    yield option(
-        "extension_service",
-        "the ExtensionService (namespace/name) that authorizes every root",
-        "extensionService",
-        config_convert=namespaced_name,
-    )
-    yield option("service_type", "grpc (default) or http", "serviceType")
-    yield option(
-        "http_settings",
-        "settings for an http server (YAML or JSON, as an HTTPProxy's authorization.httpSettings)",
-        "httpSettings",
-        config_convert=document(validate_http_settings, "httpSettings"),
-    )
-    yield option(
-        "http_path_prefix", "path prefix of the checks sent to an http server (wins over httpSettings')"
-    )
-    yield option(
-        "response_timeout",
-        "how long to wait for the server (default: its ExtensionService's)",
-        "responseTimeout",
-    )
-    yield option("fail_open", "allow requests when the server fails", "failOpen", type=bool, default=False)
-    yield option(
-        "disabled",
-        "authorization is off unless a route enables it",
-        "authPolicy.disabled",
-        type=bool,
-        default=False,
-    )
-    yield option(
-        "context",
-        "key=value sent with every check (repeatable; a comma-separated part without = continues a value)",
-        "authPolicy.context",
-        multiple=True,
-        config_convert=key_values,
-    )
-    yield option(
-        "with_request_body",
-        "send the request body to the server",
-        "withRequestBody",
-        type=bool,
-        default=False,
-    )
-    yield option(
-        "max_request_bytes", "body bytes sent (default 1024)", "withRequestBody.maxRequestBytes", type=int
-    )
-    yield option(
-        "allow_partial_message",
-        "send the first max-request-bytes of longer bodies",
-        "withRequestBody.allowPartialMessage",
-        type=bool,
-    )
-    yield option("pack_as_bytes", "send the body as raw bytes", "withRequestBody.packAsBytes", type=bool)
 
 
 def from_config(config: Config) -> model.AuthorizationServer | None:

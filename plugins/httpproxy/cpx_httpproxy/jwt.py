@@ -24,7 +24,6 @@ from cpx import (
     DelegationNotPermittedError,
     DurationError,
     FilterSite,
-    HttpFilterSpec,
     ObjectKey,
     RouteSite,
     SourceView,
@@ -39,8 +38,6 @@ from cpx_httpproxy import jwks, model
 from cpx_httpproxy.services import ValidationProblem, ca_secret_ref, lookup_validation
 from cpx_httpproxy.status import JWT_VERIFICATION_ERROR, TLS_ERROR, ProxyStatus
 
-FILTER_NAME = "envoy.filters.http.jwt_authn"
-RBAC_FILTER = "envoy.filters.http.rbac"
 DEFAULT_TIMEOUT_NANOS = 1_000_000_000  # Contour's 1s
 _DNS_FAMILIES = ("auto", "v4", "v6", "all")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -423,13 +420,3 @@ def per_route(route: Route, site: RouteSite) -> jwt_v3.PerRouteConfig | None:
     """The route's requirement where the filter is (SNI chains of hosts with providers)."""
     name = route.attachments.get(JWT_REQUIREMENT)
     return None if name is None or not site.secure else _requirement(name)
-
-
-def http_filter() -> HttpFilterSpec:
-    return HttpFilterSpec(
-        name=FILTER_NAME,
-        config=filter_config,
-        after=(RBAC_FILTER,),
-        per_route_at=per_route,
-        description="HTTPProxy virtualhost.jwtProviders (JWT verification on TLS virtual hosts)",
-    )

@@ -1,4 +1,5 @@
-"""The kind this plugin owns, the core listeners it attaches routes to, and the fields it leaves aside."""
+"""The kind this plugin owns, the core listeners it attaches routes to, the HTTP filters it names,
+and the fields it leaves aside."""
 
 from __future__ import annotations
 
@@ -10,3 +11,9 @@ HTTPPROXY = GroupVersionKind(group="projectcontour.io", version="v1", kind="HTTP
 # importing this plugin never drags in the core's xDS caches.
 HTTP_LISTENER = "ingress_http"
 HTTPS_LISTENER = "ingress_https"
+
+# The HTTP filters the plugin contributes (cpx_httpproxy.filterspecs) and the one they follow.
+RBAC_FILTER = "envoy.filters.http.rbac"
+JWT_FILTER = "envoy.filters.http.jwt_authn"
+EXT_AUTHZ_FILTER = "envoy.filters.http.ext_authz"
+RATE_LIMIT_FILTER = "envoy.filters.http.ratelimit"

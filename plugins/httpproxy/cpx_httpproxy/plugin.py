@@ -2,7 +2,8 @@
 
 The plugin watches HTTPProxies (schema-checked, class-filtered), turns them into virtual hosts
 and routes on the core's static listeners (after Ingress, as in Contour, so that an HTTPProxy
-route with the same match replaces an Ingress one) and owns their status.
+route with the same match replaces an Ingress one) and owns their status.  A run without
+HTTPProxies imports little more than this module (see :mod:`cpx_httpproxy.filterspecs`).
 """
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import attrs
 from cpx import (
     Config,
+    Deferred,
     HttpFilterSpec,
     OptionSpec,
     Phase,
@@ -23,49 +24,27 @@ from cpx import (
     ingress_class_accepts,
 )
 
-from cpx_httpproxy import globalauth, jwt, ratelimit, schema, status
-from cpx_httpproxy.authfilter import EXT_AUTHZ_FILTER
+from cpx_httpproxy import filterspecs, optionspecs, schema, status
 from cpx_httpproxy.kinds import HTTPPROXY
-from cpx_httpproxy.processor import HTTPProxyProcessor, Settings
 
 
 @hookimpl
 def cpx_options() -> Iterator[OptionSpec]:
-    yield OptionSpec(
-        name="root_namespaces",
-        help="namespaces where root HTTPProxies (with spec.virtualhost) are allowed "
-        "(repeatable or comma-separated; default: all)",
-        multiple=True,
-    )
-    yield OptionSpec(
-        name="fallback_certificate",
-        help="namespace/name of the TLS Secret served to clients without (known) SNI by HTTPProxies "
-        "that set tls.enableFallbackCertificate",
-        config_key="tls.fallback-certificate",
-    )
-    yield OptionSpec(
-        name="disable_permit_insecure",
-        help="ignore HTTPProxy routes' permitInsecure: plain HTTP always redirects to HTTPS on TLS "
-        "virtual hosts",
-        type=bool,
-        default=False,
-        config_key="disablePermitInsecure",
-    )
-    yield from globalauth.options()
-    yield from ratelimit.options()
+    yield from optionspecs.options()
 
 
 @hookimpl
 def cpx_configure(config: Config) -> None:
-    Settings.from_config(config)  # ConfigError for an unusable value
+    # Options at their defaults parse (every run without them does); the parsers need the model.
+    if not optionspecs.at_defaults(config, optionspecs.options()):
+        from cpx_httpproxy.processor import Settings  # noqa: PLC0415
+
+        Settings.from_config(config)  # ConfigError for an unusable value
 
 
 @hookimpl
 def cpx_http_filters(config: Config) -> Iterator[HttpFilterSpec]:
-    # Contour's order: rbac, jwt_authn, ext_authz, ratelimit (global), router.
-    yield jwt.http_filter()
-    yield attrs.evolve(EXT_AUTHZ_FILTER, after=(*EXT_AUTHZ_FILTER.after, jwt.FILTER_NAME))
-    yield ratelimit.filter_spec(ratelimit.service_settings(config))
+    yield from filterspecs.http_filters(config)
 
 
 @hookimpl
@@ -74,16 +53,19 @@ def cpx_watches() -> Iterator[WatchSpec]:
 
 
 @hookimpl
-def cpx_dag_processors() -> Iterator[ProcessorSpec]:
+def cpx_dag_processors(config: Config) -> Iterator[ProcessorSpec]:
     yield ProcessorSpec(
         name="httpproxy",
-        factory=HTTPProxyProcessor.from_config,
+        factory=Deferred("cpx_httpproxy.processor:HTTPProxyProcessor.from_config"),
         phase=Phase.ROUTES,
         # Contour runs Ingress first: an HTTPProxy route with the same match replaces an
         # Ingress one.  A constraint on a processor that is not loaded is ignored.
         after=("listeners", "ingress", "extsvc"),
         description="projectcontour.io/v1 HTTPProxy roots, includes, TLS and TCP proxying",
         accessors_only=True,
+        # Built (its modules imported) by the first build with an HTTPProxy, unless global
+        # authorization or rate limiting have it add to every build.
+        inputs=() if optionspecs.builds_without_proxies(config) else (HTTPPROXY,),
     )
 
 

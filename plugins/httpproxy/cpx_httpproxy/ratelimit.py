@@ -15,7 +15,7 @@ import functools
 from typing import TYPE_CHECKING
 
 import attrs
-from cpx import Config, ConfigError, FilterSite, HttpFilterSpec, ObjectKey, OptionSpec, SourceView
+from cpx import Config, ConfigError, FilterSite, ObjectKey, SourceView
 from cpx.dag import (
     DAG,
     EXTENSION_UPSTREAMS,
@@ -28,25 +28,29 @@ from cpx.dag import (
 
 from cpx_httpproxy import model
 from cpx_httpproxy.conditions import merge_headers
-from cpx_httpproxy.configkeys import document, namespaced_name, parse_document
+from cpx_httpproxy.configkeys import parse_document
+from cpx_httpproxy.kinds import RATE_LIMIT_FILTER
+from cpx_httpproxy.optionspecs import (
+    DEFAULT_DOMAIN,
+    DEFAULT_POLICY_OPTION,
+    DOMAIN_OPTION,
+    EXTENSION_SERVICE_OPTION,
+    FAIL_OPEN_OPTION,
+    RESOURCE_EXHAUSTED_OPTION,
+    X_RATELIMIT_HEADERS_OPTION,
+)
 from cpx_httpproxy.policies import PolicyError
 from cpx_httpproxy.proxies import NOT_IMPLEMENTED
 from cpx_httpproxy.schema import validate_global_rate_limit_policy
 from cpx_httpproxy.status import SPEC_ERROR, ProxyStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from google.protobuf.message import Message
 
-FILTER_NAME = "envoy.filters.http.ratelimit"
-DEFAULT_DOMAIN = "contour"  # Contour's rateLimitService.domain default
-EXTENSION_SERVICE_OPTION = "rate_limit_service_extension_service"
-DOMAIN_OPTION = "rate_limit_domain"
-FAIL_OPEN_OPTION = "rate_limit_fail_open"
-X_RATELIMIT_HEADERS_OPTION = "rate_limit_enable_x_ratelimit_headers"
-RESOURCE_EXHAUSTED_OPTION = "rate_limit_enable_resource_exhausted_code"
-DEFAULT_POLICY_OPTION = "rate_limit_default_global_policy"
-_KEY = "rateLimitService"  # the options' block in Contour's configuration file
 
+FILTER_NAME = RATE_LIMIT_FILTER
 
 # -- DAG values --------------------------------------------------------------------------------------
 
@@ -163,52 +167,6 @@ def host_limits(policy: model.RateLimitPolicy | None, default: Descriptors | Non
 
 
 # -- options -----------------------------------------------------------------------------------------
-
-
-def options() -> list[OptionSpec]:
-    return [
-        OptionSpec(
-            name=EXTENSION_SERVICE_OPTION,
-            help="namespace/name of the ExtensionService of the global rate limit service "
-            "(Contour's rateLimitService.extensionService); needs the extsvc plugin",
-            config_key=f"{_KEY}.extensionService",
-            config_convert=namespaced_name,
-        ),
-        OptionSpec(
-            name=DOMAIN_OPTION,
-            help="the domain passed to the rate limit service (Contour's rateLimitService.domain)",
-            default=DEFAULT_DOMAIN,
-            config_key=f"{_KEY}.domain",
-        ),
-        OptionSpec(
-            name=FAIL_OPEN_OPTION,
-            help="allow requests when the rate limit service does not answer",
-            type=bool,
-            default=False,
-            config_key=f"{_KEY}.failOpen",
-        ),
-        OptionSpec(
-            name=X_RATELIMIT_HEADERS_OPTION,
-            help="add the X-RateLimit-* response headers (IETF draft 03)",
-            type=bool,
-            default=False,
-            config_key=f"{_KEY}.enableXRateLimitHeaders",
-        ),
-        OptionSpec(
-            name=RESOURCE_EXHAUSTED_OPTION,
-            help="answer rate-limited gRPC requests with RESOURCE_EXHAUSTED instead of UNAVAILABLE",
-            type=bool,
-            default=False,
-            config_key=f"{_KEY}.enableResourceExhaustedCode",
-        ),
-        OptionSpec(
-            name=DEFAULT_POLICY_OPTION,
-            help="the global rate limit policy of every HTTPProxy virtual host without one "
-            '(YAML or JSON, as an HTTPProxy\'s rateLimitPolicy.global: {"descriptors": [...]})',
-            config_key=f"{_KEY}.defaultGlobalRateLimitPolicy",
-            config_convert=document(validate_global_rate_limit_policy, "defaultGlobalRateLimitPolicy"),
-        ),
-    ]
 
 
 @attrs.frozen(kw_only=True)
@@ -375,23 +333,15 @@ def filter_config(settings: ServiceSettings, upstream: ExtensionUpstream) -> Mes
     return config
 
 
-def filter_spec(settings: ServiceSettings | None) -> HttpFilterSpec:
-    """The filter on every connection manager while the configured service is usable; the route
-    and virtual host fields in any case (Contour programs them without a service too)."""
+def site_config(settings: ServiceSettings) -> Callable[[FilterSite], Message | None]:
+    """The filter's ``config``: on every connection manager while the configured service is
+    usable (:mod:`cpx_httpproxy.filterspecs` has the rest of the filter's record)."""
 
     def at(site: FilterSite) -> Message | None:
         upstream = site.dag_attachments.get(SERVICE_UPSTREAM)
-        return None if settings is None or upstream is None else filter_config(settings, upstream)
+        return None if upstream is None else filter_config(settings, upstream)
 
-    return HttpFilterSpec(
-        name=FILTER_NAME,
-        config=at,
-        after=("envoy.filters.http.rbac", "envoy.filters.http.ext_authz"),  # both always contributed
-        per_route=per_route,
-        route_action=route_action,
-        virtual_host_fields=virtual_host_fields,
-        description="HTTPProxy global rate limiting (rateLimitPolicy.global)",
-    )
+    return at
 
 
 # -- without the extsvc plugin --------------------------------------------------------------------------
