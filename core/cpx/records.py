@@ -53,9 +53,15 @@ class Deferred:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         target = self._target
         if target is None:
-            module, _, attribute = self.ref.partition(":")
-            target = self._target = operator.attrgetter(attribute)(importlib.import_module(module))
+            target = self.resolve()
         return target(*args, **kwargs)
+
+    def resolve(self) -> Callable[..., Any]:
+        """The function itself (imported now if need be), for callers that keep it."""
+        if self._target is None:
+            module, _, attribute = self.ref.partition(":")
+            self._target = operator.attrgetter(attribute)(importlib.import_module(module))
+        return self._target
 
     def __repr__(self) -> str:
         return f"Deferred({self.ref!r})"

@@ -3,6 +3,7 @@ first call (cpx.Deferred): a plugin whose kinds are absent costs no import."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import types
@@ -72,6 +73,7 @@ def test_deferred_imports_at_the_first_call() -> None:
     dumps = Deferred("json:dumps")
     assert repr(dumps) == "Deferred('json:dumps')"
     assert dumps([1]) == "[1]"
+    assert dumps.resolve() is json.dumps
     method = Deferred("collections:OrderedDict.fromkeys")  # a dotted attribute: a class's method
     assert list(method("ab")) == ["a", "b"]
     with pytest.raises(ValueError, match="module:attribute"):

@@ -24,16 +24,20 @@ class _OnceKeysExist:
     """``Deferred(target)``, answering None while ``keys`` (the module defining the attachment keys
     the function reads) is not imported."""
 
-    __slots__ = ("_function", "keys")
+    __slots__ = ("_deferred", "_function", "keys")
 
     def __init__(self, keys: str, target: str) -> None:
         self.keys = keys
-        self._function = Deferred(target)
+        self._deferred = Deferred(target)
+        self._function: Callable[..., Any] | None = None
 
     def __call__(self, *args: Any) -> Any:
-        if self.keys not in sys.modules:
-            return None
-        return self._function(*args)
+        function = self._function
+        if function is None:
+            if self.keys not in sys.modules:
+                return None
+            function = self._function = self._deferred.resolve()
+        return function(*args)
 
 
 def _jwt(function: str) -> _OnceKeysExist:
