@@ -53,6 +53,10 @@ Path = tuple[Any, str, object] | None
 Check = Callable[[Any, Path, list[Violation], Scope], None]
 # Checks a set field of a message: its value and the message's place.
 Handler = Callable[[Any, Path, list[Violation], Scope], None]
+# Whether a value (a set field's, an item's) surely breaks no rule: (value, scope, nesting depth).
+Pass = Callable[[Any, Scope, int], bool]
+# A field looked at by name: (name, whether it has presence, its value when unset, its check).
+Probe = tuple[str, bool, Any, Pass]
 
 _ANY = "google.protobuf.Any"
 _WRAPPERS = frozenset(
@@ -88,6 +92,9 @@ class Plan:
 
     active: bool = False  # any rule in this message or below it
     handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
+    passes: dict[FieldDescriptor, Pass] = attrs.field(factory=dict)  # the same, only answering (_passes)
+    # For a type with few such fields, each looked at by name rather than listing the set ones.
+    probes: tuple[Probe, ...] | None = None
     # (field name, whether it is unset, rule, message): what an unset field breaks
     absent: tuple[tuple[str, Callable[[Any, str], bool], str, str], ...] = ()
     required_oneofs: tuple[tuple[str, str], ...] = ()  # (oneof, its fields for the message)
@@ -147,6 +154,64 @@ def _unset_and_semantic(message: Any, plan: Plan, path: Path, out: list[Violatio
     for semantic_rule in plan.rules:
         for relative, rule, text in semantic_rule(message, scope):
             out.append(Violation(_join(path, relative), rule, text))
+
+
+# Nesting beyond this is left to the walk, so a message passes only where the walk (more frames per
+# level) would not run out of stack either: its RecursionError is reported as protobuf.depth.
+_PASS_DEPTH = 60
+_PROBES_MAX = 4
+
+
+def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:  # noqa: C901, PLR0912  (why: one frame per message, the hot path of every check)
+    """Whether a walk of ``message`` would find nothing: the same rules, without paths or findings.
+
+    Nearly every message passes, and answering that costs far less than the walk's bookkeeping;
+    False means "maybe not", after which the walk words what it finds (so findings are the walk's
+    by construction).  Shares the walk's memo, clean parts stored as no findings.
+    """
+    if depth > _PASS_DEPTH:
+        return False
+    key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
+    if key is not None:
+        found = _recall(plan, key)
+        if found is not None:
+            return not found
+    if plan.scope is not None:
+        scope = plan.scope(message, scope)
+    if plan.probes is not None:
+        depth += 1
+        for name, presence, default, check in plan.probes:
+            # What ListFields would list: a field with presence when set, others when not empty
+            # (a proto3 -0.0 aside, which any rule reads as 0.0, so its ``absent`` entry fails too).
+            if presence:
+                if not message.HasField(name):
+                    continue
+                value = getattr(message, name)
+            else:
+                value = getattr(message, name)
+                if value == default if default is not None else not value:
+                    continue
+            if not check(value, scope, depth):
+                return False
+    elif plan.passes:
+        passes = plan.passes
+        depth += 1
+        for field, value in message.ListFields():
+            listed = passes.get(field)
+            if listed is not None and not listed(value, scope, depth):
+                return False
+    for name, unset, _, _ in plan.absent:
+        if unset(message, name):
+            return False
+    for oneof, _ in plan.required_oneofs:
+        if message.WhichOneof(oneof) is None:
+            return False
+    for semantic_rule in plan.rules:
+        for _ in semantic_rule(message, scope):
+            return False
+    if key is not None:
+        _remember(plan, key, [], None)
+    return True
 
 
 def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
@@ -272,6 +337,20 @@ def _disallowed_field(field: FieldDescriptor) -> bool:
     return bool(options.deprecated and options.Extensions[deprecation_pb2.disallowed_by_default])
 
 
+@attrs.frozen
+class _Value:
+    """What one value of a field is checked for: its own tests, then the message it holds."""
+
+    tests: tuple[pgv.Test, ...] = ()
+    unwrap: bool = False  # the tests are on a wrapper's ``value``
+    is_any: bool = False  # a google.protobuf.Any: its payload is checked when its type is known
+    plan: Plan | None = None  # a message with rules below it, walked into
+
+
+def _never(value: Any, scope: Scope, depth: int) -> bool:
+    return False  # a field that breaks a rule by being set
+
+
 _TOP = Scope()
 _ANY_RESULTS_MAX = 4096
 
@@ -309,6 +388,11 @@ class Checker:
         out: list[Violation] = []
         scope = _TOP
         try:
+            if self._passes(message):
+                return out
+        except RecursionError:
+            pass  # the walk reports it (or finds the message fine, nested deeper than _passes goes)
+        try:
             if message.DESCRIPTOR.full_name == _ANY:
                 self._check_any(message, None, out, scope)
             else:
@@ -319,6 +403,12 @@ class Checker:
             # Only a message built in memory can nest this deep; Envoy's parser stops at 100 levels.
             out.append(Violation("", "protobuf.depth", "message nested too deeply for Envoy to parse"))
         return out
+
+    def _passes(self, message: Message) -> bool:
+        if message.DESCRIPTOR.full_name == _ANY:
+            return self._any_passes(message, _TOP, 0)
+        plan = self.plan(message.DESCRIPTOR)
+        return not plan.active or _passes(message, plan, _TOP, 0)
 
     # -- compiling ----------------------------------------------------------------------------------
 
@@ -391,15 +481,21 @@ class Checker:
         absent: list[tuple[str, Callable[[Any, str], bool], str, str]] = []
         for field in descriptor.fields:
             rules = _rules_of(field) if pgv_on else None
-            handler = self._field_handler(field, rules, pgv_on)
-            if handler is not None:
-                plan.handlers[field] = handler
+            checks = self._field_checks(field, rules, pgv_on)
+            if checks is not None:
+                plan.handlers[field], plan.passes[field] = checks
             if pgv_on:
                 unset = _unset_test(field)
                 absent.extend(
                     (field.name, unset, rule, text) for rule, text in self._when_unset(field, rules)
                 )
         plan.absent = tuple(absent)
+        if len(plan.passes) <= _PROBES_MAX:
+            # Listing the set fields costs as much as looking at this many by name.
+            plan.probes = tuple(
+                (f.name, f.has_presence, None if f.is_repeated else f.default_value, check)
+                for f, check in plan.passes.items()
+            )
         if pgv_on:
             plan.required_oneofs = tuple(
                 (o.name, ", ".join(f.name for f in o.fields))
@@ -413,30 +509,32 @@ class Checker:
         ):
             plan.memo = self._memo
 
-    def _field_handler(
+    def _field_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
-    ) -> Handler | None:
+    ) -> tuple[Handler, Pass] | None:
+        """The handler of a set field, and the pass check that answers for it (see _passes)."""
         name = field.name
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            return self._map_handler(field, rules)
+            return self._map_checks(field, rules)
         if field.is_repeated:
-            return self._repeated_handler(field, rules)
-        check = self._value_check(field, rules)
+            return self._repeated_checks(field, rules)
+        value = self._value(field, rules)
+        check, passes = self._value_check(value), self._value_pass(value)
         if pgv_on and _disallowed_field(field):
-            check = _chain(_disallowed_check(field), check)
-        if check is None:
+            check, passes = _chain(_disallowed_check(field), check), _never
+        if check is None or passes is None:
             return None
         if isinstance(check, _Walk | _Tests):
-            return check.handler(name)
+            return check.handler(name), passes
         one: Check = check
 
         def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
             one(value, (parent, name, None), out, scope)
 
-        return handle
+        return handle, passes
 
-    def _value_check(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Check | None:
-        """The check of one value of ``field`` (the field's own, or one item or map value)."""
+    def _value(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> _Value:
+        """What one value of ``field`` is checked for (the field's own, or one item or map value)."""
         kind = rules.WhichOneof("type") if rules is not None else None
         message_type = field.message_type
         if message_type is None:
@@ -444,8 +542,9 @@ class Checker:
             banned = _disallowed_enum_values(field)
             if banned:
                 tests.append(_disallowed_enum_test(field, banned))
-            return _tests_check(tests)
-        own: Check | None = None
+            return _Value(tuple(tests))
+        own: Sequence[pgv.Test] = ()
+        unwrap = False
         if kind is not None and rules is not None:
             kind_rules = getattr(rules, kind)
             if message_type.full_name in _WRAPPERS and kind not in (
@@ -454,29 +553,64 @@ class Checker:
                 "timestamp",
                 "any",
             ):
-                own = _tests_check(pgv.scalar_tests(kind, kind_rules), unwrap=True)
+                own, unwrap = pgv.scalar_tests(kind, kind_rules), True
             elif kind == "duration":
-                own = _tests_check(pgv.duration_tests(kind_rules))
+                own = pgv.duration_tests(kind_rules)
             elif kind == "timestamp":
-                own = _tests_check(pgv.timestamp_tests(kind_rules))
+                own = pgv.timestamp_tests(kind_rules)
             elif kind == "any":
-                own = _tests_check(pgv.any_tests(kind_rules))
+                own = pgv.any_tests(kind_rules)
         skip = rules is not None and rules.HasField("message") and rules.message.skip
         if message_type.full_name == _ANY:
-            return _chain(own, self._check_any)
+            return _Value(tuple(own), unwrap and bool(own), is_any=True)
         if skip or not self.is_active(message_type):
-            return own
-        return _chain(own, _Walk(self.plan(message_type)))
+            return _Value(tuple(own), unwrap and bool(own))
+        return _Value(tuple(own), unwrap and bool(own), plan=self.plan(message_type))
 
-    def _repeated_handler(
+    def _value_check(self, value: _Value) -> Check | None:
+        own = _tests_check(value.tests, value.unwrap)
+        if value.is_any:
+            return _chain(own, self._check_any)
+        return _chain(own, _Walk(value.plan) if value.plan is not None else None)
+
+    def _value_pass(self, value: _Value) -> Pass | None:
+        below: Pass | None = None
+        if value.is_any:
+            below = self._any_passes
+        elif value.plan is not None:
+            plan = value.plan
+
+            def walk_passes(message: Any, scope: Scope, depth: int) -> bool:
+                return _passes(message, plan, scope, depth)
+
+            below = walk_passes
+        fails = tuple(test.fails for test in value.tests)
+        if not fails:
+            return below
+        if below is None and len(fails) == 1 and not value.unwrap:
+            fail = fails[0]
+            return lambda item, scope, depth: not fail(item)
+        unwrap = value.unwrap
+
+        def passes(item: Any, scope: Scope, depth: int) -> bool:
+            tested = item.value if unwrap else item
+            for fails_on in fails:
+                if fails_on(tested):
+                    return False
+            return below is None or below(item, scope, depth)
+
+        return passes
+
+    def _repeated_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None
-    ) -> Handler | None:
+    ) -> tuple[Handler, Pass] | None:
         name = field.name
         repeated = rules.repeated if rules is not None and rules.WhichOneof("type") == "repeated" else None
         counts = pgv.count_tests("repeated", repeated) if repeated is not None else []
         unique = repeated is not None and repeated.unique
         item_rules = repeated.items if repeated is not None and repeated.HasField("items") else None
-        item = self._value_check(field, item_rules)
+        item_value = self._value(field, item_rules)
+        item, item_passes = self._value_check(item_value), self._value_pass(item_value)
         if not counts and not unique and item is None:
             return None
 
@@ -497,17 +631,21 @@ class Checker:
                 for index, value in enumerate(values):
                     item(value, (parent, name, index), out, scope)
 
-        return handle
+        return handle, _repeated_pass(counts, unique, item_passes)
 
-    def _map_handler(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Handler | None:
+    def _map_checks(
+        self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None
+    ) -> tuple[Handler, Pass] | None:
         name = field.name
         entry = field.message_type
         map_rules = rules.map if rules is not None and rules.WhichOneof("type") == "map" else None
         counts = pgv.count_tests("map", map_rules) if map_rules is not None else []
         key_rules = map_rules.keys if map_rules is not None and map_rules.HasField("keys") else None
         value_rules = map_rules.values if map_rules is not None and map_rules.HasField("values") else None
-        key_check = self._value_check(entry.fields_by_name["key"], key_rules)
-        value_check = self._value_check(entry.fields_by_name["value"], value_rules)
+        key_value = self._value(entry.fields_by_name["key"], key_rules)
+        value_value = self._value(entry.fields_by_name["value"], value_rules)
+        key_check, key_passes = self._value_check(key_value), self._value_pass(key_value)
+        value_check, value_passes = self._value_check(value_value), self._value_pass(value_value)
         if not counts and key_check is None and value_check is None:
             return None
 
@@ -522,7 +660,7 @@ class Checker:
                 if value_check is not None:
                     value_check(values[key], place, out, scope)
 
-        return handle
+        return handle, _map_pass(counts, key_passes, value_passes)
 
     @staticmethod
     def _when_unset(field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> list[tuple[str, str]]:
@@ -557,24 +695,32 @@ class Checker:
     # -- Any ----------------------------------------------------------------------------------------
 
     def _check_any(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        found = self._any_found(value, scope, 0)
+        if found:
+            _extend_at(out, path, found)
+
+    def _any_passes(self, value: Any, scope: Scope, depth: int) -> bool:
+        return not self._any_found(value, scope, depth)
+
+    def _any_found(self, value: Any, scope: Scope, depth: int) -> tuple[Violation, ...]:
+        """The findings in an Any's payload, relative to the Any (none when its type is unknown)."""
         target = self._any_target(value.type_url)
         if target is None:
-            return
+            return ()
         # The same payload recurs (one rate limit or filter config on many routes): its findings,
         # relative to the Any, are kept by its bytes, so it is decoded and walked once.
         key = (value.type_url, value.value, scope)
         found = self._any_results.get(key)
         if found is None:
-            found = self._payload_violations(target, value.value, scope)
+            found = self._payload_violations(target, value.value, scope, depth)
             if len(self._any_results) >= _ANY_RESULTS_MAX:
                 self._any_results.clear()  # a crude bound; the next payloads refill it
             self._any_results[key] = found
-        if found:
-            _extend_at(out, path, found)
+        return found
 
     @staticmethod
     def _payload_violations(
-        target: tuple[type[Message], Plan], payload: bytes, scope: Scope
+        target: tuple[type[Message], Plan], payload: bytes, scope: Scope, depth: int
     ) -> tuple[Violation, ...]:
         cls, plan = target
         inner = cls()
@@ -582,6 +728,8 @@ class Checker:
             inner.ParseFromString(payload)
         except DecodeError:
             return (Violation("", "any.decode", f"cannot be decoded as {cls.DESCRIPTOR.full_name}"),)
+        if _passes(inner, plan, scope, depth):
+            return ()
         out: list[Violation] = []
         _walk(inner, plan, None, out, scope)
         return tuple(out)
@@ -600,6 +748,47 @@ class Checker:
             target = (message_factory.GetMessageClass(descriptor), self.plan(descriptor))
         self._anys[type_url] = target
         return target
+
+
+def _repeated_pass(counts: Sequence[pgv.Test], unique: bool, item_passes: Pass | None) -> Pass:
+    count_fails = tuple(test.fails for test in counts)
+
+    def passes(values: Any, scope: Scope, depth: int) -> bool:
+        if count_fails:
+            size = len(values)
+            for fails in count_fails:
+                if fails(size):
+                    return False
+        if unique:
+            seen: set[Any] = set()
+            for value in values:
+                if value in seen:
+                    return False
+                seen.add(value)
+        if item_passes is not None:
+            for value in values:
+                if not item_passes(value, scope, depth):
+                    return False
+        return True
+
+    return passes
+
+
+def _map_pass(counts: Sequence[pgv.Test], key_passes: Pass | None, value_passes: Pass | None) -> Pass:
+    count_fails = tuple(test.fails for test in counts)
+
+    def passes(values: Any, scope: Scope, depth: int) -> bool:
+        for fails in count_fails:
+            if fails(len(values)):
+                return False
+        for key in values:
+            if key_passes is not None and not key_passes(key, scope, depth):
+                return False
+            if value_passes is not None and not value_passes(values[key], scope, depth):
+                return False
+        return True
+
+    return passes
 
 
 def _unset_test(field: FieldDescriptor) -> Callable[[Any, str], bool]:
