@@ -88,8 +88,15 @@ def _join(path: Path, relative: str) -> str:
 
 @attrs.define(eq=False)
 class Plan:
-    """What checking one message type takes; filled once, read by every walk."""
+    """What checking one message type takes; filled on its first walk, read by every walk after.
 
+    Types are compiled as walks reach them: a Listener reaches hundreds of types, resources hold
+    a few dozen of them.
+    """
+
+    descriptor: Descriptor | None = None
+    prepare: Callable[[Plan], None] | None = None  # fills the plan (Checker._prepare)
+    ready: bool = False  # filled
     active: bool = False  # any rule in this message or below it
     handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
     passes: dict[FieldDescriptor, Pass] = attrs.field(factory=dict)  # the same, only answering (_passes)
@@ -122,6 +129,8 @@ def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Sco
     # in the same scope are the same, and serialising in C costs a fraction of a walk.  Looked up
     # here rather than in a wrapper, so a nested message costs no extra frame of recursion (deep
     # nesting is reported as protobuf.depth at the same depth).
+    if not plan.ready and plan.prepare is not None:
+        plan.prepare(plan)
     key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
     if key is not None:
         found = _recall(plan, key)
@@ -171,6 +180,8 @@ def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:  # noqa
     """
     if depth > _PASS_DEPTH:
         return False
+    if not plan.ready and plan.prepare is not None:
+        plan.prepare(plan)
     key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
     if key is not None:
         found = _recall(plan, key)
@@ -365,9 +376,7 @@ class Checker:
     rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
     scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
     remember: bool = True  # keep findings of repeated parts (see _walk); off: every part is walked
-    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
-    _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
-    _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
+    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # filled or not yet
     _active: dict[str, bool] = attrs.field(factory=dict, init=False)
     _anys: dict[str, tuple[type[Message], Plan] | None] = attrs.field(factory=dict, init=False)
     _any_results: dict[tuple[str, bytes, Scope], tuple[Violation, ...]] = attrs.field(
@@ -413,24 +422,27 @@ class Checker:
     # -- compiling ----------------------------------------------------------------------------------
 
     def plan(self, descriptor: Descriptor) -> Plan:
-        ready = self._ready.get(descriptor.full_name)
-        if ready is not None:
-            return ready  # compiled and complete: no lock needed to read it
-        with self._lock:
-            found = self._plans.get(descriptor.full_name)
-            if found is not None:
-                return found
-            plan = Plan()
-            self._plans[descriptor.full_name] = plan  # before the fields: recursive types find it
-            self._depth += 1
-            try:
-                self._compile(descriptor, plan)
-            finally:
-                self._depth -= 1
-            if not self._depth:
-                # Only now is every plan reachable from this one complete (types can be recursive).
-                self._ready.update(self._plans)
+        """The type's plan, filled."""
+        plan = self._plan_of(descriptor)
+        if not plan.ready:
+            self._prepare(plan)
+        return plan
+
+    def _plan_of(self, descriptor: Descriptor) -> Plan:
+        """The type's plan, filled on its first walk (so recursive types need no care)."""
+        plan = self._plans.get(descriptor.full_name)
+        if plan is not None:
             return plan
+        with self._lock:
+            return self._plans.setdefault(
+                descriptor.full_name, Plan(descriptor=descriptor, prepare=self._prepare)
+            )
+
+    def _prepare(self, plan: Plan) -> None:
+        with self._lock:
+            if not plan.ready and plan.descriptor is not None:
+                self._compile(plan.descriptor, plan)
+                plan.ready = True  # last: walks in other threads read the plan without the lock
 
     def is_active(self, descriptor: Descriptor) -> bool:
         """Whether any rule applies in this type or in a type reachable from it."""
@@ -565,7 +577,7 @@ class Checker:
             return _Value(tuple(own), unwrap and bool(own), is_any=True)
         if skip or not self.is_active(message_type):
             return _Value(tuple(own), unwrap and bool(own))
-        return _Value(tuple(own), unwrap and bool(own), plan=self.plan(message_type))
+        return _Value(tuple(own), unwrap and bool(own), plan=self._plan_of(message_type))
 
     def _value_check(self, value: _Value) -> Check | None:
         own = _tests_check(value.tests, value.unwrap)
