@@ -31,6 +31,7 @@ from google.protobuf.message import DecodeError, Message
 from validate import validate_pb2
 
 from cpx.xds.constraints import pgv, semantic
+from cpx.xds.constraints.passcode import compile_pass, each, enter, tests
 from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
 from cpx.xds.types import message_class
 
@@ -55,8 +56,6 @@ Check = Callable[[Any, Path, list[Violation], Scope], None]
 Handler = Callable[[Any, Path, list[Violation], Scope], None]
 # Whether a value (a set field's, an item's) surely breaks no rule: (value, scope, nesting depth).
 Pass = Callable[[Any, Scope, int], bool]
-# A field looked at by name: (name, whether it has presence, its value when unset, its check).
-Probe = tuple[str, bool, Any, Pass]
 
 _ANY = "google.protobuf.Any"
 _WRAPPERS = frozenset(
@@ -100,8 +99,8 @@ class Plan:
     active: bool = False  # any rule in this message or below it
     handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
     passes: dict[FieldDescriptor, Pass] = attrs.field(factory=dict)  # the same, only answering (_passes)
-    # For a type with few such fields, each looked at by name rather than listing the set ones.
-    probes: tuple[Probe, ...] | None = None
+    # The type's pass check (see _passes), written out once the plan is filled.
+    check: Pass = attrs.field(factory=lambda: _not_sure)
     # (field name, whether it is unset, rule, message): what an unset field breaks
     absent: tuple[tuple[str, Callable[[Any, str], bool], str, str], ...] = ()
     required_oneofs: tuple[tuple[str, str], ...] = ()  # (oneof, its fields for the message)
@@ -168,61 +167,36 @@ def _unset_and_semantic(message: Any, plan: Plan, path: Path, out: list[Violatio
 # Nesting beyond this is left to the walk, so a message passes only where the walk (more frames per
 # level) would not run out of stack either: its RecursionError is reported as protobuf.depth.
 _PASS_DEPTH = 60
-_PROBES_MAX = 4
 
 
-def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:  # noqa: C901, PLR0912  (why: one frame per message, the hot path of every check)
+def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:
     """Whether a walk of ``message`` would find nothing: the same rules, without paths or findings.
 
     Nearly every message passes, and answering that costs far less than the walk's bookkeeping;
     False means "maybe not", after which the walk words what it finds (so findings are the walk's
-    by construction).  Shares the walk's memo, clean parts stored as no findings.
+    by construction).  Each type's check is written out as Python (:mod:`.passcode`); it shares
+    the walk's memo, clean parts stored as no findings.
     """
-    if depth > _PASS_DEPTH:
-        return False
-    if not plan.ready and plan.prepare is not None:
-        plan.prepare(plan)
-    key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
-    if key is not None:
-        found = _recall(plan, key)
-        if found is not None:
-            return not found
-    if plan.scope is not None:
-        scope = plan.scope(message, scope)
-    if plan.probes is not None:
-        depth += 1
-        for name, presence, default, check in plan.probes:
-            # What ListFields would list: a field with presence when set, others when not empty
-            # (a proto3 -0.0 aside, which any rule reads as 0.0, so its ``absent`` entry fails too).
-            if presence:
-                if not message.HasField(name):
-                    continue
-                value = getattr(message, name)
-            else:
-                value = getattr(message, name)
-                if value == default if default is not None else not value:
-                    continue
-            if not check(value, scope, depth):
-                return False
-    elif plan.passes:
-        passes = plan.passes
-        depth += 1
-        for field, value in message.ListFields():
-            listed = passes.get(field)
-            if listed is not None and not listed(value, scope, depth):
-                return False
-    for name, unset, _, _ in plan.absent:
-        if unset(message, name):
-            return False
-    for oneof, _ in plan.required_oneofs:
-        if message.WhichOneof(oneof) is None:
-            return False
-    for semantic_rule in plan.rules:
-        for _ in semantic_rule(message, scope):
-            return False
-    if key is not None:
-        _remember(plan, key, [], None)
+    return plan.check(message, scope, depth)
+
+
+def _not_sure(message: Any, scope: Scope, depth: int) -> bool:
+    return False
+
+
+def _always(message: Any, scope: Scope, depth: int) -> bool:
     return True
+
+
+def _preparing(plan: Plan) -> Pass:
+    """A plan's check until it is filled: fills it, then hands over to the check written for it."""
+
+    def check(message: Any, scope: Scope, depth: int) -> bool:
+        if plan.prepare is not None:
+            plan.prepare(plan)
+        return plan.ready and plan.check(message, scope, depth)
+
+    return check
 
 
 def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
@@ -434,9 +408,11 @@ class Checker:
         if plan is not None:
             return plan
         with self._lock:
-            return self._plans.setdefault(
-                descriptor.full_name, Plan(descriptor=descriptor, prepare=self._prepare)
-            )
+            plan = self._plans.get(descriptor.full_name)
+            if plan is None:
+                plan = self._plans[descriptor.full_name] = Plan(descriptor=descriptor, prepare=self._prepare)
+                plan.check = _preparing(plan)
+            return plan
 
     def _prepare(self, plan: Plan) -> None:
         with self._lock:
@@ -488,6 +464,7 @@ class Checker:
     def _compile(self, descriptor: Descriptor, plan: Plan) -> None:
         plan.active = self.is_active(descriptor)
         if not plan.active:
+            plan.check = _always
             return
         pgv_on = self._pgv_enabled(descriptor)
         absent: list[tuple[str, Callable[[Any, str], bool], str, str]] = []
@@ -502,12 +479,6 @@ class Checker:
                     (field.name, unset, rule, text) for rule, text in self._when_unset(field, rules)
                 )
         plan.absent = tuple(absent)
-        if len(plan.passes) <= _PROBES_MAX:
-            # Listing the set fields costs as much as looking at this many by name.
-            plan.probes = tuple(
-                (f.name, f.has_presence, None if f.is_repeated else f.default_value, check)
-                for f, check in plan.passes.items()
-            )
         if pgv_on:
             plan.required_oneofs = tuple(
                 (o.name, ", ".join(f.name for f in o.fields))
@@ -520,6 +491,8 @@ class Checker:
             f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
         ):
             plan.memo = self._memo
+        memo = (_recall, _remember) if plan.memo is not None else None
+        plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
 
     def _field_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
@@ -590,18 +563,12 @@ class Checker:
         if value.is_any:
             below = self._any_passes
         elif value.plan is not None:
-            plan = value.plan
-
-            def walk_passes(message: Any, scope: Scope, depth: int) -> bool:
-                return _passes(message, plan, scope, depth)
-
-            below = walk_passes
+            below = enter(value.plan)
         fails = tuple(test.fails for test in value.tests)
         if not fails:
             return below
-        if below is None and len(fails) == 1 and not value.unwrap:
-            fail = fails[0]
-            return lambda item, scope, depth: not fail(item)
+        if below is None and not value.unwrap:
+            return tests(fails)
         unwrap = value.unwrap
 
         def passes(item: Any, scope: Scope, depth: int) -> bool:
@@ -763,6 +730,8 @@ class Checker:
 
 
 def _repeated_pass(counts: Sequence[pgv.Test], unique: bool, item_passes: Pass | None) -> Pass:
+    if not counts and not unique and item_passes is not None:
+        return each(item_passes)
     count_fails = tuple(test.fails for test in counts)
 
     def passes(values: Any, scope: Scope, depth: int) -> bool:
