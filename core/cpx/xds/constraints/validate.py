@@ -11,9 +11,11 @@ Cluster, ClusterLoadAssignment or Secret (or any part of one) before it is publi
 - fields and enum values Envoy refuses as deprecated and ``disallowed_by_default``;
 - Envoy's own rules beyond PGV (:mod:`cpx.xds.constraints.semantic`).
 
-Speed: each message type is compiled once into a :class:`Plan` (a handler per field with rules, the
-violations an unset field implies, the semantic rules); types with no rule anywhere below them are
-never entered. See docs/design/0004-envoy-constraints.md.
+Speed: each message type is compiled, when a walk first reaches it, into a :class:`Plan` (a handler
+per field with rules, the violations an unset field implies, the semantic rules); types with no
+rule anywhere below them are never entered. A message is first put to its type's pass check, which
+only answers whether the walk would find nothing (see :func:`_passes`); only a message it does not
+pass is walked. See docs/design/0004-envoy-constraints.md and 0020-startup.md.
 """
 
 from __future__ import annotations
