@@ -103,6 +103,8 @@ def header_value_option(option: Any, scope: Scope) -> Iterable[Finding]:
 
 
 def removed_headers(message: Any, scope: Scope) -> Iterable[Finding]:
+    if not message.request_headers_to_remove and not message.response_headers_to_remove:
+        return ()  # every route and virtual host is checked, and few remove headers
     found: list[Finding] = []
     for field in ("request_headers_to_remove", "response_headers_to_remove"):
         names = getattr(message, field)

@@ -11,9 +11,11 @@ Cluster, ClusterLoadAssignment or Secret (or any part of one) before it is publi
 - fields and enum values Envoy refuses as deprecated and ``disallowed_by_default``;
 - Envoy's own rules beyond PGV (:mod:`cpx.xds.constraints.semantic`).
 
-Speed: each message type is compiled once into a :class:`Plan` (a handler per field with rules, the
-violations an unset field implies, the semantic rules); types with no rule anywhere below them are
-never entered. See docs/design/0004-envoy-constraints.md.
+Speed: each message type is compiled, when a walk first reaches it, into a :class:`Plan` (a handler
+per field with rules, the violations an unset field implies, the semantic rules); types with no
+rule anywhere below them are never entered. A message is first put to its type's pass check, which
+only answers whether the walk would find nothing (see :func:`_passes`); only a message it does not
+pass is walked. See docs/design/0004-envoy-constraints.md and 0020-startup.md.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from google.protobuf.message import DecodeError, Message
 from validate import validate_pb2
 
 from cpx.xds.constraints import pgv, semantic
+from cpx.xds.constraints.passcode import compile_pass, each, enter, tests
 from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
 from cpx.xds.types import message_class
 
@@ -53,6 +56,8 @@ Path = tuple[Any, str, object] | None
 Check = Callable[[Any, Path, list[Violation], Scope], None]
 # Checks a set field of a message: its value and the message's place.
 Handler = Callable[[Any, Path, list[Violation], Scope], None]
+# Whether a value (a set field's, an item's) surely breaks no rule: (value, scope, nesting depth).
+Pass = Callable[[Any, Scope, int], bool]
 
 _ANY = "google.protobuf.Any"
 _WRAPPERS = frozenset(
@@ -84,10 +89,20 @@ def _join(path: Path, relative: str) -> str:
 
 @attrs.define(eq=False)
 class Plan:
-    """What checking one message type takes; filled once, read by every walk."""
+    """What checking one message type takes; filled on its first walk, read by every walk after.
 
+    Types are compiled as walks reach them: a Listener reaches hundreds of types, resources hold
+    a few dozen of them.
+    """
+
+    descriptor: Descriptor | None = None
+    prepare: Callable[[Plan], None] | None = None  # fills the plan (Checker._prepare)
+    ready: bool = False  # filled
     active: bool = False  # any rule in this message or below it
     handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
+    passes: dict[FieldDescriptor, Pass] = attrs.field(factory=dict)  # the same, only answering (_passes)
+    # The type's pass check (see _passes), written out once the plan is filled.
+    check: Pass = attrs.field(factory=lambda: _not_sure)
     # (field name, whether it is unset, rule, message): what an unset field breaks
     absent: tuple[tuple[str, Callable[[Any, str], bool], str, str], ...] = ()
     required_oneofs: tuple[tuple[str, str], ...] = ()  # (oneof, its fields for the message)
@@ -115,6 +130,8 @@ def _walk(message: Any, plan: Plan, path: Path, out: list[Violation], scope: Sco
     # in the same scope are the same, and serialising in C costs a fraction of a walk.  Looked up
     # here rather than in a wrapper, so a nested message costs no extra frame of recursion (deep
     # nesting is reported as protobuf.depth at the same depth).
+    if not plan.ready and plan.prepare is not None:
+        plan.prepare(plan)
     key = (plan, message.SerializeToString(), scope) if plan.memo is not None else None
     if key is not None:
         found = _recall(plan, key)
@@ -147,6 +164,41 @@ def _unset_and_semantic(message: Any, plan: Plan, path: Path, out: list[Violatio
     for semantic_rule in plan.rules:
         for relative, rule, text in semantic_rule(message, scope):
             out.append(Violation(_join(path, relative), rule, text))
+
+
+# Nesting beyond this is left to the walk, so a message passes only where the walk (more frames per
+# level) would not run out of stack either: its RecursionError is reported as protobuf.depth.
+_PASS_DEPTH = 60
+
+
+def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:
+    """Whether a walk of ``message`` would find nothing: the same rules, without paths or findings.
+
+    Nearly every message passes, and answering that costs far less than the walk's bookkeeping;
+    False means "maybe not", after which the walk words what it finds (so findings are the walk's
+    by construction).  Each type's check is written out as Python (:mod:`.passcode`); it shares
+    the walk's memo, clean parts stored as no findings.
+    """
+    return plan.check(message, scope, depth)
+
+
+def _not_sure(message: Any, scope: Scope, depth: int) -> bool:
+    return False
+
+
+def _always(message: Any, scope: Scope, depth: int) -> bool:
+    return True
+
+
+def _preparing(plan: Plan) -> Pass:
+    """A plan's check until it is filled: fills it, then hands over to the check written for it."""
+
+    def check(message: Any, scope: Scope, depth: int) -> bool:
+        if plan.prepare is not None:
+            plan.prepare(plan)
+        return plan.ready and plan.check(message, scope, depth)
+
+    return check
 
 
 def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
@@ -272,6 +324,20 @@ def _disallowed_field(field: FieldDescriptor) -> bool:
     return bool(options.deprecated and options.Extensions[deprecation_pb2.disallowed_by_default])
 
 
+@attrs.frozen
+class _Value:
+    """What one value of a field is checked for: its own tests, then the message it holds."""
+
+    tests: tuple[pgv.Test, ...] = ()
+    unwrap: bool = False  # the tests are on a wrapper's ``value``
+    is_any: bool = False  # a google.protobuf.Any: its payload is checked when its type is known
+    plan: Plan | None = None  # a message with rules below it, walked into
+
+
+def _never(value: Any, scope: Scope, depth: int) -> bool:
+    return False  # a field that breaks a rule by being set
+
+
 _TOP = Scope()
 _ANY_RESULTS_MAX = 4096
 
@@ -286,9 +352,7 @@ class Checker:
     rules: Mapping[str, tuple[SemanticRule, ...]] = attrs.field(factory=lambda: semantic.ENVOY_RULES)
     scopes: Mapping[str, ScopeRule] = attrs.field(factory=lambda: semantic.ENVOY_SCOPES)
     remember: bool = True  # keep findings of repeated parts (see _walk); off: every part is walked
-    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # includes plans being compiled
-    _ready: dict[str, Plan] = attrs.field(factory=dict, init=False)
-    _depth: int = attrs.field(default=0, init=False)  # nesting of plan compilations under the lock
+    _plans: dict[str, Plan] = attrs.field(factory=dict, init=False)  # filled or not yet
     _active: dict[str, bool] = attrs.field(factory=dict, init=False)
     _anys: dict[str, tuple[type[Message], Plan] | None] = attrs.field(factory=dict, init=False)
     _any_results: dict[tuple[str, bytes, Scope], tuple[Violation, ...]] = attrs.field(
@@ -308,6 +372,17 @@ class Checker:
         """Everything Envoy would refuse in ``message``, in field order; empty when it is fine."""
         out: list[Violation] = []
         scope = _TOP
+        name = message.DESCRIPTOR.full_name
+        plan = self._plans.get(name)
+        try:
+            # The common case first: a filled plan of a type met before, and a message that passes.
+            if plan is not None and plan.ready and name != _ANY:
+                if plan.check(message, scope, 0):
+                    return out
+            elif self._passes(message):
+                return out
+        except RecursionError:
+            pass  # the walk reports it (or finds the message fine, nested deeper than _passes goes)
         try:
             if message.DESCRIPTOR.full_name == _ANY:
                 self._check_any(message, None, out, scope)
@@ -320,27 +395,38 @@ class Checker:
             out.append(Violation("", "protobuf.depth", "message nested too deeply for Envoy to parse"))
         return out
 
+    def _passes(self, message: Message) -> bool:
+        if message.DESCRIPTOR.full_name == _ANY:
+            return self._any_passes(message, _TOP, 0)
+        plan = self.plan(message.DESCRIPTOR)
+        return not plan.active or _passes(message, plan, _TOP, 0)
+
     # -- compiling ----------------------------------------------------------------------------------
 
     def plan(self, descriptor: Descriptor) -> Plan:
-        ready = self._ready.get(descriptor.full_name)
-        if ready is not None:
-            return ready  # compiled and complete: no lock needed to read it
-        with self._lock:
-            found = self._plans.get(descriptor.full_name)
-            if found is not None:
-                return found
-            plan = Plan()
-            self._plans[descriptor.full_name] = plan  # before the fields: recursive types find it
-            self._depth += 1
-            try:
-                self._compile(descriptor, plan)
-            finally:
-                self._depth -= 1
-            if not self._depth:
-                # Only now is every plan reachable from this one complete (types can be recursive).
-                self._ready.update(self._plans)
+        """The type's plan, filled."""
+        plan = self._plan_of(descriptor)
+        if not plan.ready:
+            self._prepare(plan)
+        return plan
+
+    def _plan_of(self, descriptor: Descriptor) -> Plan:
+        """The type's plan, filled on its first walk (so recursive types need no care)."""
+        plan = self._plans.get(descriptor.full_name)
+        if plan is not None:
             return plan
+        with self._lock:
+            plan = self._plans.get(descriptor.full_name)
+            if plan is None:
+                plan = self._plans[descriptor.full_name] = Plan(descriptor=descriptor, prepare=self._prepare)
+                plan.check = _preparing(plan)
+            return plan
+
+    def _prepare(self, plan: Plan) -> None:
+        with self._lock:
+            if not plan.ready and plan.descriptor is not None:
+                self._compile(plan.descriptor, plan)
+                plan.ready = True  # last: walks in other threads read the plan without the lock
 
     def is_active(self, descriptor: Descriptor) -> bool:
         """Whether any rule applies in this type or in a type reachable from it."""
@@ -386,14 +472,15 @@ class Checker:
     def _compile(self, descriptor: Descriptor, plan: Plan) -> None:
         plan.active = self.is_active(descriptor)
         if not plan.active:
+            plan.check = _always
             return
         pgv_on = self._pgv_enabled(descriptor)
         absent: list[tuple[str, Callable[[Any, str], bool], str, str]] = []
         for field in descriptor.fields:
             rules = _rules_of(field) if pgv_on else None
-            handler = self._field_handler(field, rules, pgv_on)
-            if handler is not None:
-                plan.handlers[field] = handler
+            checks = self._field_checks(field, rules, pgv_on)
+            if checks is not None:
+                plan.handlers[field], plan.passes[field] = checks
             if pgv_on:
                 unset = _unset_test(field)
                 absent.extend(
@@ -412,31 +499,35 @@ class Checker:
             f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
         ):
             plan.memo = self._memo
+        memo = (_recall, _remember) if plan.memo is not None else None
+        plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
 
-    def _field_handler(
+    def _field_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
-    ) -> Handler | None:
+    ) -> tuple[Handler, Pass] | None:
+        """The handler of a set field, and the pass check that answers for it (see _passes)."""
         name = field.name
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
-            return self._map_handler(field, rules)
+            return self._map_checks(field, rules)
         if field.is_repeated:
-            return self._repeated_handler(field, rules)
-        check = self._value_check(field, rules)
+            return self._repeated_checks(field, rules)
+        value = self._value(field, rules)
+        check, passes = self._value_check(value), self._value_pass(value)
         if pgv_on and _disallowed_field(field):
-            check = _chain(_disallowed_check(field), check)
-        if check is None:
+            check, passes = _chain(_disallowed_check(field), check), _never
+        if check is None or passes is None:
             return None
         if isinstance(check, _Walk | _Tests):
-            return check.handler(name)
+            return check.handler(name), passes
         one: Check = check
 
         def handle(value: Any, parent: Path, out: list[Violation], scope: Scope) -> None:
             one(value, (parent, name, None), out, scope)
 
-        return handle
+        return handle, passes
 
-    def _value_check(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Check | None:
-        """The check of one value of ``field`` (the field's own, or one item or map value)."""
+    def _value(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> _Value:
+        """What one value of ``field`` is checked for (the field's own, or one item or map value)."""
         kind = rules.WhichOneof("type") if rules is not None else None
         message_type = field.message_type
         if message_type is None:
@@ -444,8 +535,9 @@ class Checker:
             banned = _disallowed_enum_values(field)
             if banned:
                 tests.append(_disallowed_enum_test(field, banned))
-            return _tests_check(tests)
-        own: Check | None = None
+            return _Value(tuple(tests))
+        own: Sequence[pgv.Test] = ()
+        unwrap = False
         if kind is not None and rules is not None:
             kind_rules = getattr(rules, kind)
             if message_type.full_name in _WRAPPERS and kind not in (
@@ -454,29 +546,58 @@ class Checker:
                 "timestamp",
                 "any",
             ):
-                own = _tests_check(pgv.scalar_tests(kind, kind_rules), unwrap=True)
+                own, unwrap = pgv.scalar_tests(kind, kind_rules), True
             elif kind == "duration":
-                own = _tests_check(pgv.duration_tests(kind_rules))
+                own = pgv.duration_tests(kind_rules)
             elif kind == "timestamp":
-                own = _tests_check(pgv.timestamp_tests(kind_rules))
+                own = pgv.timestamp_tests(kind_rules)
             elif kind == "any":
-                own = _tests_check(pgv.any_tests(kind_rules))
+                own = pgv.any_tests(kind_rules)
         skip = rules is not None and rules.HasField("message") and rules.message.skip
         if message_type.full_name == _ANY:
-            return _chain(own, self._check_any)
+            return _Value(tuple(own), unwrap and bool(own), is_any=True)
         if skip or not self.is_active(message_type):
-            return own
-        return _chain(own, _Walk(self.plan(message_type)))
+            return _Value(tuple(own), unwrap and bool(own))
+        return _Value(tuple(own), unwrap and bool(own), plan=self._plan_of(message_type))
 
-    def _repeated_handler(
+    def _value_check(self, value: _Value) -> Check | None:
+        own = _tests_check(value.tests, value.unwrap)
+        if value.is_any:
+            return _chain(own, self._check_any)
+        return _chain(own, _Walk(value.plan) if value.plan is not None else None)
+
+    def _value_pass(self, value: _Value) -> Pass | None:
+        below: Pass | None = None
+        if value.is_any:
+            below = self._any_passes
+        elif value.plan is not None:
+            below = enter(value.plan)
+        fails = tuple(test.fails for test in value.tests)
+        if not fails:
+            return below
+        if below is None and not value.unwrap:
+            return tests(fails)
+        unwrap = value.unwrap
+
+        def passes(item: Any, scope: Scope, depth: int) -> bool:
+            tested = item.value if unwrap else item
+            for fails_on in fails:
+                if fails_on(tested):
+                    return False
+            return below is None or below(item, scope, depth)
+
+        return passes
+
+    def _repeated_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None
-    ) -> Handler | None:
+    ) -> tuple[Handler, Pass] | None:
         name = field.name
         repeated = rules.repeated if rules is not None and rules.WhichOneof("type") == "repeated" else None
         counts = pgv.count_tests("repeated", repeated) if repeated is not None else []
         unique = repeated is not None and repeated.unique
         item_rules = repeated.items if repeated is not None and repeated.HasField("items") else None
-        item = self._value_check(field, item_rules)
+        item_value = self._value(field, item_rules)
+        item, item_passes = self._value_check(item_value), self._value_pass(item_value)
         if not counts and not unique and item is None:
             return None
 
@@ -497,17 +618,21 @@ class Checker:
                 for index, value in enumerate(values):
                     item(value, (parent, name, index), out, scope)
 
-        return handle
+        return handle, _repeated_pass(counts, unique, item_passes)
 
-    def _map_handler(self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> Handler | None:
+    def _map_checks(
+        self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None
+    ) -> tuple[Handler, Pass] | None:
         name = field.name
         entry = field.message_type
         map_rules = rules.map if rules is not None and rules.WhichOneof("type") == "map" else None
         counts = pgv.count_tests("map", map_rules) if map_rules is not None else []
         key_rules = map_rules.keys if map_rules is not None and map_rules.HasField("keys") else None
         value_rules = map_rules.values if map_rules is not None and map_rules.HasField("values") else None
-        key_check = self._value_check(entry.fields_by_name["key"], key_rules)
-        value_check = self._value_check(entry.fields_by_name["value"], value_rules)
+        key_value = self._value(entry.fields_by_name["key"], key_rules)
+        value_value = self._value(entry.fields_by_name["value"], value_rules)
+        key_check, key_passes = self._value_check(key_value), self._value_pass(key_value)
+        value_check, value_passes = self._value_check(value_value), self._value_pass(value_value)
         if not counts and key_check is None and value_check is None:
             return None
 
@@ -522,7 +647,7 @@ class Checker:
                 if value_check is not None:
                     value_check(values[key], place, out, scope)
 
-        return handle
+        return handle, _map_pass(counts, key_passes, value_passes)
 
     @staticmethod
     def _when_unset(field: FieldDescriptor, rules: validate_pb2.FieldRules | None) -> list[tuple[str, str]]:
@@ -557,24 +682,32 @@ class Checker:
     # -- Any ----------------------------------------------------------------------------------------
 
     def _check_any(self, value: Any, path: Path, out: list[Violation], scope: Scope) -> None:
+        found = self._any_found(value, scope, 0)
+        if found:
+            _extend_at(out, path, found)
+
+    def _any_passes(self, value: Any, scope: Scope, depth: int) -> bool:
+        return not self._any_found(value, scope, depth)
+
+    def _any_found(self, value: Any, scope: Scope, depth: int) -> tuple[Violation, ...]:
+        """The findings in an Any's payload, relative to the Any (none when its type is unknown)."""
         target = self._any_target(value.type_url)
         if target is None:
-            return
+            return ()
         # The same payload recurs (one rate limit or filter config on many routes): its findings,
         # relative to the Any, are kept by its bytes, so it is decoded and walked once.
         key = (value.type_url, value.value, scope)
         found = self._any_results.get(key)
         if found is None:
-            found = self._payload_violations(target, value.value, scope)
+            found = self._payload_violations(target, value.value, scope, depth)
             if len(self._any_results) >= _ANY_RESULTS_MAX:
                 self._any_results.clear()  # a crude bound; the next payloads refill it
             self._any_results[key] = found
-        if found:
-            _extend_at(out, path, found)
+        return found
 
     @staticmethod
     def _payload_violations(
-        target: tuple[type[Message], Plan], payload: bytes, scope: Scope
+        target: tuple[type[Message], Plan], payload: bytes, scope: Scope, depth: int
     ) -> tuple[Violation, ...]:
         cls, plan = target
         inner = cls()
@@ -582,6 +715,8 @@ class Checker:
             inner.ParseFromString(payload)
         except DecodeError:
             return (Violation("", "any.decode", f"cannot be decoded as {cls.DESCRIPTOR.full_name}"),)
+        if _passes(inner, plan, scope, depth):
+            return ()
         out: list[Violation] = []
         _walk(inner, plan, None, out, scope)
         return tuple(out)
@@ -600,6 +735,49 @@ class Checker:
             target = (message_factory.GetMessageClass(descriptor), self.plan(descriptor))
         self._anys[type_url] = target
         return target
+
+
+def _repeated_pass(counts: Sequence[pgv.Test], unique: bool, item_passes: Pass | None) -> Pass:
+    if not counts and not unique and item_passes is not None:
+        return each(item_passes)
+    count_fails = tuple(test.fails for test in counts)
+
+    def passes(values: Any, scope: Scope, depth: int) -> bool:
+        if count_fails:
+            size = len(values)
+            for fails in count_fails:
+                if fails(size):
+                    return False
+        if unique:
+            seen: set[Any] = set()
+            for value in values:
+                if value in seen:
+                    return False
+                seen.add(value)
+        if item_passes is not None:
+            for value in values:
+                if not item_passes(value, scope, depth):
+                    return False
+        return True
+
+    return passes
+
+
+def _map_pass(counts: Sequence[pgv.Test], key_passes: Pass | None, value_passes: Pass | None) -> Pass:
+    count_fails = tuple(test.fails for test in counts)
+
+    def passes(values: Any, scope: Scope, depth: int) -> bool:
+        for fails in count_fails:
+            if fails(len(values)):
+                return False
+        for key in values:
+            if key_passes is not None and not key_passes(key, scope, depth):
+                return False
+            if value_passes is not None and not value_passes(values[key], scope, depth):
+                return False
+        return True
+
+    return passes
 
 
 def _unset_test(field: FieldDescriptor) -> Callable[[Any, str], bool]:
