@@ -6,6 +6,7 @@ plugins bring their own :class:`~cpx.records.GroupVersionKind` records.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -185,8 +186,15 @@ def metadata_problems(obj: Mapping[str, Any], key: ObjectKey | None = None) -> l
     """What the API server would say about the object's ``metadata.name`` and ``namespace``
     (``key``: ``ObjectKey.of(obj)``, when the caller has it already)."""
     key = key if key is not None else ObjectKey.of(obj)
-    rule = _NAME_RULES.get(key.group_kind, DNS1123_SUBDOMAIN)
-    found = [rule.problem("metadata.name", key.name)]
-    if key.namespace:
-        found.append(DNS1123_LABEL.problem("metadata.namespace", key.namespace))
-    return [p for p in found if p]
+    rule = _NAME_RULES.get((key.group, key.kind), DNS1123_SUBDOMAIN)
+    found = rule.problem("metadata.name", key.name)
+    namespace = _namespace_problem(key.namespace) if key.namespace else None
+    if found is None and namespace is None:
+        return []  # nearly every object: asked for each one loaded
+    return [p for p in (found, namespace) if p]
+
+
+# A load's objects are in a few namespaces: each is checked once.
+_namespace_problem = functools.lru_cache(maxsize=1024)(
+    functools.partial(DNS1123_LABEL.problem, "metadata.namespace")
+)

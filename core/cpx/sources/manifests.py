@@ -101,6 +101,16 @@ class DocumentError:
 
 
 def _check_document(doc: Any) -> str | None:
+    if type(doc) is dict:  # the usual well-formed object, in as few steps as possible
+        meta, api_version, kind = doc.get("metadata"), doc.get("apiVersion"), doc.get("kind")
+        if type(meta) is dict and type(api_version) is str and type(kind) is str and api_version and kind:
+            name, namespace = meta.get("name"), meta.get("namespace")
+            if type(name) is str and name and (namespace is None or type(namespace) is str):
+                return None
+    return _document_problem(doc)
+
+
+def _document_problem(doc: Any) -> str | None:
     if not isinstance(doc, dict):
         return f"expected a mapping (a Kubernetes object), got {type(doc).__name__}"
     missing = [f for f in ("apiVersion", "kind") if not isinstance(doc.get(f), str) or not doc.get(f)]
