@@ -64,7 +64,8 @@ class ObjectKey:
         )
         # Loading a file asks for each object's key several times in a row (admission, the file's
         # table, the source cache): making a frozen attrs instance costs 4x looking up the one
-        # just made, which also shares its cached hash.  Only recent keys are kept (a few KB).
+        # just made, which also shares its cached hash.  Only recent keys are kept (~0.5 MB): enough
+        # for `cpx serve`'s event handler, which applies a few hundred objects after they are loaded.
         key = _RECENT_KEYS.get(fields)
         if key is None:
             if len(_RECENT_KEYS) >= _RECENT_KEYS_LIMIT:
@@ -85,7 +86,7 @@ class ObjectKey:
 
 
 _RECENT_KEYS: dict[tuple[str, str, str, str], ObjectKey] = {}
-_RECENT_KEYS_LIMIT = 1024
+_RECENT_KEYS_LIMIT = 4096
 
 
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
