@@ -101,6 +101,16 @@ class DocumentError:
 
 
 def _check_document(doc: Any) -> str | None:
+    if type(doc) is dict:  # the usual well-formed object, in as few steps as possible
+        meta, api_version, kind = doc.get("metadata"), doc.get("apiVersion"), doc.get("kind")
+        if type(meta) is dict and type(api_version) is str and type(kind) is str and api_version and kind:
+            name, namespace = meta.get("name"), meta.get("namespace")
+            if type(name) is str and name and (namespace is None or type(namespace) is str):
+                return None
+    return _document_problem(doc)
+
+
+def _document_problem(doc: Any) -> str | None:
     if not isinstance(doc, dict):
         return f"expected a mapping (a Kubernetes object), got {type(doc).__name__}"
     missing = [f for f in ("apiVersion", "kind") if not isinstance(doc.get(f), str) or not doc.get(f)]
@@ -442,10 +452,29 @@ def parse_file(
 def _read_text(path: Path) -> str:
     """``path.read_text(encoding="utf-8")``, a third cheaper for the usual ASCII file without CRs
     (the text layer's decoding and newline translation then change nothing)."""
-    data = path.read_bytes()
+    try:
+        data = _read_bytes(path)
+    except OSError:
+        data = path.read_bytes()  # raises again, worded as before (os.read's errors name no file)
     if data.isascii() and b"\r" not in data:
         return data.decode("ascii")
     return path.read_text(encoding="utf-8")
+
+
+def _read_bytes(path: Path) -> bytes:
+    """``path.read_bytes()`` without a file object: 2-3x cheaper for a small file (10k files:
+    ~0.07 s of CPU)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    try:
+        parts = [os.read(fd, _READ_SIZE)]
+        while parts[-1]:  # until an empty read: end of file
+            parts.append(os.read(fd, _READ_SIZE))
+    finally:
+        os.close(fd)
+    return parts[0] if len(parts) == 2 else b"".join(parts)
+
+
+_READ_SIZE = 1 << 16
 
 
 def default_namespace(obj: KubeObject, namespaced: bool) -> KubeObject:
@@ -491,18 +520,19 @@ class ManifestSet:
     def _install(
         self, path: Path, new: dict[ObjectKey, KubeObject]
     ) -> tuple[list[KubeObject], list[KubeObject]]:
-        old = self.by_file.get(path, {})
-        touched = [key for key in old if key not in new] + list(new) if old else list(new)
+        old = self.by_file.get(path)
+        if not old:
+            return self._install_new(path, new), []
+        touched = [key for key in old if key not in new] + list(new)
         served = self.served
         before = [served(key) for key in touched]
         self.by_file[path] = new
         holders = self._holders
-        if old:
-            for key in old.keys() - new.keys():
-                holders[key].remove(path)
-                if not holders[key]:
-                    del holders[key]
-        for key in new.keys() - old.keys() if old else new:
+        for key in old.keys() - new.keys():
+            holders[key].remove(path)
+            if not holders[key]:
+                del holders[key]
+        for key in new.keys() - old.keys():
             bisect.insort(holders.setdefault(key, []), path)
         upserts: list[KubeObject] = []
         deletes: list[KubeObject] = []
@@ -514,6 +544,25 @@ class ManifestSet:
             elif was is None or (now is not was and now != was):
                 upserts.append(now)
         return upserts, deletes
+
+    def _install_new(self, path: Path, new: dict[ObjectKey, KubeObject]) -> list[KubeObject]:
+        """:meth:`_install` for a file that held nothing (every file of the initial load): its
+        objects are upserts, but where another file defines them too and is served first."""
+        self.by_file[path] = new
+        holders = self._holders
+        upserts: list[KubeObject] = []
+        for key, obj in new.items():
+            held = holders.get(key)
+            if held is None:
+                holders[key] = [path]
+                upserts.append(obj)
+                continue
+            was = self.by_file[held[0]][key]
+            bisect.insort(held, path)
+            now = self.by_file[held[0]][key]
+            if now is not was and now != was:
+                upserts.append(now)
+        return upserts
 
     def served(self, key: ObjectKey) -> KubeObject | None:
         """The version of the object in force: the one of the first file (by path) defining it."""

@@ -25,22 +25,26 @@ MIN_FILES = 200
 # Files per pickle: pickle keeps shared objects shared within one dump, and a file's results are
 # never split between dumps.
 CHUNK_FILES = 200
-# The share of the files prepared here: this process also installs all of them, the child only
-# prepares its share (measured at 10k HTTPProxy files: about even finishing times).
-OWN_SHARE = 0.45
+# The share of the files prepared here by default: this process also installs all of them, the
+# child only prepares its share (`cpx translate`, 10k HTTPProxy files or 1000 Ingresses of 10
+# paths: about even finishing times).
+OWN_SHARE = 0.40
 _HEADER = struct.Struct("<Q")
 
 
-def prefetched(paths: Sequence[Path], prepare: Callable[[Path], T]) -> Generator[tuple[Path, T], None, None]:
+def prefetched(
+    paths: Sequence[Path], prepare: Callable[[Path], T], own_share: float = OWN_SHARE
+) -> Generator[tuple[Path, T], None, None]:
     """``(path, prepare(path))`` for every path, in order; the later part prepared by a child
-    forked now (where the OS can fork): call this before starting any thread.
+    forked now (where the OS can fork): call this before starting any thread.  ``own_share``:
+    the share of the paths prepared here, the less the more installing each one costs.
 
     If the child fails, what it did not deliver is prepared here (with a warning).
     """
     paths = list(paths)
     if len(paths) < MIN_FILES or not hasattr(os, "fork"):
         return ((path, prepare(path)) for path in paths)
-    split = int(len(paths) * OWN_SHARE)
+    split = int(len(paths) * own_share)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns, never runs the parent's code

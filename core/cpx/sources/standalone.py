@@ -44,6 +44,12 @@ class ObjectSink(Protocol):
 # be caught mid-write (an editor or `cp` writing in place), and then it is not malformed.
 SETTLE_SECONDS = 0.25
 WATCH_STEP_MS = 2
+# Files loaded between two turns of the event loop during the initial load (see run()).
+YIELD_FILES = 100
+# The share of the initial load's files `cpx serve` prepares itself (cpx.sources.prefetch): less
+# than `cpx translate`'s, as the event handler's part of each file (queueing, applying) also runs
+# here (10k HTTPProxy files: about even CPU in this process and the child).
+PREFETCH_OWN_SHARE = 0.33
 
 # A file's objects, its document errors and their admission; or why it cannot be parsed.
 Prepared = tuple[list[KubeObject], list[DocumentError], Admission] | ManifestError
@@ -102,7 +108,7 @@ class StandaloneSource:
         before any thread starts (`cpx serve`'s gRPC server), since only then is a fork safe."""
         try:
             roots = [p.resolve() for p in self.paths]
-            self._initial = prefetched(expand(roots), self.prepare)
+            self._initial = prefetched(expand(roots), self.prepare, PREFETCH_OWN_SHARE)
         except ManifestError:
             pass  # a root is missing: run() reports it, as without prefetching
 
@@ -247,8 +253,13 @@ class StandaloneSource:
         with collector_paused():  # the initial sync: every manifest object, long-lived, acyclic
             if initial is None:
                 initial = ((path, self.prepare(path)) for path in expand(roots))
-            for path, prepared in initial:
+            for count, (path, prepared) in enumerate(initial, 1):
                 self.load_file(path, handler, prepared)
+                if count % YIELD_FILES == 0:
+                    # The handler applies what is queued meanwhile (it builds nothing before the
+                    # sync): its share of the load then runs while the prefetching child still
+                    # prepares files, rather than after the last one.
+                    await asyncio.sleep(0)
         handler.synced(SOURCE_NAME)
         watched = self._watch_roots(roots)
         if not watched:
