@@ -81,7 +81,10 @@ class _Translated:
     routes: dict[str, Route]
     policies: VHostPolicies
     entry: bytes  # a complete RouteConfiguration.virtual_hosts field, ready to concatenate
-    pieces: dict[Route, _Piece]
+    # Per route translated, its piece.  Pairs rather than a dict by route: a first build then
+    # hashes no Route (big attrs values); only a host translated again needs them by route
+    # (a host's routes are keyed by match, so no two of them are equal).
+    pieces: list[tuple[Route, _Piece]]
 
 
 def _config_head(name: str) -> bytes:
@@ -420,7 +423,7 @@ class _Build:
         if done.vhost.single_label_wildcard != vhost.single_label_wildcard:
             return self._translate(vhost, secure, policies, {})
         if done.routes != vhost.routes or done.policies != policies:
-            return self._translate(vhost, secure, policies, done.pieces)
+            return self._translate(vhost, secure, policies, dict(done.pieces))
         return attrs.evolve(done, vhost=vhost)
 
     def _translate(
@@ -436,7 +439,7 @@ class _Build:
         fqdn, filters = vhost.name, self.filters
         routes = vhost.routes if vhost.frozen else dict(vhost.routes)
         authority = wildcard_authority_match(fqdn) if vhost.single_label_wildcard else None
-        pieces: dict[Route, _Piece] = {}
+        pieces: list[tuple[Route, _Piece]] = []
         faults = self.faults
 
         def breaks(route: Route) -> bool:
@@ -444,7 +447,7 @@ class _Build:
 
         found = len(faults)
         for route in routes.values():
-            piece = known.get(route)
+            piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
                 message = build_route(route, secure, authority, fqdn, filters)
                 if self.marker and not secure:
@@ -457,7 +460,7 @@ class _Build:
                     continue
                 body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
-            pieces[route] = piece
+            pieces.append((route, piece))
         tail_message = virtual_host_tail(vhost, filters)
         head, tail = virtual_host_head_bytes(fqdn), tail_message.SerializeToString(deterministic=True)
         whole = route_components.VirtualHost.FromString(head + tail)  # the vhost without routes
@@ -468,7 +471,9 @@ class _Build:
             origins |= vhost.attachments.origins()
             faults.append(Fault(note=violation_note(f"virtual host {fqdn!r}", problems), origins=origins))
             tail = b""
-        ordered = sorted(pieces.values(), key=itemgetter(0)) if len(pieces) > 1 else pieces.values()
+        ordered = [piece for _, piece in pieces]
+        if len(ordered) > 1:
+            ordered.sort(key=itemgetter(0))
         marker = self.marker if not secure and is_exact(fqdn) else b""
         body = b"".join((head, *(p[1] for p in ordered), tail, marker))
         # A sentinel host and route set when something was left out: the next build translates it again.
