@@ -47,10 +47,10 @@ from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
     build_route,
     virtual_host_head_bytes,
-    virtual_host_tail,
+    virtual_host_tail_bytes,
     wildcard_authority_match,
 )
-from cpx.xds.envoy.scoped import EXACT_MARKER, SCOPE_HEADER, host_route_config_name, is_exact, mark_upgrades
+from cpx.xds.envoy.scoped import EXACT_MARKER, SCOPE_HEADER, host_route_config_name, is_exact
 from cpx.xds.httpfilters import HttpFilters
 from cpx.xds.resource import Resource, content_version
 
@@ -155,7 +155,7 @@ class RouteCache:
             self._add_listener(dag.listeners[name], dag.sealed, builder, configs, members, scoped)
         # Plain configurations with the same hosts as last time (checked then, if they passed).
         same = {name for name, plain in builder.plain.items() if plain.changed is not None}
-        self._check_skeletons(members, same)
+        self._check_skeletons(members, same, builder.heads)
         # Only what this build used stays memoised: memory follows the DAG, not its history.
         self._vhosts, self._plain = builder.current, builder.plain
         # In build order (listeners by name, their hosts by name): consumers sort names themselves.
@@ -254,7 +254,9 @@ class RouteCache:
             return previous
         return Resource(name, self.type_url, body, content_version(body))
 
-    def _check_skeletons(self, members: dict[str, list[VirtualHost]], same: set[str]) -> None:
+    def _check_skeletons(
+        self, members: dict[str, list[VirtualHost]], same: set[str], heads: dict[str, bytes]
+    ) -> None:
         """The rules across a RouteConfiguration's virtual hosts (no domain twice, one ``*``),
         checked on a skeleton of names and domains whenever the set of virtual hosts changes.
 
@@ -278,8 +280,11 @@ class RouteCache:
                 new = {f.lower() for f in set(fqdns) - set(before)} | {"*"}
                 chosen = [v for v in vhosts if v.name.lower() in new]
             # Parsed from the heads' bytes: one C call rather than a message per host.
-            heads = [embedded(_VIRTUAL_HOSTS_FIELD, virtual_host_head_bytes(v.name)) for v in chosen]
-            skeleton = route_v3.RouteConfiguration.FromString(b"".join((_config_head(name), *heads)))
+            entries = [
+                embedded(_VIRTUAL_HOSTS_FIELD, heads.get(v.name) or virtual_host_head_bytes(v.name))
+                for v in chosen
+            ]
+            skeleton = route_v3.RouteConfiguration.FromString(b"".join((_config_head(name), *entries)))
             problems = violations(skeleton)
             if problems:
                 # Suspects: everything in the virtual hosts named (narrowed to what changed later).
@@ -366,6 +371,9 @@ class _Build:
         self.current: dict[VHostKey, _Translated] = {}
         self.plain: dict[str, _PlainHosts] = {}
         self.faults: list[Fault] = []
+        # The encoded heads of the hosts translated in this build, which _check_skeletons needs
+        # again (all of them in a first build).
+        self.heads: dict[str, bytes] = {}
 
     def plain_vhosts(self, name: str, vhosts: list[VirtualHost]) -> _PlainHosts:
         """The entries of listener ``name``'s plain virtual hosts (the hot path).  An unchanged host
@@ -446,12 +454,11 @@ class _Build:
             return bool(violations(build_route(route, secure, authority, fqdn, filters)))
 
         found = len(faults)
+        guard = bool(self.marker) and not secure
         for route in routes.values():
             piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
-                message = build_route(route, secure, authority, fqdn, filters)
-                if self.marker and not secure:
-                    mark_upgrades(message)
+                message = build_route(route, secure, authority, fqdn, filters, guard)
                 problems = violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
@@ -461,8 +468,8 @@ class _Build:
                 body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces.append((route, piece))
-        tail_message = virtual_host_tail(vhost, filters)
-        head, tail = virtual_host_head_bytes(fqdn), tail_message.SerializeToString(deterministic=True)
+        head = self.heads[fqdn] = virtual_host_head_bytes(fqdn)
+        tail = virtual_host_tail_bytes(vhost, filters)
         whole = route_components.VirtualHost.FromString(head + tail)  # the vhost without routes
         problems = violations(whole)
         if problems:
