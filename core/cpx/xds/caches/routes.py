@@ -327,11 +327,26 @@ class _PlainHosts:
 
 
 def _replaced(new: list[VirtualHost], old: list[VirtualHost]) -> list[int] | None:
-    """The positions where ``new`` holds another object than ``old`` (found in C), or None when
-    their lengths differ."""
+    """The positions where ``new`` holds another object than ``old``, or None when their lengths
+    differ.
+
+    A chunk at a time: list equality runs in C and, virtual hosts comparing by identity
+    (``eq=False``), says whether a chunk holds the same objects; only a differing chunk is looked
+    at element by element.  One change among 10k hosts then costs ~160 slice comparisons rather
+    than 10k calls.
+    """
     if len(new) != len(old):
         return None
-    return list(itertools.compress(range(len(new)), map(operator.is_not, new, old)))
+    changed: list[int] = []
+    for start in range(0, len(new), _CHUNK):
+        end = start + _CHUNK
+        if new[start:end] != old[start:end]:
+            chunk = range(start, min(end, len(new)))
+            changed += itertools.compress(chunk, map(operator.is_not, new[start:end], old[start:end]))
+    return changed
+
+
+_CHUNK = 64
 
 
 @attrs.frozen(eq=False)
