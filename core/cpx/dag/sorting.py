@@ -25,7 +25,7 @@ import functools
 import operator
 from collections.abc import Iterable
 
-from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, QueryMatch, QueryMatchKind, Route
+from cpx.dag.nodes import HeaderMatch, HeaderMatchKind, PathKind, PathMatch, QueryMatch, QueryMatchKind, Route
 
 METHOD_HEADER = ":method"
 
@@ -87,8 +87,6 @@ def sorted_query(query: Iterable[QueryMatch]) -> tuple[QueryMatch, ...]:
 
 def _conditions_key(route: Route) -> tuple[object, ...]:
     """Contour's ``compareRoutesByMethodHeaderQueryParams`` as an ascending key."""
-    if not route.headers and not route.query:
-        return (True, 0, 0, route.precedence, (), ())  # most routes: the same as below, sooner
     has_method = False
     others: list[HeaderKey] = []
     for header in route.headers:
@@ -101,18 +99,33 @@ def _conditions_key(route: Route) -> tuple[object, ...]:
     return (not has_method, -len(others), -len(queries), route.precedence, tuple(others), tuple(queries))
 
 
-def route_key(route: Route) -> tuple[object, ...]:
-    """Ascending sort key of a route: routes Envoy should try first have the smallest keys."""
-    path = route.path
+def _path_key(path: PathMatch) -> tuple[object, ...]:
     rank = _PATH_RANK[path.kind]
     if path.kind is PathKind.EXACT:
-        path_key: tuple[object, ...] = (_descending(path.value),)
-    else:
-        # Lengths are compared first, so the descending key only ever compares equal lengths.
-        path_key = (-len(path.value), _descending(path.value))
-        if rank == 2:
-            path_key += (0 if path.kind is PathKind.SEGMENT_PREFIX else 1,)
-    return (rank, *path_key, *_conditions_key(route))
+        return (rank, _descending(path.value))
+    # Lengths are compared first, so the descending key only ever compares equal lengths.
+    if rank == 2:
+        return (
+            rank,
+            -len(path.value),
+            _descending(path.value),
+            0 if path.kind is PathKind.SEGMENT_PREFIX else 1,
+        )
+    return (rank, -len(path.value), _descending(path.value))
+
+
+# Most routes have neither header nor query conditions: their key depends on the path and the
+# precedence only, and routes repeat paths ("/", "/api", ...), so it is memoised whole.
+@functools.lru_cache(maxsize=1 << 14)
+def _plain_key(path: PathMatch, precedence: int) -> tuple[object, ...]:
+    return (*_path_key(path), True, 0, 0, precedence, (), ())
+
+
+def route_key(route: Route) -> tuple[object, ...]:
+    """Ascending sort key of a route: routes Envoy should try first have the smallest keys."""
+    if not route.headers and not route.query:
+        return _plain_key(route.path, route.precedence)
+    return (*_path_key(route.path), *_conditions_key(route))
 
 
 def sort_routes(routes: Iterable[Route]) -> list[Route]:

@@ -11,6 +11,7 @@ import functools
 import graphlib
 import heapq
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from google.protobuf import any_pb2
@@ -174,11 +175,6 @@ def _calls(filters: HttpFilters, kind: str) -> tuple[_Call, ...]:
     return tuple(found)
 
 
-def route_action_fields(filters: HttpFilters, route: Route) -> list[Message]:
-    """The partial RouteActions filters contribute for ``route`` (merged into its own)."""
-    return _contributions(filters, "route_action", route)
-
-
 def virtual_host_fields(filters: HttpFilters, vhost: VirtualHost) -> list[Message]:
     """The partial VirtualHosts filters contribute for ``vhost`` (merged into its tail)."""
     return _contributions(filters, "virtual_host_fields", vhost)
@@ -214,9 +210,45 @@ def route_site(fqdn: str, secure: bool) -> RouteSite:
     return RouteSite(virtual_host=fqdn, secure=secure)
 
 
-def route_configs(filters: HttpFilters, route: Route, site: RouteSite) -> list[tuple[str, any_pb2.Any]]:
+class RouteCalls(NamedTuple):
+    """The filters' callables a route's translation calls, found once per filter tuple: a route
+    then costs one memo lookup rather than one per kind."""
+
+    per_route: tuple[_Call, ...]
+    route_action: tuple[_Call, ...]
+    per_weighted_cluster: tuple[_Call, ...]
+
+
+# id(filters) -> (filters, their RouteCalls), kept so that the id is not reused.
+_route_calls_memo: dict[int, tuple[HttpFilters, RouteCalls]] = {}
+
+
+def route_calls(filters: HttpFilters) -> RouteCalls:
+    known = _route_calls_memo.get(id(filters))
+    if known is not None and known[0] is filters:
+        return known[1]
+    calls = RouteCalls(
+        _calls(filters, "per_route"), _calls(filters, "route_action"), _calls(filters, "per_weighted_cluster")
+    )
+    if len(_route_calls_memo) >= _MEMO_LIMIT:
+        _route_calls_memo.clear()
+    _route_calls_memo[id(filters)] = (filters, calls)
+    return calls
+
+
+def route_action_fields(calls: RouteCalls, route: Route) -> list[Message]:
+    """The partial RouteActions filters contribute for ``route`` (merged into its own)."""
+    out: list[Message] = []
+    for _, call, _ in calls.route_action:
+        fields = call(route)
+        if fields is not None:
+            out.append(fields)
+    return out
+
+
+def route_configs(calls: RouteCalls, route: Route, site: RouteSite) -> list[tuple[str, any_pb2.Any]]:
     out = []
-    for name, per_route, at_site in _calls(filters, "per_route"):
+    for name, per_route, at_site in calls.per_route:
         config = per_route(route, site) if at_site else per_route(route)
         if config is not None:
             out.append((name, pack(config)))
@@ -224,10 +256,10 @@ def route_configs(filters: HttpFilters, route: Route, site: RouteSite) -> list[t
 
 
 def weighted_cluster_configs(
-    filters: HttpFilters, route: Route, cluster: Cluster
+    calls: RouteCalls, route: Route, cluster: Cluster
 ) -> list[tuple[str, any_pb2.Any]]:
     out = []
-    for name, per_weighted_cluster, _ in _calls(filters, "per_weighted_cluster"):
+    for name, per_weighted_cluster, _ in calls.per_weighted_cluster:
         config = per_weighted_cluster(route, cluster)
         if config is not None:
             out.append((name, pack(config)))

@@ -92,6 +92,14 @@ def path_match(path: str, path_type: str) -> PathMatch:
     raise PathError(f'unsupported pathType "{path_type}"')
 
 
+@functools.lru_cache(maxsize=4096)
+def _match_and_key(path: str, path_type: str) -> tuple[PathMatch, str]:
+    """``path_match`` and the match key of a route with only that match (Ingress routes have no
+    header or query conditions), memoised together: the key is a string built per call."""
+    match = path_match(path, path_type)
+    return match, Route(path=match).match_key()
+
+
 def _mapping(value: Any) -> Mapping[str, Any]:
     if type(value) is dict:  # the usual case, without the ABC's slower isinstance
         return value
@@ -105,12 +113,25 @@ def _list(value: Any) -> list[Any]:
 class IngressPath(NamedTuple):
     """One HTTPIngressPath with its host and where it sits in the Ingress (for Notes).
 
-    A named tuple, not an attrs class: one is made per path per build, and only read."""
+    A named tuple, not an attrs class: one is made per path per build, and only read.  Where it
+    sits is kept as indices: the field names are only spelled out for a Note."""
 
-    field: str  # e.g. spec.rules[0].http.paths[1]
-    backend_field: str  # e.g. spec.rules[0].http.paths[1].backend
+    rule: int  # its rule's index in spec.rules; -1 for spec.defaultBackend
+    position: int  # its index in the rule's paths
     host: str  # "" for any host
     path: Mapping[str, Any]
+
+    @property
+    def field(self) -> str:
+        """E.g. ``spec.rules[0].http.paths[1]``."""
+        if self.rule < 0:
+            return "spec.defaultBackend"
+        return f"spec.rules[{self.rule}].http.paths[{self.position}]"
+
+    @property
+    def backend_field(self) -> str:
+        """E.g. ``spec.rules[0].http.paths[1].backend``."""
+        return "spec.defaultBackend" if self.rule < 0 else f"{self.field}.backend"
 
 
 def ingress_paths(ingress: Mapping[str, Any]) -> Iterator[IngressPath]:
@@ -121,14 +142,12 @@ def ingress_paths(ingress: Mapping[str, Any]) -> Iterator[IngressPath]:
     """
     spec = _mapping(ingress.get("spec"))
     if spec.get("defaultBackend") is not None:
-        field = "spec.defaultBackend"
-        yield IngressPath(field=field, backend_field=field, host="", path={"backend": spec["defaultBackend"]})
+        yield IngressPath(rule=-1, position=0, host="", path={"backend": spec["defaultBackend"]})
     for i, item in enumerate(_list(spec.get("rules"))):
         rule = _mapping(item)
         host = str(rule.get("host") or "")
         for j, path in enumerate(_list(_mapping(rule.get("http")).get("paths"))):
-            field = f"spec.rules[{i}].http.paths[{j}]"
-            yield IngressPath(field=field, backend_field=f"{field}.backend", host=host, path=_mapping(path))
+            yield IngressPath(i, j, host, _mapping(path))
 
 
 @attrs.frozen(eq=False)
@@ -232,9 +251,10 @@ class _IngressBuild:
         found: list[tuple[str, str, Route | None, Route | None]] = []
         creates_http_routes = self.annotations.creates_http_routes
         for item in ingress_paths(self.ingress):
-            route = self.route(item)
-            if route is None:
+            made = self.route(item)
+            if made is None:
                 continue
+            route, match_key = made
             # A `*.example.com` vhost matches exactly one label: the core's route translation adds
             # Contour's `:authority` regex to every route of such a vhost, whichever kind made it.
             vhost_name = item.host or "*"
@@ -243,36 +263,38 @@ class _IngressBuild:
             if vhost_name != "*":
                 # Over TLS already: the HTTPS route proxies even when HTTP redirects.
                 https_route = attrs.evolve(route, https_redirect=False) if route.https_redirect else route
-            found.append((vhost_name, route.match_key(), http_route, https_route))
+            found.append((vhost_name, match_key, http_route, https_route))
         return found
 
-    def route(self, item: IngressPath) -> Route | None:
+    def route(self, item: IngressPath) -> tuple[Route, str] | None:
+        """The path's route and its match key, or None when the path cannot be matched."""
         value = str(item.path.get("path") or "/")
         path_type = str(item.path.get("pathType") or "ImplementationSpecific")
         try:
-            match = path_match(value, path_type)
+            match, match_key = _match_and_key(value, path_type)
         except PathError as err:
             self.note("RouteError", "PathMatchConditionsNotValid", f"{item.field}: {err}; path not served")
             return None
         a = self.annotations
-        return Route(
+        route = Route(
             path=match,
-            clusters=self.clusters(item.backend_field, _mapping(item.path.get("backend"))),
+            clusters=self.clusters(item, _mapping(item.path.get("backend"))),
             https_redirect=a.force_ssl_redirect,
             websocket=value in a.websocket_paths,
             timeout_policy=a.timeout_policy,
             retry_policy=a.retry_policy,
             origin=self.key,
         )
+        return route, match_key
 
-    def clusters(self, field: str, backend: Mapping[str, Any]) -> tuple[Cluster, ...]:
+    def clusters(self, item: IngressPath, backend: Mapping[str, Any]) -> tuple[Cluster, ...]:
         """The backend's cluster, or none (the route answers 503) when it cannot be resolved."""
         service = _mapping(backend.get("service"))
         if not service:
             self.note(
                 "ServiceError",
                 "UnsupportedBackend",
-                f"{field}: only Service backends are supported; the route answers 503",
+                f"{item.backend_field}: only Service backends are supported; the route answers 503",
             )
             return ()
         port_spec = _mapping(service.get("port"))
@@ -293,7 +315,7 @@ class _IngressBuild:
             self.note(
                 "ServiceError",
                 "ServiceUnresolvedReference",
-                f"{field}.service: unresolved service reference: {err}; the route answers 503",
+                f"{item.backend_field}.service: unresolved service reference: {err}; the route answers 503",
             )
             return ()
         clusters = self.resolved[(name, port)] = (Cluster(upstream=upstream),)

@@ -14,6 +14,8 @@ from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.type.matcher.v3 import regex_pb2 as regex_matcher
 from envoy.type.matcher.v3 import string_pb2 as string_matcher
 from envoy.type.v3 import percent_pb2 as percent
+from google.protobuf import any_pb2
+from google.protobuf.message import Message
 
 from cpx.dag.dag import VirtualHost
 from cpx.dag.nodes import (
@@ -33,9 +35,12 @@ from cpx.dag.nodes import (
 from cpx.dag.sorting import sorted_headers, sorted_query
 from cpx.xds.envoy.common import embedded, seconds, timeout
 from cpx.xds.envoy.filters import hash_policy, internal_redirect_policy
+from cpx.xds.envoy.scoped import mark_upgrades
 from cpx.xds.httpfilters import (
     HttpFilters,
+    RouteCalls,
     route_action_fields,
+    route_calls,
     route_configs,
     route_site,
     virtual_host_configs,
@@ -106,10 +111,23 @@ def virtual_host_tail(vhost: VirtualHost, filters: HttpFilters = ()) -> route_co
 
     Serialised after the routes, so that head + routes + tail is the canonical encoding.
     """
+    return _tail(virtual_host_fields(filters, vhost), virtual_host_configs(filters, vhost))
+
+
+def virtual_host_tail_bytes(vhost: VirtualHost, filters: HttpFilters = ()) -> bytes:
+    """``virtual_host_tail`` serialised; most hosts get nothing from the filters: no message then."""
+    fields, configs = virtual_host_fields(filters, vhost), virtual_host_configs(filters, vhost)
+    if not (fields or configs):
+        return b""
+    data: bytes = _tail(fields, configs).SerializeToString(deterministic=True)
+    return data
+
+
+def _tail(fields: list[Message], configs: list[tuple[str, any_pb2.Any]]) -> route_components.VirtualHost:
     out = route_components.VirtualHost()
-    for fields in virtual_host_fields(filters, vhost):
-        out.MergeFrom(fields)
-    for name, config in virtual_host_configs(filters, vhost):
+    for merged in fields:
+        out.MergeFrom(merged)
+    for name, config in configs:
         out.typed_per_filter_config[name].CopyFrom(config)
     return out
 
@@ -262,7 +280,7 @@ def mirror_policy(mirror: MirrorPolicy) -> route_components.RouteAction.RequestM
     return policy
 
 
-def _single_simple_cluster(route: Route, filters: HttpFilters) -> bool:
+def _single_simple_cluster(route: Route, calls: RouteCalls) -> bool:
     """One cluster without its own header policies or per-filter configs goes on ``route.cluster``
     (Contour's rule)."""
     if len(route.clusters) != 1 or route.failed_share is not None:
@@ -271,12 +289,16 @@ def _single_simple_cluster(route: Route, filters: HttpFilters) -> bool:
     return (
         only.request_headers.is_empty()
         and only.response_headers.is_empty()
-        and not weighted_cluster_configs(filters, route, only)
+        and not weighted_cluster_configs(calls, route, only)
     )
 
 
 def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_components.WeightedCluster:
     """Split by weight; a cluster's own per-filter configs go on its entry."""
+    return _weighted_clusters(route, route_calls(filters))
+
+
+def _weighted_clusters(route: Route, calls: RouteCalls) -> route_components.WeightedCluster:
     clusters = route.clusters
     even = all(c.weight == 0 for c in clusters)  # no weights given: split evenly
     entries = []
@@ -292,7 +314,7 @@ def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_componen
         if not resp.is_empty():
             entry.response_headers_to_add.extend(header_value_options(resp))
             entry.response_headers_to_remove.extend(resp.remove)
-        for name, config in weighted_cluster_configs(filters, route, cluster):
+        for name, config in weighted_cluster_configs(calls, route, cluster):
             entry.typed_per_filter_config[name].CopyFrom(config)
         entries.append(entry)
     if route.failed_share is not None:
@@ -315,13 +337,14 @@ def _fill_rewrites(action: route_components.RouteAction, route: Route) -> None:
         action.host_rewrite_header = route.request_headers.host_rewrite_header
 
 
-def _fill_action(action: route_components.RouteAction, route: Route, filters: HttpFilters) -> None:
-    """Set ``action`` (a Route's own, so nothing is copied) from ``route``."""
+def _fill_action(action: route_components.RouteAction, route: Route, calls: RouteCalls) -> bool:
+    """Set ``action`` (a Route's own, so nothing is copied) from ``route``; True if it may allow
+    upgrades (websocket, or fields a filter merged in)."""
     action.SetInParent()
-    if _single_simple_cluster(route, filters):
+    if _single_simple_cluster(route, calls):
         action.cluster = cluster_name(route.clusters[0])
     else:
-        action.weighted_clusters.CopyFrom(weighted_clusters(route, filters))
+        action.weighted_clusters.CopyFrom(_weighted_clusters(route, calls))
     if route.failed_share is not None:
         action.cluster_not_found_response_code = _CLUSTER_NOT_FOUND_CODES[route.failed_share.status_code]
     policy = route.timeout_policy
@@ -342,8 +365,10 @@ def _fill_action(action: route_components.RouteAction, route: Route, filters: Ht
             action.hash_policy.append(hashing)
     if route.internal_redirect is not None:
         action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
-    for fields in route_action_fields(filters, route):
+    merged = route_action_fields(calls, route)
+    for fields in merged:
         action.MergeFrom(fields)
+    return route.websocket or bool(merged)
 
 
 def build_route(
@@ -352,12 +377,16 @@ def build_route(
     extra_header: HeaderMatch | None = None,
     fqdn: str = "",
     filters: HttpFilters = (),
+    guard_upgrades: bool = False,
 ) -> route_components.Route:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
     ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
+    ``guard_upgrades``: record the upgrades the route allows for the scoped shape's guard
+    (:func:`cpx.xds.envoy.scoped.mark_upgrades`).
     """
+    calls = route_calls(filters)
     out = route_components.Route()
     _fill_match(out.match, route, extra_header)
     if route.https_redirect and not secure:
@@ -371,13 +400,16 @@ def build_route(
         failed = route.failed_share
         out.direct_response.status = 503 if failed is None else failed.status_code
     else:
-        _fill_action(out.route, route, filters)
+        action = out.route
+        # Only a route whose action may hold upgrade configs is looked at (reading them is not free).
+        if _fill_action(action, route, calls) and guard_upgrades:
+            mark_upgrades(out)
         if not route.request_headers.is_empty():
             out.request_headers_to_add.extend(header_value_options(route.request_headers))
             out.request_headers_to_remove.extend(route.request_headers.remove)
         if not route.response_headers.is_empty():
             out.response_headers_to_add.extend(header_value_options(route.response_headers))
             out.response_headers_to_remove.extend(route.response_headers.remove)
-    for name, config in route_configs(filters, route, route_site(fqdn, secure)):
+    for name, config in route_configs(calls, route, route_site(fqdn, secure)):
         out.typed_per_filter_config[name].CopyFrom(config)
     return out

@@ -100,11 +100,10 @@ def upgrade_guard() -> hcm.HttpFilter:
 
 def mark_upgrades(route: route_components.Route) -> None:
     """Record in a route's metadata the upgrades it allows, for :func:`upgrade_guard`."""
-    allowed = [
-        c.upgrade_type.lower()
-        for c in route.route.upgrade_configs
-        if c.enabled.value or not c.HasField("enabled")
-    ]
+    configs = route.route.upgrade_configs
+    if not configs:  # most routes: nothing to record
+        return
+    allowed = [c.upgrade_type.lower() for c in configs if c.enabled.value or not c.HasField("enabled")]
     if allowed:
         fields = struct_pb2.Struct(fields={kind: struct_pb2.Value(bool_value=True) for kind in allowed})
         route.metadata.filter_metadata[UPGRADE_FILTER].CopyFrom(fields)
