@@ -57,10 +57,16 @@ class RootBuilder:
     default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
     # Holds nothing per root: one serves every root of the build.
     authorizer: Authorizer = attrs.field(init=False)
+    # The first static listener the DAG lacks (None: it has both); the same for every root.
+    missing_listener: str | None = attrs.field(init=False)
 
     @authorizer.default
     def _authorizer(self) -> Authorizer:
         return Authorizer(self.dag, self.source, self.global_auth)
+
+    @missing_listener.default
+    def _missing_listener(self) -> str | None:
+        return next((n for n in (HTTP_LISTENER, HTTPS_LISTENER) if self.dag.get_listener(n) is None), None)
 
     def build(self, proxy: Proxy) -> None:
         """Check ``proxy`` and add what it serves to the DAG."""
@@ -152,12 +158,10 @@ class RootBuilder:
         return True
 
     def _has_listeners(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
-        for listener in (HTTP_LISTENER, HTTPS_LISTENER):
-            if self.dag.get_listener(listener) is None:
-                status.add_error(
-                    st.LISTENER_ERROR, "ErrorIdentifyingListener", f"listener {listener} not found"
-                )
-                return False
+        listener = self.missing_listener
+        if listener is not None:
+            status.add_error(st.LISTENER_ERROR, "ErrorIdentifyingListener", f"listener {listener} not found")
+            return False
         return True
 
     # -- what is served --------------------------------------------------------------------------
