@@ -100,6 +100,12 @@ def service_port(
     spec = _find_port(service, port)
     meta = k8s.meta(service)
     number = int(spec["port"])
+    target = external_name(service, external_names)  # may refuse: before any warning, as ever
+    if not meta.get("annotations") and spec.get("appProtocol") is None:
+        # What most Services have: nothing that sets a protocol or circuit breakers.
+        protocol, breakers = UpstreamProtocol.HTTP1, _NO_CIRCUIT_BREAKERS
+    else:
+        protocol, breakers = upstream_protocol(service, spec), circuit_breakers(service, warn)
     return ServicePort(
         namespace=str(meta.get("namespace") or ""),
         name=str(meta.get("name") or ""),
@@ -107,9 +113,9 @@ def service_port(
         port_name=str(spec.get("name") or ""),
         # The API server defaults targetPort to port; files read in standalone mode may omit it.
         target_port=spec.get("targetPort", number),
-        external_name=external_name(service, external_names),
-        protocol=upstream_protocol(service, spec),
-        circuit_breakers=circuit_breakers(service, warn),
+        external_name=target,
+        protocol=protocol,
+        circuit_breakers=breakers,
     )
 
 

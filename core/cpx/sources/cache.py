@@ -272,18 +272,10 @@ class SourceCache:
         """(namespace, service) whose EndpointSlices changed after ``revision``; None: unknown."""
         return self._slice_log.since(revision)
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[Lookups]:
+    def recording(self) -> AbstractContextManager[Lookups]:
         """Collect what the code in the ``with`` block looks up (nested recordings also count
         for the enclosing one)."""
-        outer, rec = self._recorder, Lookups()
-        self._recorder = rec
-        try:
-            yield rec
-        finally:
-            self._recorder = outer
-            if outer is not None:
-                outer.merge(rec)
+        return _Recording(self)
 
     def depend_on(self, lookups: Lookups | ReadIndex) -> None:
         """Declare what a reused result read when it was computed (see :class:`SourceView`)."""
@@ -449,6 +441,29 @@ class SourceCache:
         # stops the use at the next one.  Marked here too, for policies that read nothing.
         self._record_volatile()
         return self.secret_policy(namespace, name, referrer, self.view)
+
+
+class _Recording:
+    """:meth:`SourceCache.recording`; a class, not a contextlib generator: processors enter one
+    per object (HTTPProxy per root) per build, and a generator's set-up and tear-down cost more
+    than the recording itself."""
+
+    __slots__ = ("_cache", "_outer", "_rec")
+
+    def __init__(self, cache: SourceCache) -> None:
+        self._cache = cache
+        self._outer: Lookups | None = None
+        self._rec = Lookups()
+
+    def __enter__(self) -> Lookups:
+        self._outer, self._cache._recorder = self._cache._recorder, self._rec
+        return self._rec
+
+    def __exit__(self, *exc: object) -> None:
+        outer = self._outer
+        self._cache._recorder = outer
+        if outer is not None:
+            outer.merge(self._rec)
 
 
 class _Attributed:

@@ -240,7 +240,7 @@ def _matcher(header: model.HTTPAuthorizationHeaderMatcher) -> tuple[str, str, bo
 
 
 def _without_policy(route: Route) -> Route:
-    if ROUTE_POLICY not in route.attachments:
+    if not route.attachments or ROUTE_POLICY not in route.attachments:  # most routes have none
         return route
     return attrs.evolve(route, attachments=route.attachments.remove(ROUTE_POLICY))
 

@@ -92,6 +92,7 @@ def _tuple_converters(args: tuple[Any, ...]) -> tuple[Load, Dump]:
 
         return load_map, dict
     item_load, item_dump = _converters(args[0])
+    item_kind, item_fast = _fast_path(args[0])
     empty_item: Any = args[0]() if isinstance(args[0], type) and issubclass(args[0], Model) else _MISSING
 
     def load_list(v: Any) -> Any:
@@ -99,6 +100,9 @@ def _tuple_converters(args: tuple[Any, ...]) -> tuple[Load, Dump]:
             return _MISSING
         out = []
         for x in v:
+            if type(x) is item_kind:  # see _fast_path
+                out.append(x if item_fast is None else item_fast(x))
+                continue
             loaded = item_load(x)
             if loaded is _MISSING:
                 if empty_item is _MISSING:
@@ -110,6 +114,22 @@ def _tuple_converters(args: tuple[Any, ...]) -> tuple[Load, Dump]:
     return load_list, (lambda v: [item_dump(x) for x in v])
 
 
+def _fast_path(hint: Any) -> tuple[type, Load | None]:
+    """The wire type nearly every value of this attribute has, and what loads a value of exactly
+    that type (None: the value as it is).  Loaders test ``type(value) is kind`` first and only
+    then the general converter: its checks cost more than loading a small object."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        (inner,) = (a for a in args if a is not type(None))
+        return _fast_path(inner)
+    if origin is tuple:
+        load, _ = _converters(hint)
+        return (dict if args == (tuple[str, str], Ellipsis) else list), load
+    if isinstance(hint, type) and issubclass(hint, Model):
+        return dict, hint.load
+    return hint, None  # str, bool, int: an int is its own int(), a str or bool itself
+
+
 @attrs.frozen
 class _Slot:
     name: str
@@ -117,6 +137,8 @@ class _Slot:
     default: Any
     load: Load
     dump: Dump
+    kind: type  # see _fast_path
+    fast: Load | None
 
 
 class Model:
@@ -133,15 +155,19 @@ class Model:
     def load(cls, data: Mapping[str, Any]) -> Self:
         """:meth:`from_dict` of a mapping (nested objects are loaded this way: checked once)."""
         kwargs: dict[str, Any] = {}
-        by_wire = _SLOTS_BY_WIRE.get(cls) or _slots_by_wire(cls)
+        by_wire = _LOAD_PLANS.get(cls) or _load_plan(cls)
         # The fields present, not every field of the class: objects set few of them.
         for wire, value in data.items():
             slot = by_wire.get(wire)
-            if slot is None or value is None:
+            if slot is None:
                 continue
-            loaded = slot.load(value)
-            if loaded is not _MISSING:
-                kwargs[slot.name] = loaded
+            name, kind, fast, load = slot
+            if type(value) is kind:
+                kwargs[name] = value if fast is None else fast(value)
+            elif value is not None:
+                loaded = load(value)
+                if loaded is not _MISSING:
+                    kwargs[name] = loaded
         return cls(**kwargs)
 
     def to_dict(self) -> dict[str, Any]:
@@ -156,12 +182,15 @@ class Model:
 
 
 _SLOTS: dict[type, tuple[_Slot, ...]] = {}
-_SLOTS_BY_WIRE: dict[type, dict[str, _Slot]] = {}
+# Per class: wire name -> (attribute, kind, fast, load) of its _Slot, for Model.load.
+_LOAD_PLANS: dict[type, dict[str, tuple[str, type, Load | None, Load]]] = {}
 
 
-def _slots_by_wire(cls: type[Model]) -> dict[str, _Slot]:
-    found = _SLOTS_BY_WIRE[cls] = {slot.wire: slot for slot in _slots(cls)}
-    return found
+def _load_plan(cls: type[Model]) -> dict[str, tuple[str, type, Load | None, Load]]:
+    plan = _LOAD_PLANS[cls] = {
+        slot.wire: (slot.name, slot.kind, slot.fast, slot.load) for slot in _slots(cls)
+    }
+    return plan
 
 
 def _slots(cls: type[Model]) -> tuple[_Slot, ...]:
@@ -173,7 +202,8 @@ def _slots(cls: type[Model]) -> tuple[_Slot, ...]:
     out = []
     for f in attrs.fields(typing.cast(Any, cls)):
         load, dump = _converters(hints[f.name])
-        out.append(_Slot(f.name, f.metadata.get(WIRE) or _camel(f.name), f.default, load, dump))
+        kind, fast = _fast_path(hints[f.name])
+        out.append(_Slot(f.name, f.metadata.get(WIRE) or _camel(f.name), f.default, load, dump, kind, fast))
     plan = _SLOTS[cls] = tuple(out)
     return plan
 

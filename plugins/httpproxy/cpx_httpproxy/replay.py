@@ -77,7 +77,8 @@ class Replay:
                 self.secure.add(name)
         if result.statuses:
             self.with_statuses.add(name)
-        self.reached.update(result.reached)
+        if result.reached:  # most roots include nothing (Counter.update costs even with nothing)
+            self.reached.update(result.reached)
 
     def remove(self, name: Name, result: RootResult) -> None:
         self.plain.pop(name, None)

@@ -23,6 +23,8 @@ from cpx_httpproxy.proxies import Proxy
 from cpx_httpproxy.status import ProxyStatus
 from cpx_httpproxy.tls import ResolvedTLS, resolve_tls
 
+_NO_ATTACHMENTS = Attachments()
+
 
 @attrs.frozen(eq=False)
 class Served:
@@ -53,6 +55,18 @@ class RootBuilder:
     fallback_certificate: tuple[str, str] | None
     global_auth: model.AuthorizationServer | None = None  # --global-ext-auth-*
     default_global_rate_limit: model.GlobalRateLimitPolicy | None = None
+    # Holds nothing per root: one serves every root of the build.
+    authorizer: Authorizer = attrs.field(init=False)
+    # The first static listener the DAG lacks (None: it has both); the same for every root.
+    missing_listener: str | None = attrs.field(init=False)
+
+    @authorizer.default
+    def _authorizer(self) -> Authorizer:
+        return Authorizer(self.dag, self.source, self.global_auth)
+
+    @missing_listener.default
+    def _missing_listener(self) -> str | None:
+        return next((n for n in (HTTP_LISTENER, HTTPS_LISTENER) if self.dag.get_listener(n) is None), None)
 
     def build(self, proxy: Proxy) -> None:
         """Check ``proxy`` and add what it serves to the DAG."""
@@ -83,7 +97,7 @@ class RootBuilder:
         providers = jwt.resolve_providers(vhost, referrer=proxy.key, source=self.source, status=status)
         if len(status.errors) > errors:
             return None
-        authorizer = Authorizer(self.dag, self.source, self.global_auth)
+        authorizer = self.authorizer
         ok, vhost_auth = _secure_authorization(authorizer, proxy, vhost, tls, status)
         if not ok:
             return None
@@ -144,12 +158,10 @@ class RootBuilder:
         return True
 
     def _has_listeners(self, proxy: Proxy, vhost: model.VirtualHost, status: ProxyStatus) -> bool:
-        for listener in (HTTP_LISTENER, HTTPS_LISTENER):
-            if self.dag.get_listener(listener) is None:
-                status.add_error(
-                    st.LISTENER_ERROR, "ErrorIdentifyingListener", f"listener {listener} not found"
-                )
-                return False
+        listener = self.missing_listener
+        if listener is not None:
+            status.add_error(st.LISTENER_ERROR, "ErrorIdentifyingListener", f"listener {listener} not found")
+            return False
         return True
 
     # -- what is served --------------------------------------------------------------------------
@@ -204,14 +216,14 @@ def new_plain(served: Served) -> VirtualHost:
         policies.cors,
         policies.local_rate_limit,
         policies.ip_filter,
-        attachments=_host_attachments(Attachments(), policies),
+        attachments=_host_attachments(_NO_ATTACHMENTS, policies),
     )
 
 
 def _host_attachments(attachments: Attachments, policies: routebuild.VhostPolicies) -> Attachments:
     """The host's attachments with the root's global rate limits (or without any)."""
     if policies.global_rate_limit is None:
-        if ratelimit.HOST_LIMITS not in attachments:
+        if not attachments or ratelimit.HOST_LIMITS not in attachments:
             return attachments  # what every new host has: nothing to remove
         return attachments.remove(ratelimit.HOST_LIMITS)
     return attachments.set(ratelimit.HOST_LIMITS, policies.global_rate_limit)

@@ -334,11 +334,7 @@ def _header_and_cookie_policies(
 ) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]]:
     """Request/response header policies and cookie rewrites of a route or a service; an invalid
     one drops the route set, with Contour's type and reason for that level."""
-    if (
-        spec.request_headers_policy is None
-        and spec.response_headers_policy is None
-        and not spec.cookie_rewrite_policies
-    ):
+    if _no_header_or_cookie_policies(spec):
         return NO_HEADERS, NO_HEADERS, ()  # what most routes and services have: nothing to check
     request_message = "{} on request headers"
     with _drop_on(
@@ -357,6 +353,14 @@ def _header_and_cookie_policies(
     with _drop_on(status, ROUTE_ERROR, "CookieRewritePoliciesInvalid", cookie_message):
         cookies = policies.cookie_rewrites(spec.cookie_rewrite_policies)
     return request, response, cookies
+
+
+def _no_header_or_cookie_policies(spec: model.Route | model.Service) -> bool:
+    return (
+        spec.request_headers_policy is None
+        and spec.response_headers_policy is None
+        and not spec.cookie_rewrite_policies
+    )
 
 
 def _replace_prefix(ctx: _RouteContext) -> tuple[tuple[str, str], ...]:
@@ -420,21 +424,11 @@ def _service_cluster(
         validation = upstream_validation(service, upstream, ctx.proxy)
     except ServiceProblem:
         raise _RouteDropped from None
-    request, response, cookies = _header_and_cookie_policies(
-        service,
-        owner="service",
-        error_type=SERVICE_ERROR,
-        response_reason="ResponseHeadersPolicyInvalid",
-        dynamic={
-            CONTOUR_NAMESPACE: ctx.proxy.namespace,
-            CONTOUR_SERVICE_NAME: service.name,
-            CONTOUR_SERVICE_PORT: str(service.port),
-        },
-        allow_dynamic_host=False,
-        status=ctx.status,
-    )
-    with _drop_on(ctx.status, SERVICE_ERROR, "SlowStartInvalid"):
-        slow_start = policies.slow_start(service.slow_start_policy, defaults.strategy)
+    request, response, cookies = _service_header_and_cookie_policies(ctx, service)
+    slow_start = None
+    if service.slow_start_policy is not None:
+        with _drop_on(ctx.status, SERVICE_ERROR, "SlowStartInvalid"):
+            slow_start = policies.slow_start(service.slow_start_policy, defaults.strategy)
     return Cluster(
         upstream=upstream,
         weight=service.weight,
@@ -447,6 +441,26 @@ def _service_cluster(
         slow_start=slow_start,
         idle_connection_timeout=defaults.idle_connection_timeout,
         cookie_rewrites=cookies,
+    )
+
+
+def _service_header_and_cookie_policies(
+    ctx: _RouteContext, service: model.Service
+) -> tuple[HeadersPolicy, HeadersPolicy, tuple[CookieRewrite, ...]]:
+    if _no_header_or_cookie_policies(service):
+        return NO_HEADERS, NO_HEADERS, ()  # most services: no need for the dynamic values below
+    return _header_and_cookie_policies(
+        service,
+        owner="service",
+        error_type=SERVICE_ERROR,
+        response_reason="ResponseHeadersPolicyInvalid",
+        dynamic={
+            CONTOUR_NAMESPACE: ctx.proxy.namespace,
+            CONTOUR_SERVICE_NAME: service.name,
+            CONTOUR_SERVICE_PORT: str(service.port),
+        },
+        allow_dynamic_host=False,
+        status=ctx.status,
     )
 
 

@@ -87,6 +87,8 @@ class ProxyStatus(DetailedStatus):
 
     @property
     def description(self) -> str:
+        if not self.errors:
+            return self.message
         orphan = self._orphan_error()
         if orphan is not None:
             return orphan.message
