@@ -74,11 +74,16 @@ def _by_content(convert: Convert) -> Convert:
             return marshal.loads(known)  # a fresh copy: callers may change what they get
         misses += 1
         js = convert(message)
-        if len(memo) < _MEMO_ENTRIES:
+        if len(memo) < _MEMO_ENTRIES and _nested(js):  # a flat object costs no more to walk again
             memo[data] = marshal.dumps(js)
         return js
 
     return by_content
+
+
+def _nested(js: dict[str, Any]) -> bool:
+    """Whether rendering the object walked more than one message (it holds objects)."""
+    return any(type(v) is dict or (type(v) is list and v and type(v[0]) is dict) for v in js.values())
 
 
 # Per field: its JSON name and how its value renders (None: as it is), made when the field is first met.
