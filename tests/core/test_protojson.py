@@ -112,3 +112,19 @@ def test_scalars_as_the_runtime_writes_them() -> None:
     assert route["typedPerFilterConfig"]["z"]["value"] == 12.5
     secret = message_json(_secret())
     assert secret["tlsCertificate"]["certificateChain"]["inlineBytes"] == "AP9jZXJ0"
+
+
+def test_repeated_parts_render_alike_and_independently() -> None:
+    # Parts met again come from the by-content memo: the same JSON, each time a fresh object.
+    config = _route_configuration()
+    for i in range(3):
+        config.virtual_hosts.add().CopyFrom(config.virtual_hosts[0])
+        config.virtual_hosts[-1].name = f"vh{i}"
+    first = message_json(config)
+    assert first == json_format.MessageToDict(config)
+    first["virtualHosts"][1]["routes"][0]["match"]["prefix"] = "changed"
+    again = message_json(config)
+    assert again == json_format.MessageToDict(config)
+    hosts = again["virtualHosts"]
+    assert hosts[1]["routes"][0] is not hosts[2]["routes"][0]
+    assert [h["routes"] for h in hosts[1:]] == [hosts[0]["routes"]] * 3

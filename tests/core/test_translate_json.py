@@ -60,3 +60,16 @@ def test_any_value_as_json_dumps_writes_it(doc: Any) -> None:
 def test_refused_values_raise_as_json_does() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
         json_text({"a": {1, 2}})
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"a": "x:1.5,2e3[null", "b": None, "c": [1.5]},  # text that looks like a float or null
+        {"a": [0.5]},
+        {"a": {"b": float("inf")}},
+        {"a": [None, 1, "\x7f"]},
+    ],
+)
+def test_floats_and_nulls_anywhere(doc: Any) -> None:
+    assert json_text(doc) == json.dumps(doc, indent=2)

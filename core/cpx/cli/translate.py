@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ from cpx.cli.options import (
 )
 from cpx.errors import CpxError
 from cpx.heap import collector_paused
+
+# A float (it has a fraction or an exponent) or null as a value in orjson's compact text.
+_FLOAT_OR_NULL = re.compile(rb"[:,\[](?:-?[0-9]+[.eE]|null)")
 
 
 class OneShotCommand(PluginCommand):
@@ -70,19 +74,31 @@ def json_text(doc: Any) -> str:
     """``json.dumps(doc, indent=2)``, byte for byte, written by orjson's C encoder where that is the same.
 
     With an indent, ``json`` runs its pure-Python encoder: a quarter of a 10k HTTPProxy translate.
-    orjson lays out ``indent=2`` the same way, but its scalars may differ (floats, NaN, non-ASCII,
-    non-string keys): its compact text is compared with ``json``'s own (its C encoder, no indent),
-    and only when they are equal, so that the indented texts are equal too, is orjson's used.
+    orjson lays out ``indent=2`` the same way and writes the same strings, integers, booleans and
+    null, except for non-ASCII text and DEL (``json`` escapes them) and integers past 64 bits,
+    subclasses and non-string keys (which orjson is told to refuse). Floats, NaN and infinities
+    (written as ``null``) are the rest: their tokens follow a ``:``, ``,`` or ``[`` in orjson's
+    compact text, so when no such token is found there (also not inside a string: a false alarm
+    only costs the slow path) the indented texts are equal. Otherwise, orjson's compact text is
+    compared with ``json``'s own (its C encoder, no indent), as a whole.
     """
     import orjson  # noqa: PLC0415 (only this output needs it)
 
-    compact = json.dumps(doc, separators=(",", ":"))
     try:
-        if orjson.dumps(doc).decode() == compact:
-            return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+        # Values json.dumps refuses, and subclasses of plain types, go to json.dumps as they are.
+        refuse = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
+        compact = orjson.dumps(doc, option=refuse | orjson.OPT_PASSTHROUGH_SUBCLASS)
     except TypeError:  # orjson.JSONEncodeError: a type, an integer or a depth orjson does not take
-        pass
-    return json.dumps(doc, indent=2)
+        return json.dumps(doc, indent=2)
+    plain = (
+        compact[:1] in (b"{", b"[")  # every value inside follows a delimiter
+        and compact.isascii()
+        and b"\x7f" not in compact
+        and _FLOAT_OR_NULL.search(compact) is None
+    )
+    if not plain and compact.decode() != json.dumps(doc, separators=(",", ":")):
+        return json.dumps(doc, indent=2)
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
 
 
 def yaml_text(doc: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import marshal
 from collections.abc import Callable
 from typing import Any
 
@@ -41,13 +42,48 @@ def message_json(message: Message) -> Any:
 def _converter(descriptor: Descriptor) -> Convert:
     name = descriptor.full_name
     if name == _ANY:
-        return _any_json
+        return _by_content(_any_json)
     if name in _OWN_FORM:
         return _own_form_json
     if descriptor.file.name == _WRAPPERS_FILE:
         value = _value_converter(descriptor.fields_by_name["value"])
         return lambda message: value(message.value)
-    return _regular_json
+    return _by_content(_regular_json)
+
+
+# Generated resources repeat their parts (every cluster's EDS config, every host's metadata and
+# headers, a listener's filters): a type's JSON is kept by the part's serialised bytes, which
+# determine it (serialising in C costs a fraction of the walk). A type whose parts keep missing
+# (names, paths: unique) is walked without lookups from then on.
+_MEMO_TRIAL = 64  # misses before a type's hit rate is judged
+_MEMO_ENTRIES = 4096  # per type
+
+
+def _by_content(convert: Convert) -> Convert:
+    memo: dict[bytes, bytes] = {}
+    hits = misses = 0
+
+    def by_content(message: Any) -> Any:
+        nonlocal hits, misses
+        if misses >= _MEMO_TRIAL and hits * 4 < misses:
+            return convert(message)
+        data = message.SerializeToString(deterministic=True)
+        known = memo.get(data)
+        if known is not None:
+            hits += 1
+            return marshal.loads(known)  # a fresh copy: callers may change what they get
+        misses += 1
+        js = convert(message)
+        if len(memo) < _MEMO_ENTRIES and _nested(js):  # a flat object costs no more to walk again
+            memo[data] = marshal.dumps(js)
+        return js
+
+    return by_content
+
+
+def _nested(js: dict[str, Any]) -> bool:
+    """Whether rendering the object walked more than one message (it holds objects)."""
+    return any(type(v) is dict or (type(v) is list and v and type(v[0]) is dict) for v in js.values())
 
 
 # Per field: its JSON name and how its value renders (None: as it is), made when the field is first met.
