@@ -246,6 +246,8 @@ class StandaloneSource:
         self.problems[path] = messages
 
     async def run(self, handler: EventHandler) -> None:
+        import asyncio  # noqa: PLC0415 (only `cpx serve` runs a loop)
+
         # Absolute paths throughout: the watch reports them so, and a file must have one name.
         roots = [p.resolve() for p in self.paths]
         initial = self._initial
