@@ -36,7 +36,7 @@ from cpx.sources.externalname import ExternalNamePolicy
 from cpx.xds.constraints.notes import check_resource, constraint_note, type_name
 from cpx.xds.constraints.origins import resource_origins
 from cpx.xds.contributions import UsesContributions
-from cpx.xds.resource import Resource, Snapshot, TypeSnapshot
+from cpx.xds.resource import ChangeReporting, Resource, Snapshot, TypeSnapshot
 
 log = logging.getLogger("cpx.snapshot")
 
@@ -431,7 +431,12 @@ class SnapshotHandler:
             if previous is not None and previous[0] is contents:
                 types[cache.type_url] = previous[1]
                 continue
-            snap = TypeSnapshot.of(cache.type_url, contents, previous=previous[1] if previous else None)
+            changed = None
+            if previous is not None and isinstance(cache, ChangeReporting):
+                changed = cache.changed_since(previous[0])
+            snap = TypeSnapshot.of(
+                cache.type_url, contents, previous=previous[1] if previous else None, changed=changed
+            )
             self._type_snapshots[cache.type_url] = (contents, snap)
             types[cache.type_url] = snap
         return Snapshot(types)
