@@ -465,8 +465,10 @@ class SnapshotHandler:
         """
         dag = self.dag
         inputs = (
-            dict(dag.statuses) if dag else {},
-            dict(dag.notes) if dag else {},
+            # A built DAG's statuses and notes never change (the next build makes new ones): kept
+            # as they are, not copied (two passes over 10k entries per change).
+            dag.statuses if dag else {},
+            dag.notes if dag else {},
             {key: problems for key, (_obj, problems) in self.rejected.items()},
             {key: notes for key, (_obj, notes) in self.quarantined.items()},
             dict(self.source_notes),
