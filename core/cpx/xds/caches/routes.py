@@ -149,6 +149,16 @@ class RouteCache:
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
+        try:
+            self._on_change(dag)
+        except BaseException:
+            # The memo tables were updated in place up to the failure (_Build.plain_vhosts,
+            # _scoped_plain): look at every host again next time, by identity (always safe).
+            self._plain = {name: attrs.evolve(plain, faulty=True) for name, plain in self._plain.items()}
+            self._scoped_memo = {}
+            raise
+
+    def _on_change(self, dag: DAG) -> None:
         builder = _Build(self._vhosts, self._plain, self._http_filters, EXACT_MARKER if self.scoped else b"")
         self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
@@ -252,14 +262,16 @@ class RouteCache:
             moved = [fqdn for fqdn, entry in updates.items() if before.get(fqdn) is not entry]
             if not moved:
                 return memo
-            by_name, gone = before | updates, []
+            # Updated in place, not copied (10k entries): the memo is replaced by what it becomes.
+            by_name, gone, resources = before, [], memo.resources
+            by_name.update(updates)
         else:
             by_name = dict(zip([vhost.name for vhost in vhosts], plain.entries(), strict=True))
             moved = [fqdn for fqdn, entry in by_name.items() if before.get(fqdn) is not entry]
             gone = [fqdn for fqdn in before if fqdn not in by_name]
             if not (moved or gone):
                 return memo
-        resources = dict(memo.resources)
+            resources = dict(memo.resources)
         touched = set()
         for fqdn in filter(is_exact, gone):
             own = host_route_config_name(name, fqdn)
@@ -424,7 +436,9 @@ class _Build:
                 translated.append(done)
             changed = None
         else:
-            translated = list(before.translated)
+            # The few changed hosts are written over last time's tables in place (copying 10k
+            # entries would cost more than they do): `before` is replaced by what it becomes.
+            translated = before.translated
             new = {}
             for i in changed:
                 vhost = vhosts[i]
@@ -433,7 +447,8 @@ class _Build:
                     done = self._refresh(done, vhost, False)
                 translated[i] = new[vhost.name] = done
             if all(before.vhosts[i].name == vhosts[i].name for i in changed):
-                by_name = before.by_name | new if new else before.by_name
+                by_name = before.by_name
+                by_name.update(new)
             else:  # a host took another's place: the names moved
                 by_name = dict(zip([vhost.name for vhost in vhosts], translated, strict=True))
                 changed = None
