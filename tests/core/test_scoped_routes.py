@@ -7,6 +7,9 @@ tests/e2e/test_route_shape_e2e.py sends the requests through a real Envoy.
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2 as route_v3
 from envoy.config.route.v3 import scoped_route_pb2
@@ -14,8 +17,9 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import http_con
 
 from cpx.builtin.filters import with_builtin_filters
 from cpx.config import Config
-from cpx.dag.dag import DAG, Protocol
+from cpx.dag.dag import DAG, Protocol, VirtualHost
 from cpx.dag.nodes import Cluster, PathKind, PathMatch, Route, ServicePort
+from cpx.xds.caches import routes
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
 from cpx.xds.caches.scopes import ScopeCache
@@ -163,3 +167,53 @@ def test_the_connection_manager_selects_the_scope_first() -> None:
     assert scoped.rds_config_source.HasField("ads")
     names = [f.name for f in manager.http_filters]
     assert names[:2] == [SCOPE_FILTER, UPGRADE_FILTER] and names[-1] == "router"
+
+
+def frozen_dag(hosts: dict[str, VirtualHost]) -> DAG:
+    """A sealed DAG serving these (frozen) hosts, as a build that keeps them does."""
+    dag = DAG()
+    dag.ensure_listener(HTTP, Protocol.HTTP, "0.0.0.0", 8080)
+    dag.add_virtual_hosts(HTTP, hosts)
+    dag.prune()
+    dag.seal()
+    return dag
+
+
+def host(fqdn: str, path: str = "/") -> VirtualHost:
+    vhost = VirtualHost(fqdn)
+    vhost.add_route(route(path))
+    return vhost.freeze()
+
+
+@pytest.mark.parametrize("config", [SCOPED, SINGLE], ids=["scoped", "single"])
+def test_a_change_names_what_it_touched_and_a_failed_one_leaves_nothing_stale(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hosts = {f"h{i}.test": host(f"h{i}.test") for i in range(20)}
+    cache = with_builtin_filters(RouteCache(config))
+    cache.on_change(frozen_dag(hosts))
+    before = cache.contents()
+    cache.on_change(frozen_dag(hosts | {"h7.test": host("h7.test", "/a")}))
+    assert cache.changed_since(before) == {"ingress_http/h7.test" if config is SCOPED else HTTP}
+    assert cache.changed_since({}) is None  # not the contents it changed from
+    # A build that fails after h3 was translated again (in place) and before it was done ...
+    refresh = routes._Build._refresh
+
+    def failing(self: routes._Build, done: Any, vhost: VirtualHost, secure: bool) -> Any:
+        if vhost.name == "h9.test":
+            raise RuntimeError("boom")
+        return refresh(self, done, vhost, secure)
+
+    monkeypatch.setattr(routes._Build, "_refresh", failing)
+    changed = hosts | {"h3.test": host("h3.test", "/b"), "h9.test": host("h9.test", "/b")}
+    with pytest.raises(RuntimeError):
+        cache.on_change(frozen_dag(changed))
+    monkeypatch.undo()
+    # ... then one with h3 as it was: what the cache serves is what a fresh one builds.
+    latest = frozen_dag(changed | {"h3.test": hosts["h3.test"]})
+    cache.on_change(latest)
+    fresh = with_builtin_filters(RouteCache(config))
+    fresh.on_change(latest)
+    assert {n: r.body for n, r in cache.contents().items()} == {
+        n: r.body for n, r in fresh.contents().items()
+    }

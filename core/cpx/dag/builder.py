@@ -90,6 +90,8 @@ class Builder:
     reads: dict[str, Lookups] = attrs.field(factory=dict)
     # The registries the processors declare they publish (ProcessorSpec.publishes).
     publishes: frozenset[str] = frozenset()
+    # The last DAG built: pruning the next one looks again only at the hosts that changed.
+    _last: DAG | None = attrs.field(default=None, init=False, repr=False)
 
     def build(self, source: SourceCache) -> DAG:
         dag = DAG(registries=Registries(declared=self.publishes))
@@ -102,6 +104,7 @@ class Builder:
                 with source.recording() as reads:
                     processor.run(dag, view)
                 self.reads[name] = reads
-        dag.prune()
+        dag.prune(self._last)
         dag.seal()
+        self._last = dag
         return dag

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
 import attrs
 from google.protobuf.message import Message
@@ -137,6 +137,16 @@ def _differs(before: Resource | None, now: Resource | None) -> bool:
     if before is now:
         return False
     return before is None or now is None or before.version != now.version
+
+
+@runtime_checkable
+class ChangeReporting(Protocol):
+    """A resource cache that knows which names its last change touched: the snapshot handler
+    versions only those (:meth:`TypeSnapshot.of` with ``changed``) rather than every resource."""
+
+    def changed_since(self, contents: Mapping[str, Resource]) -> Collection[str] | None:
+        """The names that may differ between ``contents`` (an earlier ``contents()``) and the
+        current contents; None when not known."""
 
 
 @attrs.frozen

@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import operator
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from operator import attrgetter, itemgetter
 
 import attrs
@@ -130,6 +130,8 @@ class RouteCache:
         self._scoped_tail = _route_config_tail(scoped=True)
         # Scoped shape, per listener: its plain RouteConfigurations as last built (see _scoped_plain).
         self._scoped_memo: dict[str, _ScopedListener] = {}
+        # The contents before the last on_change and the names that may differ since (changed_since).
+        self._changes: tuple[Mapping[str, Resource], Collection[str] | None] = ({}, None)
 
     def bind_contributions(self, contributions: Contributions) -> None:
         self._http_filters = contributions.http_filters
@@ -138,11 +140,28 @@ class RouteCache:
     def contents(self) -> Mapping[str, Resource]:
         return self._resources
 
+    def changed_since(self, contents: Mapping[str, Resource]) -> Collection[str] | None:
+        """The names that may differ between ``contents`` (handed out before) and the current
+        contents, when the last on_change knows them (None: compare every name).  The snapshot
+        then costs what changed: one changed host among 10k is one name, not a pass over 10k."""
+        before, names = self._changes
+        return names if before is contents else None
+
     def faults(self) -> list[Fault]:
         """Routes and virtual hosts of the last DAG that Envoy would reject (left out of it)."""
         return self._faults
 
     def on_change(self, dag: DAG) -> None:
+        try:
+            self._on_change(dag)
+        except BaseException:
+            # The memo tables were updated in place up to the failure (_Build.plain_vhosts,
+            # _scoped_plain): look at every host again next time, by identity (always safe).
+            self._plain = {name: attrs.evolve(plain, faulty=True) for name, plain in self._plain.items()}
+            self._scoped_memo = {}
+            raise
+
+    def _on_change(self, dag: DAG) -> None:
         builder = _Build(self._vhosts, self._plain, self._http_filters, EXACT_MARKER if self.scoped else b"")
         self._faults = builder.faults
         configs: dict[str, list[bytes]] = {}
@@ -162,10 +181,35 @@ class RouteCache:
         resources = {name: self._resource(name, vhosts) for name, vhosts in configs.items()}
         for plain in scoped.values():
             resources.update(plain.resources)
+        changed = self._changed_names(configs, scoped)
         self._entries, self._scoped_memo = configs, scoped
+        before = self._resources
         # Same contents: hand out the same mapping, which observers can compare by identity.
-        if resources != self._resources:
+        if changed is None:
+            unchanged = resources == before
+        else:  # only the names that may have changed are compared (len: one may be gone)
+            unchanged = len(resources) == len(before) and all(
+                before.get(n) == resources.get(n) for n in changed
+            )
+        if not unchanged:
             self._resources = resources
+            self._changes = (before, changed)
+
+    def _changed_names(
+        self, configs: dict[str, list[bytes]], scoped: dict[str, _ScopedListener]
+    ) -> set[str] | None:
+        """The names whose RouteConfiguration may differ from the previous on_change's (None: not
+        known).  Per scoped listener, only what _scoped_plain assembled again; the other
+        configurations are few (one per listener and secure host) and all named."""
+        names = set(configs).union(self._entries)
+        for name in self._scoped_memo.keys() | scoped.keys():
+            now, memo = scoped.get(name), self._scoped_memo.get(name)
+            if now is memo:
+                continue
+            if now is None or memo is None or now.touched is None:
+                return None  # a listener came or went, or was assembled from scratch
+            names.update(now.touched)
+        return names
 
     def _add_listener(
         self,
@@ -214,29 +258,36 @@ class RouteCache:
             for fqdn in filter(is_exact, by_name):
                 own = host_route_config_name(name, fqdn)
                 built[own] = self._scoped_config(own, [by_name[fqdn]], self._resources.get(own))
-            return _ScopedListener(by_name, built)
+            return _ScopedListener(by_name, built, None)
         before = memo.entries
         if changed is not None:
             updates = {vhosts[i].name: plain.translated[i].entry for i in changed}
             moved = [fqdn for fqdn, entry in updates.items() if before.get(fqdn) is not entry]
             if not moved:
                 return memo
-            by_name, gone = before | updates, []
+            # Updated in place, not copied (10k entries): the memo is replaced by what it becomes.
+            by_name, gone, resources = before, [], memo.resources
+            by_name.update(updates)
         else:
             by_name = dict(zip([vhost.name for vhost in vhosts], plain.entries(), strict=True))
             moved = [fqdn for fqdn, entry in by_name.items() if before.get(fqdn) is not entry]
             gone = [fqdn for fqdn in before if fqdn not in by_name]
             if not (moved or gone):
                 return memo
-        resources = dict(memo.resources)
+            resources = dict(memo.resources)
+        touched = set()
         for fqdn in filter(is_exact, gone):
-            del resources[host_route_config_name(name, fqdn)]
+            own = host_route_config_name(name, fqdn)
+            del resources[own]
+            touched.add(own)
         for fqdn in filter(is_exact, moved):
             own = host_route_config_name(name, fqdn)
             resources[own] = self._scoped_config(own, [by_name[fqdn]], resources.get(own))
+            touched.add(own)
         if not all(map(is_exact, itertools.chain(moved, gone))):
             resources[name] = self._shared_config(name, by_name, resources.get(name))
-        return _ScopedListener(by_name, resources)
+            touched.add(name)
+        return _ScopedListener(by_name, resources, frozenset(touched))
 
     def _shared_config(
         self, name: str, entries: dict[str, bytes], previous: Resource | None = None
@@ -355,6 +406,8 @@ class _ScopedListener:
 
     entries: dict[str, bytes]  # its plain virtual hosts' encoded entries, by host name
     resources: dict[str, Resource]  # its plain RouteConfigurations by name
+    # The names of ``resources`` that may differ from the memo it was derived from (None: built anew).
+    touched: frozenset[str] | None
 
 
 def _by_name(vhosts: Iterable[VirtualHost]) -> list[VirtualHost]:
@@ -409,7 +462,9 @@ class _Build:
                 translated.append(done)
             changed = None
         else:
-            translated = list(before.translated)
+            # The few changed hosts are written over last time's tables in place (copying 10k
+            # entries would cost more than they do): `before` is replaced by what it becomes.
+            translated = before.translated
             new = {}
             for i in changed:
                 vhost = vhosts[i]
@@ -418,7 +473,8 @@ class _Build:
                     done = self._refresh(done, vhost, False)
                 translated[i] = new[vhost.name] = done
             if all(before.vhosts[i].name == vhosts[i].name for i in changed):
-                by_name = before.by_name | new if new else before.by_name
+                by_name = before.by_name
+                by_name.update(new)
             else:  # a host took another's place: the names moved
                 by_name = dict(zip([vhost.name for vhost in vhosts], translated, strict=True))
                 changed = None
