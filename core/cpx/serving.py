@@ -25,6 +25,7 @@ from cpx.records import WatchSpec
 from cpx.snapshot import SnapshotHandler
 from cpx.sources.standalone import SOURCE_NAME, StandaloneSource
 from cpx.status.reporter import StatusReporter
+from cpx.xds.resource import Snapshot
 from cpx.xds.server.ads import RejectReport, ServerTLS, XdsServer
 
 log = logging.getLogger("cpx.serving")
@@ -103,6 +104,22 @@ def rebuild_on_late_dns_answers(pipeline: SnapshotHandler, handler: EventHandler
     pipeline.source.external_names.resolver.on_late_answer = resync
 
 
+def send_first_clusters_early(pipeline: SnapshotHandler, server: XdsServer) -> None:
+    """Serve the first build's clusters while its routes are still being built (see
+    SnapshotHandler.on_first_clusters): Envoy warms them meanwhile."""
+    loop = asyncio.get_running_loop()
+
+    def offer(snapshot: Snapshot) -> None:
+        if server.snapshot is None or server.snapshot.clusters_only:  # never over a whole build
+            server.set_snapshot(snapshot)
+
+    def from_build_thread(snapshot: Snapshot) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: cpx is stopping
+            loop.call_soon_threadsafe(offer, snapshot)
+
+    pipeline.on_first_clusters = from_build_thread
+
+
 async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None:  # noqa: C901, PLR0915  (why: wires every serve component, in start-up order)
     """Run until cancelled (SIGTERM/SIGINT): every component stops within a few seconds."""
     metrics = Metrics()
@@ -165,6 +182,7 @@ async def serve(host: PluginHost, config: Config, options: ServeOptions) -> None
         pending_sources=set(source_names),
     )
     rebuild_on_late_dns_answers(pipeline, handler)
+    send_first_clusters_early(pipeline, server)
     health = HTTPService(
         options.health_address, options.health_port, health_routes(metrics.registry, handler.not_ready)
     )

@@ -36,8 +36,10 @@ from cpx.sources.externalname import ExternalNamePolicy
 from cpx.xds.constraints.notes import check_resource, constraint_note, type_name
 from cpx.xds.constraints.origins import resource_origins
 from cpx.xds.contributions import UsesContributions
-from cpx.xds.resource import ChangeReporting, Resource, Snapshot, TypeSnapshot
+from cpx.xds.resource import CLUSTER, ENDPOINT, SECRET, ChangeReporting, Resource, Snapshot, TypeSnapshot
 
+# Sent before routing (make-before-break), so built first when the first build sends them early.
+CLUSTERS_FIRST = frozenset({CLUSTER, ENDPOINT, SECRET})
 log = logging.getLogger("cpx.snapshot")
 
 
@@ -98,6 +100,9 @@ class SnapshotHandler:
     # Objects left out of builds because translating them broke something (see rebuild()).
     quarantined: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
     checkers: list[SnapshotCheck] = attrs.field(factory=list)
+    # Called (from the building thread) with the first build's clusters, endpoints and secrets as
+    # soon as they are built and checked, before its routing: Envoy warms them meanwhile.
+    on_first_clusters: Callable[[Snapshot], None] | None = None
     # Objects an Envoy NACK was traced to, at the version it was (see envoy_rejected()).
     envoy_notes: dict[ObjectKey, tuple[KubeObject, tuple[Note, ...]]] = attrs.field(factory=dict)
     # What the object source itself found wrong with objects (standalone mode: refused edits,
@@ -246,7 +251,10 @@ class SnapshotHandler:
         """One build: the DAG and snapshot, or the faults that keep it from being published."""
         try:
             dag = self.builder.build(self.source)
-            for cache in self.caches:
+            caches = self.caches
+            if self.snapshot is None and self.on_first_clusters is not None and not self.checkers:
+                caches = self._publish_clusters_first(dag)
+            for cache in caches:
                 cache.on_change(dag)
             faults = self._resource_faults(dag)
             if faults:
@@ -268,6 +276,24 @@ class SnapshotHandler:
             )
             return [Fault(note=exception_note(err))]
         return dag, snapshot
+
+    def _publish_clusters_first(self, dag: DAG) -> list[ResourceCache]:
+        """Build the clusters, endpoints and secrets of the first build, hand them to
+        :attr:`on_first_clusters` if they are clean, and return the caches still to run.
+
+        Envoy spends most of its first configuration warming clusters; it does so while the
+        routes are built. Nothing is routed to them before the whole build is published (the xDS
+        server answers no routing from a clusters-only snapshot), and a build that then fails or
+        leaves an object out only means Envoy held clusters it did not use yet. Snapshot checkers
+        judge whole snapshots, so with one configured nothing is sent early.
+        """
+        held = [cache for cache in self.caches if cache.type_url in CLUSTERS_FIRST]
+        for cache in held:
+            cache.on_change(dag)
+        if not self._resource_faults(dag, held) and self.on_first_clusters is not None:
+            types = {cache.type_url: self._type_snapshot(cache) for cache in held}
+            self.on_first_clusters(Snapshot(types, clusters_only=True))
+        return [cache for cache in self.caches if cache.type_url not in CLUSTERS_FIRST]
 
     def _resource_faults(self, dag: DAG, caches: Iterable[ResourceCache] | None = None) -> list[Fault]:
         """What the caches found, and the constraint violations of resources not checked yet."""
@@ -422,24 +448,23 @@ class SnapshotHandler:
         self._retired = None
 
     def _make_snapshot(self) -> Snapshot:
-        types: dict[str, TypeSnapshot] = {}
-        for cache in self.caches:
-            contents = cache.contents()
-            previous = self._type_snapshots.get(cache.type_url)
-            # A cache hands out the same mapping while nothing changed; new contents are versioned
-            # from the previous snapshot, at the cost of what changed (docs/design/0019).
-            if previous is not None and previous[0] is contents:
-                types[cache.type_url] = previous[1]
-                continue
-            changed = None
-            if previous is not None and isinstance(cache, ChangeReporting):
-                changed = cache.changed_since(previous[0])
-            snap = TypeSnapshot.of(
-                cache.type_url, contents, previous=previous[1] if previous else None, changed=changed
-            )
-            self._type_snapshots[cache.type_url] = (contents, snap)
-            types[cache.type_url] = snap
-        return Snapshot(types)
+        return Snapshot({cache.type_url: self._type_snapshot(cache) for cache in self.caches})
+
+    def _type_snapshot(self, cache: ResourceCache) -> TypeSnapshot:
+        contents = cache.contents()
+        previous = self._type_snapshots.get(cache.type_url)
+        # A cache hands out the same mapping while nothing changed; new contents are versioned
+        # from the previous snapshot, at the cost of what changed (docs/design/0019).
+        if previous is not None and previous[0] is contents:
+            return previous[1]
+        changed = None
+        if previous is not None and isinstance(cache, ChangeReporting):
+            changed = cache.changed_since(previous[0])
+        snap = TypeSnapshot.of(
+            cache.type_url, contents, previous=previous[1] if previous else None, changed=changed
+        )
+        self._type_snapshots[cache.type_url] = (contents, snap)
+        return snap
 
     def statuses(self) -> dict[ObjectKey, ObjectStatus]:
         """The status of every object of a kind some plugin writes status for, and of every

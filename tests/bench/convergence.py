@@ -30,6 +30,7 @@ import http.client
 import json
 import os
 import shlex
+import socket
 import statistics
 import sys
 import tempfile
@@ -274,6 +275,19 @@ def rss(pid: int | str = "self") -> int:
     return 0
 
 
+def wait_listening(port: int, timeout: float) -> None:
+    """Until something accepts TCP connections on 127.0.0.1:``port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1.0).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
 def start_envoy(xds_port: int, workdir: Path, ads: str) -> EnvoyProcess:
     envoy = EnvoyProcess.with_xds(xds_port, workdir=workdir, xds_api=ads)
     envoy.start_timeout = STARTUP_TIMEOUT
@@ -333,9 +347,13 @@ def run_cpx(work: Workload, manifests: Path, workdir: Path, args: argparse.Names
         start_timeout=STARTUP_TIMEOUT,
     )
     started = time.perf_counter()
-    cpx.start()
+    # As deployed, Envoy starts alongside cpx and connects once cpx's xDS port is up (before
+    # its initial load); --envoy-after-ready starts it only once cpx reports ready.
+    cpx.start(wait=args.envoy_after_ready)
     assert cpx.proc is not None
     try:
+        if not args.envoy_after_ready:
+            wait_listening(cpx.xds_port, STARTUP_TIMEOUT)
         envoy = start_envoy(cpx.xds_port, workdir / "envoy", args.ads)
         try:
             envoy.wait_ready(STARTUP_TIMEOUT)
@@ -566,6 +584,11 @@ def describe(args: argparse.Namespace) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument(
+        "--envoy-after-ready",
+        action="store_true",
+        help="start Envoy once cpx reports ready (default: with cpx, once its xDS port accepts)",
+    )
     parser.add_argument("--sizes", default="1000,3000,10000,30000", help="comma-separated route counts")
     parser.add_argument("--kinds", default="ingress,httpproxy", help="ingress, httpproxy and/or httproute")
     parser.add_argument("--changes", type=int, default=15, help="changes per measure (median, p90)")

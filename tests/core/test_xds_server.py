@@ -37,6 +37,7 @@ from cpx.xds.resource import (
     PUSH_ORDER,
     ROUTE,
     SCOPED_ROUTE,
+    SECRET,
     Resource,
     Snapshot,
     TypeSnapshot,
@@ -1177,3 +1178,53 @@ def test_translate_json_shows_scoped_routes_only_when_there_are_some() -> None:
     assert shown == [
         {"name": "s-a", "routeConfigurationName": "r-a", "key": {"fragments": [{"stringKey": "a"}]}}
     ]
+
+
+# --- the first build's clusters, before its routing ------------------------------------------
+
+
+def clusters_first(full: Snapshot) -> Snapshot:
+    """What cpx serve offers while its first build makes the routes: the same cluster, endpoint
+    and secret type snapshots as the whole build's, and no routing."""
+    return Snapshot({t: full.get(t) for t in (CLUSTER, ENDPOINT, SECRET)}, clusters_only=True)
+
+
+async def test_clusters_only_snapshot_warms_clusters_and_holds_routing(xds: Harness) -> None:
+    full = base()
+    xds.server.set_snapshot(clusters_first(full))
+    client = xds.ads()
+    for type_url, names in ((CLUSTER, []), (ENDPOINT, ["eds/c1", "eds/c2"]), (LISTENER, []), (ROUTE, ["r1"])):
+        await client.send(type_url, names)
+    cds = await client.recv()
+    eds = await client.recv()
+    assert (cds.type_url, names_of(cds)) == (CLUSTER, ["c1", "c2"])
+    assert (eds.type_url, names_of(eds)) == (ENDPOINT, ["eds/c1", "eds/c2"])
+    await client.ack(cds)
+    await client.ack(eds, ["eds/c1", "eds/c2"])
+    await client.quiet()  # the clusters are ACKed, yet no listener: there is none to send yet
+    with pytest.raises(grpc.aio.AioRpcError) as err:
+        await lds_pb2_grpc.ListenerDiscoveryServiceStub(xds.channel()).FetchListeners(
+            discovery_pb2.DiscoveryRequest(type_url=LISTENER), timeout=3
+        )
+    assert err.value.code() == grpc.StatusCode.UNAVAILABLE
+
+    xds.server.set_snapshot(full)  # the whole build: routing follows at once, clusters are not resent
+    order = [(await client.recv()) for _ in range(2)]
+    assert [(r.type_url, names_of(r)) for r in order] == [(LISTENER, ["l1"]), (ROUTE, ["r1"])]
+    await client.quiet()
+    assert xds.counters.xds_responses[CLUSTER] == 1
+
+
+async def test_clusters_only_snapshot_on_delta_holds_routing(xds: Harness) -> None:
+    full = base()
+    xds.server.set_snapshot(clusters_first(full))
+    client = xds.delta_ads(node="node-early")
+    await client.delta(CLUSTER)
+    cds = await client.recv()
+    assert sorted(r.name for r in cds.resources) == ["c1", "c2"]
+    await client.delta(CLUSTER, nonce=cds.nonce)
+    await client.delta(LISTENER, ["*"])
+    await client.quiet()  # not even the first (empty) wildcard answer: Envoy keeps what it holds
+    xds.server.set_snapshot(full)
+    listeners = await client.recv()
+    assert listeners.type_url == LISTENER and [r.name for r in listeners.resources] == ["l1"]

@@ -151,9 +151,15 @@ class ChangeReporting(Protocol):
 
 @attrs.frozen
 class Snapshot:
-    """Everything served to Envoy: one :class:`TypeSnapshot` per type URL."""
+    """Everything served to Envoy: one :class:`TypeSnapshot` per type URL.
+
+    A ``clusters_only`` snapshot holds the first build's clusters, endpoints and secrets before
+    its listeners and routes are built (docs/design/0016): Envoy can warm them meanwhile, and
+    nothing of its routing is answered from it.
+    """
 
     types: Mapping[str, TypeSnapshot]
+    clusters_only: bool = False
 
     def get(self, type_url: str) -> TypeSnapshot:
         found = self.types.get(type_url)

@@ -32,6 +32,7 @@ from cpx.xds.server.guard import (
     suppressed_note,
 )
 from cpx.xds.server.rejects import OnReject, Rejections, RejectReport
+from cpx.xds.server.sequencing import ROUTING
 from cpx.xds.server.streams import DeltaStream, LimitExceeded, ProtocolError, SotwStream, Stream, StreamHub
 from cpx.xds.server.tls import ServerTLS
 
@@ -218,7 +219,7 @@ class XdsServer:
 
         async def fetch(request: Any, context: Any) -> bytes:
             snapshot = self._hub.snapshot
-            if snapshot is None:
+            if snapshot is None or (snapshot.clusters_only and type_url in ROUTING):
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "no configuration yet")
             assert snapshot is not None
             if isinstance(request, TooManyNames) or len(request.resource_names) > limit:

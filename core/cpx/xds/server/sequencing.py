@@ -66,8 +66,9 @@ class Sequencer:
     _view: Snapshot | None = None
 
     def advance(self, current: Snapshot, ready: Callable[[Snapshot], bool]) -> None:
-        """Move routing to ``current`` once ``ready`` says the Envoy has what it needs."""
-        if self.sent_routing is not current and ready(current):
+        """Move routing to ``current`` once ``ready`` says the Envoy has what it needs (never to
+        a clusters-only snapshot: it has no routing)."""
+        if self.sent_routing is not current and not current.clusters_only and ready(current):
             self.sent_routing = current
 
     def routing_acked(self) -> None:

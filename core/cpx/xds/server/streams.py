@@ -196,6 +196,8 @@ class Stream:
         seq = self.sequencer
         for type_url in _ordered(list(self.watches())):
             if seq is None:
+                if type_url in ROUTING and snapshot.clusters_only:
+                    continue  # its routing is not built yet
                 out = self._respond_type(type_url, snapshot.get(type_url))
             else:
                 if type_url in ROUTING:
