@@ -338,18 +338,29 @@ def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
 
 def _check_string(value: Any, interned: bool = False) -> str:
     # A string from yaml-rs was quoted (a string for PyYAML too) or plain, when PyYAML's YAML 1.1
-    # resolver decides: `yes` is a bool, `1_000` an int, `<<` a merge key...  Which of the two it
-    # was is not known, so any string the resolver would not leave a string is refused.
+    # resolver decides: `yes` is a bool, `1_000` an int, `<<` a merge key...  So a string the
+    # resolver would not leave a string is refused, unless yaml-rs would not either: then it was
+    # quoted (`'80'`, `"true"`, `'1'`: common in manifests) and is PyYAML's string too.
     if type(value) is not str:
         raise _NotExact
     if value[:1] in _IMPLICIT_FIRST and resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR:
-        raise _NotExact
+        if not _quoted_for_sure(value):
+            raise _NotExact
     if not interned and len(value) > _INTERNED_LENGTH:
         return value
     if len(_checked) >= _CHECKED_MAX:
         _checked.clear()
         _checked[""] = ""
     return _checked.setdefault(value, _intern(value))
+
+
+def _quoted_for_sure(value: str) -> bool:
+    """Whether yaml-rs reads ``value`` as a plain scalar into something else than a string (so a
+    string it returned with this text was quoted)."""
+    try:
+        return type(yaml_rs.loads(value, parse_datetime=False)) is not str
+    except Exception:  # refused as a plain scalar: no conclusion
+        return False
 
 
 # An integer YAML 1.1 reads differently or yaml-rs leniently: a leading zero (017 is 15 in YAML
