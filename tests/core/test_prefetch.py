@@ -79,3 +79,38 @@ def test_stopping_early_stops_the_child(tmp_path: Path) -> None:
     results = prefetched(paths, _source().prepare)
     assert next(results)[0] == paths[0]
     results.close()  # e.g. `cpx translate` on an unreadable file: the child is killed and reaped
+
+
+def test_a_few_big_files_are_shared_by_size(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(prefetch, "MIN_FILES", 1000)
+    monkeypatch.setattr(prefetch, "MIN_BYTES", 200)
+    monkeypatch.setattr(prefetch, "CHUNK_BYTES", 100)
+    big = "---\n".join(SERVICE % f"s{i}" for i in range(6))
+    for name, text in (("a", big), ("b", SERVICE % "x"), ("c", big), ("d", big)):
+        (tmp_path / f"{name}.yaml").write_text(text)
+    paths = expand([tmp_path])
+    parent = os.getpid()
+    source = _source()
+
+    def prepare(path: Path) -> tuple[bool, Any]:
+        return os.getpid() == parent, _comparable(source.prepare(path))
+
+    results = list(prefetched(paths, prepare, own_share=0.4))
+    assert [path for path, _ in results] == paths
+    assert [here for _, (here, _) in results] == [True, True, False, False]  # 2 of 3 big ones: the child's
+    assert [p for _, (_, p) in results] == [_comparable(_source().prepare(path)) for path in paths]
+
+
+def test_too_few_small_files_stay_here(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(prefetch, "MIN_FILES", 1000)
+    paths = _folder(tmp_path)
+    parent = os.getpid()
+    assert all(pid == parent for _, pid in prefetched(paths, lambda path: os.getpid()))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "share", "split"),
+    [([10, 10, 10, 10, 10], 0.4, 2), ([100, 1, 1, 1], 0.4, 1), ([1, 1, 1, 100], 0.4, 3), ([5, 5], 0.0, 1)],
+)
+def test_split_by_size(sizes: list[int], share: float, split: int) -> None:
+    assert prefetch._split_by_size(sizes, share) == split

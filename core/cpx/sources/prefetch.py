@@ -20,11 +20,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-# Fewer files are not worth a fork (a few ms); below this, everything runs in this process.
+# Fewer files are not worth a fork (a few ms) unless they are big: below both, everything runs in
+# this process.
 MIN_FILES = 200
-# Files per pickle: pickle keeps shared objects shared within one dump, and a file's results are
-# never split between dumps.
+MIN_BYTES = 1 << 20
+# Files per pickle, and fewer once they hold this many bytes: pickle keeps shared objects shared
+# within one dump, and a file's results are never split between dumps.
 CHUNK_FILES = 200
+CHUNK_BYTES = 1 << 20
 # The share of the files prepared here by default: this process also installs all of them, the
 # child only prepares its share (`cpx translate`, 10k HTTPProxy files or 1000 Ingresses of 10
 # paths: about even finishing times).
@@ -42,9 +45,15 @@ def prefetched(
     If the child fails, what it did not deliver is prepared here (with a warning).
     """
     paths = list(paths)
-    if len(paths) < MIN_FILES or not hasattr(os, "fork"):
+    if not hasattr(os, "fork"):
         return ((path, prepare(path)) for path in paths)
-    split = int(len(paths) * own_share)
+    if len(paths) >= MIN_FILES:
+        split = int(len(paths) * own_share)
+    else:  # a few files: worth it if they are big, and shared by size (a few big ones, many small)
+        sizes = list(map(_size, paths))
+        if sum(sizes) < MIN_BYTES or len(paths) < 2:
+            return ((path, prepare(path)) for path in paths)
+        split = _split_by_size(sizes, own_share)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns, never runs the parent's code
@@ -64,13 +73,37 @@ def prefetched(
     return _collect(paths, split, prepare, pid, read_end)
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # prepare() reports it
+
+
+def _split_by_size(sizes: Sequence[int], own_share: float) -> int:
+    """How many of the first files hold about ``own_share`` of the bytes (at least one each side)."""
+    wanted, total = own_share * sum(sizes), 0
+    for index, size in enumerate(sizes):
+        if total + size / 2 > wanted:
+            return min(max(index, 1), len(sizes) - 1)
+        total += size
+    return len(sizes) - 1
+
+
 def _prepare_into(paths: Sequence[Path], prepare: Callable[[Path], Any], fd: int) -> None:
     gc.disable()  # as in the parent's load: long-lived, acyclic objects
     with os.fdopen(fd, "wb") as out:
-        for start in range(0, len(paths), CHUNK_FILES):
-            data = pickle.dumps([prepare(p) for p in paths[start : start + CHUNK_FILES]], protocol=5)
-            out.write(_HEADER.pack(len(data)))
-            out.write(data)
+        chunk: list[Any] = []
+        size = 0
+        last = len(paths) - 1
+        for index, path in enumerate(paths):
+            chunk.append(prepare(path))
+            size += _size(path) if len(paths) < MIN_FILES else 0  # many files: small ones
+            if len(chunk) >= CHUNK_FILES or size >= CHUNK_BYTES or index == last:
+                data = pickle.dumps(chunk, protocol=5)
+                out.write(_HEADER.pack(len(data)))
+                out.write(data)
+                chunk, size = [], 0
 
 
 def _collect(
