@@ -358,7 +358,8 @@ def _quoted_for_sure(value: str) -> bool:
     """Whether yaml-rs reads ``value`` as a plain scalar into something else than a string (so a
     string it returned with this text was quoted)."""
     try:
-        return type(yaml_rs.loads(value, parse_datetime=False)) is not str
+        plain: object = yaml_rs.loads(value, parse_datetime=False)  # (typed as documents only)
+        return type(plain) is not str
     except Exception:  # refused as a plain scalar: no conclusion
         return False
 
