@@ -343,9 +343,12 @@ def _check_string(value: Any, interned: bool = False) -> str:
     # quoted (`'80'`, `"true"`, `'1'`: common in manifests) and is PyYAML's string too.
     if type(value) is not str:
         raise _NotExact
-    if value[:1] in _IMPLICIT_FIRST and resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR:
-        if not _quoted_for_sure(value):
-            raise _NotExact
+    if (
+        value[:1] in _IMPLICIT_FIRST
+        and resolve_tag(yaml.ScalarNode, value, (True, False)) != _STR
+        and not _quoted_for_sure(value)
+    ):
+        raise _NotExact
     if not interned and len(value) > _INTERNED_LENGTH:
         return value
     if len(_checked) >= _CHECKED_MAX:
