@@ -47,6 +47,7 @@ def prefetched(
     paths = list(paths)
     if not hasattr(os, "fork"):
         return ((path, prepare(path)) for path in paths)
+    sizes: list[int] | None = None  # known only for a few files: many are small ones
     if len(paths) >= MIN_FILES:
         split = int(len(paths) * own_share)
     else:  # a few files: worth it if they are big, and shared by size (a few big ones, many small)
@@ -61,7 +62,7 @@ def prefetched(
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent stops anyway
             os.close(read_end)
-            _prepare_into(paths[split:], prepare, write_end)
+            _prepare_into(paths[split:], sizes[split:] if sizes is not None else None, prepare, write_end)
             status = 0
         except BrokenPipeError:
             pass  # the parent stopped reading: it is stopping too
@@ -90,7 +91,9 @@ def _split_by_size(sizes: Sequence[int], own_share: float) -> int:
     return len(sizes) - 1
 
 
-def _prepare_into(paths: Sequence[Path], prepare: Callable[[Path], Any], fd: int) -> None:
+def _prepare_into(
+    paths: Sequence[Path], sizes: Sequence[int] | None, prepare: Callable[[Path], Any], fd: int
+) -> None:
     gc.disable()  # as in the parent's load: long-lived, acyclic objects
     with os.fdopen(fd, "wb") as out:
         chunk: list[Any] = []
@@ -98,7 +101,7 @@ def _prepare_into(paths: Sequence[Path], prepare: Callable[[Path], Any], fd: int
         last = len(paths) - 1
         for index, path in enumerate(paths):
             chunk.append(prepare(path))
-            size += _size(path) if len(paths) < MIN_FILES else 0  # many files: small ones
+            size += sizes[index] if sizes is not None else 0
             if len(chunk) >= CHUNK_FILES or size >= CHUNK_BYTES or index == last:
                 data = pickle.dumps(chunk, protocol=5)
                 out.write(_HEADER.pack(len(data)))

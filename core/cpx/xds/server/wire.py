@@ -120,11 +120,7 @@ class _Encoded:
     @classmethod
     def of(cls, snap: TypeSnapshot) -> _Encoded:
         names = sorted(snap.resources)
-        parts: list[bytes] = []
-        for name in names:
-            body = snap.resources[name].body
-            parts += (sotw_header(snap.type_url, len(body)), body)
-        return cls(names, parts)
+        return cls(names, sotw_parts(snap.type_url, map(snap.resources.__getitem__, names)))
 
     def updated(self, snap: TypeSnapshot) -> _Encoded:
         """The encoding of ``snap``, which differs from this one's only in ``snap.touched``."""
