@@ -175,15 +175,61 @@ def _path(path: Any, field: str, problems: list[str]) -> None:
     _backend(path.get("backend"), f"{field}.backend", problems)
 
 
+# -- the fast path: whether a path (or backend) of the usual shape passes, in one call without
+# building any field name; one that may not is checked again by _path, which words why.
+
+
+def _path_passes(path: Any) -> bool:
+    """True only where :func:`_path` finds no problem."""
+    if type(path) is not dict:
+        return False
+    path_type, value = path.get("pathType"), path.get("path")
+    if path_type in ("Exact", "Prefix"):  # (not a set: the value may be unhashable)
+        # ("/." stands for "/./", "/../" and the suffixes, "%2" for "%2f" and "%2F": a valid path
+        # holding one of them, e.g. "/.well-known", only takes the slow way.)
+        if type(value) is not str or value[:1] != "/" or "//" in value or "/." in value or "%2" in value:
+            return False
+    elif path_type == "ImplementationSpecific":
+        if value is not None and (type(value) is not str or (value and value[0] != "/")):
+            return False
+    else:
+        return False
+    return _backend_passes(path.get("backend"))
+
+
+def _backend_passes(backend: Any) -> bool:
+    """True only where :func:`_backend` finds no problem: a Service backend with a port number."""
+    if type(backend) is not dict or backend.get("resource") is not None:
+        return False
+    service = backend.get("service")
+    if type(service) is not dict:
+        return False
+    name, port = service.get("name"), service.get("port")
+    if type(name) is not str or len(name) > 63 or not _DNS1035_LABEL.fullmatch(name):
+        return False
+    if type(port) is not dict:
+        return False
+    number = port.get("number")
+    return type(number) is int and 0 < number < 65536 and port.get("name") is None
+
+
+def _is_ip(host: str) -> bool:
+    # An IPv4 address holds only digits and dots, an IPv6 one a colon: any other host is not one,
+    # and need not raise (and catch) two ValueErrors in ipaddress.
+    if ":" not in host and host.strip("0123456789."):
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
 def _rule(rule: Any, field: str, problems: list[str]) -> None:
     rule = _mapping(rule, field, problems)
     host = _string(rule.get("host"), f"{field}.host", problems) or ""
     if host:
-        try:
-            ipaddress.ip_address(host)
-        except ValueError:
-            pass
-        else:
+        if _is_ip(host):
             problems.append(_invalid(f"{field}.host", host, "must be a DNS name, not an IP address"))
         for msg in _host_problems(host):
             problems.append(_invalid(f"{field}.host", host, msg))
@@ -194,7 +240,8 @@ def _rule(rule: Any, field: str, problems: list[str]) -> None:
     if not paths:
         problems.append(_required(f"{field}.http.paths"))
     for i, path in enumerate(paths):
-        _path(path, f"{field}.http.paths[{i}]", problems)
+        if not _path_passes(path):
+            _path(path, f"{field}.http.paths[{i}]", problems)
 
 
 def _tls(tls: Any, field: str, problems: list[str]) -> None:
@@ -227,7 +274,7 @@ def validate(obj: Mapping[str, Any]) -> list[str]:
     rules = _list(spec.get("rules"), "spec.rules", problems)
     if not rules and spec.get("defaultBackend") is None:
         problems.append(_invalid("spec", rules, "either `defaultBackend` or `rules` must be specified"))
-    if spec.get("defaultBackend") is not None:
+    if spec.get("defaultBackend") is not None and not _backend_passes(spec["defaultBackend"]):
         _backend(spec["defaultBackend"], "spec.defaultBackend", problems)
     for i, rule in enumerate(rules):
         _rule(rule, f"spec.rules[{i}]", problems)
