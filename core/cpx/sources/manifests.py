@@ -281,16 +281,17 @@ def _fast_documents(text: str) -> list[Any] | None:
 _BLOCK_SCALAR = re.compile(r"(?<!\S)[|>][-+0-9]*[ ]*(?:#.*)?$", re.MULTILINE)
 _EXPLICIT_KEY = re.compile(r"(?<!\S)\?(?:\s|$)")
 _COLON_FIRST = re.compile(r"(?<!\S):\S")
+_COLON_JOINED = re.compile(r":[^ \n]")  # (found by a scan for `:`, unlike _COLON_FIRST: 20x faster)
 
 
 def _unlike(text: str) -> bool:
     count = text.count
     return (
-        count("[") != count("[]")
-        or count("{") != count("{}")
+        ("[" in text and count("[") != count("[]"))
+        or ("{" in text and count("{") != count("{}"))
         or (("|" in text or ">" in text) and _BLOCK_SCALAR.search(text) is not None)
         or ("?" in text and _EXPLICIT_KEY.search(text) is not None)
-        or (count(":") != count(": ") + count(":\n") and _COLON_FIRST.search(text) is not None)
+        or (_COLON_JOINED.search(text) is not None and _COLON_FIRST.search(text) is not None)
     )
 
 
@@ -308,7 +309,7 @@ def _exact(value: Any) -> Any:
     if kind is dict:
         return _exact_mapping(value)
     if kind is list:
-        return [_exact(item) for item in value]
+        return _exact_list(value)
     if kind is str:
         checked = _checked.get(value)
         return _check_string(value) if checked is None else checked
@@ -317,8 +318,13 @@ def _exact(value: Any) -> Any:
     raise _NotExact  # floats (1e3 is a string in YAML 1.1), complex keys' tuples ...
 
 
+def _exact_list(items: list[Any]) -> list[Any]:
+    return [_exact_mapping(item) if type(item) is dict else _exact(item) for item in items]
+
+
 def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
-    # Inlines :func:`_exact` for keys, strings and mappings: they are most of a manifest.
+    # Inlines :func:`_exact` for keys, strings, mappings, lists and integers: they are most of a
+    # manifest (one Python call per mapping, not per value).
     get = _checked.get
     result: dict[str, Any] = {}
     for key, value in mapping.items():
@@ -331,6 +337,10 @@ def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
             result[checked_key] = _check_string(value) if checked is None else checked
         elif kind is dict:
             result[checked_key] = _exact_mapping(value)
+        elif kind is list:
+            result[checked_key] = _exact_list(value)
+        elif kind is int and -_INT64 <= value < _INT64:
+            result[checked_key] = value
         else:
             result[checked_key] = _exact(value)
     return result
