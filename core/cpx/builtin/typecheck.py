@@ -242,9 +242,11 @@ def _passes_array(schema: Schema) -> Check:
     def items_pass(value: Any) -> bool:
         if type(value) is not list and not _is(value, "array"):
             return False
-        return items is None or all(
-            type(item) is plain or (item is not None and each(item)) for item in value
-        )
+        if items is not None:
+            for item in value:  # (a loop: all() of a generator costs a frame per list)
+                if type(item) is not plain and (item is None or not each(item)):
+                    return False
+        return True
 
     return items_pass
 
@@ -317,7 +319,7 @@ def _joined(link: Any) -> str:
 
 def object_problems(obj: Any, schema: Schema) -> list[str]:
     """Type problems of a whole object (metadata included) against its kind's schema."""
-    if not isinstance(obj, Mapping):
+    if type(obj) is not dict and not isinstance(obj, Mapping):  # (a parsed object is a dict: no ABC check)
         return [must_be("<object>", obj, "object")]
     problems: list[str] = []
     root, passes = _root(schema)
@@ -330,13 +332,16 @@ def object_problems(obj: Any, schema: Schema) -> list[str]:
         # Fields cpx does not read are not type-checked, but comparing, copying or printing
         # such a value later would exhaust Python's recursion limit.
         problems.append(f'{deep}: Invalid value: "object": nested more than {MAX_DEPTH} levels deep')
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    size = sum(
-        len(k.encode(errors="replace")) + len(v.encode(errors="replace")) for k, v in annotations.items() if v
-    )
-    if size > MAX_ANNOTATIONS_BYTES:
+    annotations = (obj.get("metadata") or {}).get("annotations")
+    if annotations and _annotations_size(annotations) > MAX_ANNOTATIONS_BYTES:
         problems.append(f"metadata.annotations: Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes")
     return problems
+
+
+def _annotations_size(annotations: Mapping[str, str]) -> int:
+    return sum(
+        len(k.encode(errors="replace")) + len(v.encode(errors="replace")) for k, v in annotations.items() if v
+    )
 
 
 # By id(schema), keeping the schema alive so that its id is not reused.

@@ -77,8 +77,11 @@ def _problems(spec: WatchSpec, obj: KubeObject, key: ObjectKey, path: Path) -> l
         except Exception as err:  # a plugin's check must not take the source down
             log.exception("%s: the schema check of %s failed", path, key)
             checked = [f"cannot be checked ({type(err).__name__})"]
+    found = metadata_problems(obj, key)
+    if not found:
+        return checked  # nearly every object
     # Unless the kind's own check already judged the name (the Ingress plugin's does).
-    return [p for p in metadata_problems(obj, key) if not _same_field(p, checked)] + checked
+    return [p for p in found if not _same_field(p, checked)] + checked
 
 
 def _same_field(problem: str, others: Sequence[str]) -> bool:
