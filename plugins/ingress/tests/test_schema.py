@@ -7,8 +7,10 @@ import types
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from cpx_ingress.schema import validate
+from cpx_ingress.schema import _backend, _backend_passes, _is_ip, _path, _path_passes, validate
 
 
 @pytest.fixture
@@ -171,3 +173,91 @@ def test_every_problem_is_reported(valid: dict[str, Any]) -> None:
 def test_garbage_is_reported_not_raised() -> None:
     assert validate({"metadata": "x", "spec": ["y"]})
     assert validate({"metadata": {"name": "x"}, "spec": {"rules": [None, 3, {"http": {"paths": [None]}}]}})
+
+
+# Values the API server reads differently: wrong types, bounds, and strings near the rules' edges.
+_ABSENT = object()  # the field left out
+_ODD_VALUES: list[Any] = [None, True, False, -1, 0, 1, 80, 65535, 65536, 1.5, [], {}, ["x"], {"a": 1}]
+_ODD_VALUES += ["", "x", "Svc", "/", "/a//b", "/.well-known", "/a/..", "/a/.", "/%2f", "/%2F", "/%20", "-"]
+_ODD_VALUES += ["h--p", "a" * 64, "1.2.3.4", "Exact", "Prefix", "ImplementationSpecific", "http", _ABSENT]
+_ODD_VALUES += [
+    {"number": 80},
+    {"name": "http"},
+    {"kind": "K", "name": "n"},
+    {"name": "s", "port": {"number": 8}},
+]
+_PATH_FIELDS = [
+    ("path",),
+    ("pathType",),
+    ("backend",),
+    ("backend", "service"),
+    ("backend", "resource"),
+    ("backend", "service", "name"),
+    ("backend", "service", "port"),
+    ("backend", "service", "port", "number"),
+    ("backend", "service", "port", "name"),
+]
+
+
+def _changed_path(changes: list[tuple[tuple[str, ...], Any]]) -> dict[str, Any]:
+    path: dict[str, Any] = {
+        "path": "/app",
+        "pathType": "Prefix",
+        "backend": {"service": {"name": "svc", "port": {"number": 80}}},
+    }
+    for fields, value in changes:
+        parent: Any = path
+        for field in fields[:-1]:
+            parent = parent.get(field)
+            if not isinstance(parent, dict):
+                break
+        else:
+            if value is _ABSENT:
+                parent.pop(fields[-1], None)
+            else:
+                parent[fields[-1]] = copy.deepcopy(value)
+    return path
+
+
+def _quick_check_agrees(path: Any) -> None:
+    problems: list[str] = []
+    _path(path, "p", problems)
+    assert not (_path_passes(path) and problems), (path, problems)
+    backend = path.get("backend") if isinstance(path, dict) else path
+    problems = []
+    _backend(backend, "b", problems)
+    assert not (_backend_passes(backend) and problems), (backend, problems)
+
+
+def test_a_path_passes_the_quick_check_only_where_the_detailed_one_finds_nothing() -> None:
+    for fields in _PATH_FIELDS:
+        for value in _ODD_VALUES:
+            _quick_check_agrees(_changed_path([(fields, value)]))
+
+
+@given(st.lists(st.tuples(st.sampled_from(_PATH_FIELDS), st.sampled_from(_ODD_VALUES)), max_size=3))
+def test_a_path_changed_more_passes_the_quick_check_only_where_the_detailed_one_finds_nothing(
+    changes: list[tuple[tuple[str, ...], Any]],
+) -> None:
+    _quick_check_agrees(_changed_path(changes))
+
+
+def test_the_usual_path_passes_the_quick_check() -> None:
+    backend = {"service": {"name": "svc", "port": {"number": 80}}}
+    assert _path_passes({"path": "/app", "pathType": "Prefix", "backend": backend})
+    assert _path_passes({"pathType": "ImplementationSpecific", "backend": backend})
+
+
+@pytest.mark.parametrize(
+    ("host", "is_ip"),
+    [
+        ("1.2.3.4", True),
+        ("::1", True),
+        ("fe80::1%eth0", True),
+        ("1.2.3", False),
+        ("a.com", False),
+        ("1.2.3.4a", False),
+    ],
+)
+def test_only_addresses_are_ip_addresses(host: str, is_ip: bool) -> None:
+    assert _is_ip(host) is is_ip
