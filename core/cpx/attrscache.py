@@ -28,7 +28,6 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-import attr
 import attr._make
 
 # The salt line of attrs' hash source: `hash((` then the salt alone on its line.
@@ -90,10 +89,11 @@ def _read(path: Path) -> dict[str, CodeType]:
 
 
 def cache_path() -> Path:
-    """Per attrs version and bytecode format, in the user's cache folder (as stevedore's)."""
+    """Per bytecode format, in the user's cache folder (as stevedore's).  Not per attrs version:
+    the source is the key (and ``attr.__version__`` reads the installed distributions)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     magic = importlib.util.MAGIC_NUMBER.hex()
-    return Path(base, "cpx", f"attrs-{attr.__version__}-{sys.implementation.cache_tag}-{magic}.marshal")
+    return Path(base, "cpx", f"attrs-methods-{sys.implementation.cache_tag}-{magic}.marshal")
 
 
 def install() -> None:
