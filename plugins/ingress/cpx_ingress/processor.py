@@ -124,8 +124,8 @@ def _list(value: Any) -> list[Any]:
 class IngressPath(NamedTuple):
     """One HTTPIngressPath with its host and where it sits in the Ingress (for Notes).
 
-    A named tuple, not an attrs class: one is made per path per build, and only read.  Where it
-    sits is kept as indices: the field names are only spelled out for a Note."""
+    Made only for a path that gets a Note (or resolves a Service): a build reads the paths as
+    written, and where a path sits is spelled out only for the Note."""
 
     rule: int  # its rule's index in spec.rules; -1 for spec.defaultBackend
     position: int  # its index in the rule's paths
@@ -145,20 +145,18 @@ class IngressPath(NamedTuple):
         return "spec.defaultBackend" if self.rule < 0 else f"{self.field}.backend"
 
 
-def ingress_paths(ingress: Mapping[str, Any]) -> Iterator[IngressPath]:
-    """Every path of an Ingress, the default backend first.
+def ingress_rules(ingress: Mapping[str, Any]) -> Iterator[tuple[int, str, list[Any]]]:
+    """(rule index, host, its paths as written) per rule, the default backend first.
 
     Contour turns ``spec.defaultBackend`` into a synthetic first rule with no host and one path with
     neither path nor pathType (so: `*`, string prefix `/`); later rules can override it.
     """
     spec = _mapping(ingress.get("spec"))
     if spec.get("defaultBackend") is not None:
-        yield IngressPath(rule=-1, position=0, host="", path={"backend": spec["defaultBackend"]})
+        yield -1, "", [{"backend": spec["defaultBackend"]}]
     for i, item in enumerate(_list(spec.get("rules"))):
         rule = _mapping(item)
-        host = str(rule.get("host") or "")
-        for j, path in enumerate(_list(_mapping(rule.get("http")).get("paths"))):
-            yield IngressPath(i, j, host, path if type(path) is dict else _mapping(path))
+        yield i, str(rule.get("host") or ""), _list(_mapping(rule.get("http")).get("paths"))
 
 
 @attrs.frozen(eq=False)
@@ -270,41 +268,43 @@ class _IngressBuild:
         https_redirect, websocket_paths = a.force_ssl_redirect, a.websocket_paths
         timeout_policy, retry_policy, origin = a.timeout_policy, a.retry_policy, self.key
         resolved = self.resolved
-        for item in ingress_paths(self.ingress):
-            path = item.path
-            value = str(path.get("path") or "/")
-            path_type = str(path.get("pathType") or "ImplementationSpecific")
-            try:
-                match, match_key = _match_and_key(value, path_type)
-            except PathError as err:
-                message = f"{item.field}: {err}; path not served"
-                self.note("RouteError", "PathMatchConditionsNotValid", message)
-                continue
-            backend = path.get("backend")
-            if type(backend) is not dict:
-                backend = _mapping(backend)
-            # Most paths name a Service an earlier path resolved; `clusters` resolves (and notes) the rest.
-            clusters = resolved.get(_service_key(backend))
-            if clusters is None:
-                clusters = self.clusters(item, backend)
-            route = Route(
-                path=match,
-                clusters=clusters,
-                https_redirect=https_redirect,
-                websocket=value in websocket_paths,
-                timeout_policy=timeout_policy,
-                retry_policy=retry_policy,
-                origin=origin,
-            )
+        for rule, host, paths in ingress_rules(self.ingress):
             # A `*.example.com` vhost matches exactly one label: the core's route translation adds
             # Contour's `:authority` regex to every route of such a vhost, whichever kind made it.
-            vhost_name = item.host or "*"
-            http_route = route if creates_http_routes else None
-            https_route = None
-            if vhost_name != "*":
-                # Over TLS already: the HTTPS route proxies even when HTTP redirects.
-                https_route = attrs.evolve(route, https_redirect=False) if https_redirect else route
-            append((vhost_name, match_key, http_route, https_route))
+            vhost_name = host or "*"
+            for position, item in enumerate(paths):
+                path = item if type(item) is dict else _mapping(item)
+                value = str(path.get("path") or "/")
+                path_type = str(path.get("pathType") or "ImplementationSpecific")
+                try:
+                    match, match_key = _match_and_key(value, path_type)
+                except PathError as err:
+                    message = f"{IngressPath(rule, position, host, path).field}: {err}; path not served"
+                    self.note("RouteError", "PathMatchConditionsNotValid", message)
+                    continue
+                backend = path.get("backend")
+                if type(backend) is not dict:
+                    backend = _mapping(backend)
+                # Most paths name a Service an earlier path resolved; `clusters` resolves (and notes)
+                # the rest.
+                clusters = resolved.get(_service_key(backend))
+                if clusters is None:
+                    clusters = self.clusters(IngressPath(rule, position, host, path), backend)
+                route = Route(
+                    path=match,
+                    clusters=clusters,
+                    https_redirect=https_redirect,
+                    websocket=value in websocket_paths,
+                    timeout_policy=timeout_policy,
+                    retry_policy=retry_policy,
+                    origin=origin,
+                )
+                http_route = route if creates_http_routes else None
+                https_route = None
+                if vhost_name != "*":
+                    # Over TLS already: the HTTPS route proxies even when HTTP redirects.
+                    https_route = attrs.evolve(route, https_redirect=False) if https_redirect else route
+                append((vhost_name, match_key, http_route, https_route))
         return found
 
     def clusters(self, item: IngressPath, backend: Mapping[str, Any]) -> tuple[Cluster, ...]:
