@@ -58,6 +58,8 @@ class _Cache:
         key = f"{filename}\0{source}"
         code = self.known.get(key)
         if code is None:
+            # compile() inherits this module's `from __future__ import annotations`, as it
+            # inherits attr._make's when attrs compiles: the same flags, the same code.
             code = compile(source, filename, "exec")
             self.compiled = True
         self.used[key] = code
