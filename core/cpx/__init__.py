@@ -55,6 +55,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+# First, before any attrs class is made: it caches the bytecode of their methods (see the module).
+from cpx import attrscache  # noqa: F401  (installed on import)
 from cpx._lazy import exporter
 from cpx.config import Config
 from cpx.dag.nodes import CustomNode

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import gc
 from collections.abc import Iterator
 
@@ -37,5 +36,7 @@ def return_free_memory() -> None:
     objects that stay; glibc keeps the pages of those holes, a few MB of RSS at 10k routes.  A
     no-op where the C library has no ``malloc_trim`` (musl, macOS).
     """
+    import ctypes  # noqa: PLC0415 (only `cpx serve` calls this: `cpx translate` spares the import)
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None).malloc_trim(0)

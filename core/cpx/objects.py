@@ -95,6 +95,8 @@ def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
     value = meta(obj).get("annotations")
+    if value is None:  # most objects: without the Mapping ABC's check, slow for a non-mapping
+        return {}
     return value if isinstance(value, Mapping) else {}
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from cpx import (
     Config,
+    Deferred,
     HttpFilterSpec,
     ObjectKey,
     OptionSpec,
@@ -20,13 +21,8 @@ from cpx import (
 
 from cpx_gatewayapi import (
     backendtls,
-    backendtlsschema,
     frontend_tls,
     grants,
-    grpcschema,
-    l4schema,
-    routeschema,
-    schema,
     sessions,
     status,
 )
@@ -66,14 +62,18 @@ _configured = {"controller_name": DEFAULT_CONTROLLER_NAME}
 
 @hookimpl
 def cpx_watches() -> Iterator[WatchSpec]:
-    yield WatchSpec(gvk=GATEWAY_CLASS, validate=schema.validate_gateway_class)
-    yield WatchSpec(gvk=GATEWAY, validate=schema.validate_gateway)
-    yield WatchSpec(gvk=HTTPROUTE, validate=routeschema.validate_httproute)
-    yield WatchSpec(gvk=GRPCROUTE, validate=grpcschema.validate_grpcroute)
-    yield WatchSpec(gvk=REFERENCE_GRANT, validate=schema.validate_reference_grant)
-    yield WatchSpec(gvk=TLSROUTE, validate=l4schema.validate_tlsroute)
-    yield WatchSpec(gvk=TCPROUTE, validate=l4schema.validate_tcproute)
-    yield WatchSpec(gvk=BACKEND_TLS_POLICY, validate=backendtlsschema.validate_backend_tls_policy)
+    # The schemas are imported at the first object of their kind (a run without any spares them).
+    yield WatchSpec(gvk=GATEWAY_CLASS, validate=Deferred("cpx_gatewayapi.schema:validate_gateway_class"))
+    yield WatchSpec(gvk=GATEWAY, validate=Deferred("cpx_gatewayapi.schema:validate_gateway"))
+    yield WatchSpec(gvk=HTTPROUTE, validate=Deferred("cpx_gatewayapi.routeschema:validate_httproute"))
+    yield WatchSpec(gvk=GRPCROUTE, validate=Deferred("cpx_gatewayapi.grpcschema:validate_grpcroute"))
+    yield WatchSpec(gvk=REFERENCE_GRANT, validate=Deferred("cpx_gatewayapi.schema:validate_reference_grant"))
+    yield WatchSpec(gvk=TLSROUTE, validate=Deferred("cpx_gatewayapi.l4schema:validate_tlsroute"))
+    yield WatchSpec(gvk=TCPROUTE, validate=Deferred("cpx_gatewayapi.l4schema:validate_tcproute"))
+    yield WatchSpec(
+        gvk=BACKEND_TLS_POLICY,
+        validate=Deferred("cpx_gatewayapi.backendtlsschema:validate_backend_tls_policy"),
+    )
     yield WatchSpec(gvk=CONFIG_MAP, triggers_rebuild=_config_map_in_use)
 
 

@@ -106,6 +106,17 @@ def _mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _service_key(backend: Mapping[str, Any]) -> tuple[str, int | str]:
+    """(Service name, port name or number) of a path's backend: how its resolved clusters are kept."""
+    service = backend.get("service")
+    if type(service) is not dict:  # the usual dict skips the call (this runs for every path)
+        service = _mapping(service)
+    port_spec = service.get("port")
+    if type(port_spec) is not dict:
+        port_spec = _mapping(port_spec)
+    return str(service.get("name") or ""), port_spec.get("name") or port_spec.get("number") or 0
+
+
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
@@ -113,8 +124,8 @@ def _list(value: Any) -> list[Any]:
 class IngressPath(NamedTuple):
     """One HTTPIngressPath with its host and where it sits in the Ingress (for Notes).
 
-    A named tuple, not an attrs class: one is made per path per build, and only read.  Where it
-    sits is kept as indices: the field names are only spelled out for a Note."""
+    Made only for a path that gets a Note (or resolves a Service): a build reads the paths as
+    written, and where a path sits is spelled out only for the Note."""
 
     rule: int  # its rule's index in spec.rules; -1 for spec.defaultBackend
     position: int  # its index in the rule's paths
@@ -134,20 +145,18 @@ class IngressPath(NamedTuple):
         return "spec.defaultBackend" if self.rule < 0 else f"{self.field}.backend"
 
 
-def ingress_paths(ingress: Mapping[str, Any]) -> Iterator[IngressPath]:
-    """Every path of an Ingress, the default backend first.
+def ingress_rules(ingress: Mapping[str, Any]) -> Iterator[tuple[int, str, list[Any]]]:
+    """(rule index, host, its paths as written) per rule, the default backend first.
 
     Contour turns ``spec.defaultBackend`` into a synthetic first rule with no host and one path with
     neither path nor pathType (so: `*`, string prefix `/`); later rules can override it.
     """
     spec = _mapping(ingress.get("spec"))
     if spec.get("defaultBackend") is not None:
-        yield IngressPath(rule=-1, position=0, host="", path={"backend": spec["defaultBackend"]})
+        yield -1, "", [{"backend": spec["defaultBackend"]}]
     for i, item in enumerate(_list(spec.get("rules"))):
         rule = _mapping(item)
-        host = str(rule.get("host") or "")
-        for j, path in enumerate(_list(_mapping(rule.get("http")).get("paths"))):
-            yield IngressPath(i, j, host, _mapping(path))
+        yield i, str(rule.get("host") or ""), _list(_mapping(rule.get("http")).get("paths"))
 
 
 @attrs.frozen(eq=False)
@@ -248,44 +257,55 @@ class _IngressBuild:
 
     # -- pass 2: routes ----------------------------------------------------------------------------
     def routes(self) -> list[tuple[str, str, Route | None, Route | None]]:
+        """(vhost name, match key, HTTP route or None, HTTPS route or None) per servable path.
+
+        Written as one loop with the Ingress's route settings read once: it runs for every path
+        of a full build, where calls and attribute reads per path add up."""
         found: list[tuple[str, str, Route | None, Route | None]] = []
-        creates_http_routes = self.annotations.creates_http_routes
-        for item in ingress_paths(self.ingress):
-            made = self.route(item)
-            if made is None:
-                continue
-            route, match_key = made
+        append = found.append
+        a = self.annotations
+        creates_http_routes = a.creates_http_routes
+        https_redirect, websocket_paths = a.force_ssl_redirect, a.websocket_paths
+        timeout_policy, retry_policy, origin = a.timeout_policy, a.retry_policy, self.key
+        resolved = self.resolved
+        for rule, host, paths in ingress_rules(self.ingress):
             # A `*.example.com` vhost matches exactly one label: the core's route translation adds
             # Contour's `:authority` regex to every route of such a vhost, whichever kind made it.
-            vhost_name = item.host or "*"
-            http_route = route if creates_http_routes else None
-            https_route = None
-            if vhost_name != "*":
-                # Over TLS already: the HTTPS route proxies even when HTTP redirects.
-                https_route = attrs.evolve(route, https_redirect=False) if route.https_redirect else route
-            found.append((vhost_name, match_key, http_route, https_route))
+            vhost_name = host or "*"
+            for position, item in enumerate(paths):
+                path = item if type(item) is dict else _mapping(item)
+                value = str(path.get("path") or "/")
+                path_type = str(path.get("pathType") or "ImplementationSpecific")
+                try:
+                    match, match_key = _match_and_key(value, path_type)
+                except PathError as err:
+                    message = f"{IngressPath(rule, position, host, path).field}: {err}; path not served"
+                    self.note("RouteError", "PathMatchConditionsNotValid", message)
+                    continue
+                backend = path.get("backend")
+                if type(backend) is not dict:
+                    backend = _mapping(backend)
+                # Most paths name a Service an earlier path resolved; `clusters` resolves (and notes)
+                # the rest.
+                clusters = resolved.get(_service_key(backend))
+                if clusters is None:
+                    clusters = self.clusters(IngressPath(rule, position, host, path), backend)
+                route = Route(
+                    path=match,
+                    clusters=clusters,
+                    https_redirect=https_redirect,
+                    websocket=value in websocket_paths,
+                    timeout_policy=timeout_policy,
+                    retry_policy=retry_policy,
+                    origin=origin,
+                )
+                http_route = route if creates_http_routes else None
+                https_route = None
+                if vhost_name != "*":
+                    # Over TLS already: the HTTPS route proxies even when HTTP redirects.
+                    https_route = attrs.evolve(route, https_redirect=False) if https_redirect else route
+                append((vhost_name, match_key, http_route, https_route))
         return found
-
-    def route(self, item: IngressPath) -> tuple[Route, str] | None:
-        """The path's route and its match key, or None when the path cannot be matched."""
-        value = str(item.path.get("path") or "/")
-        path_type = str(item.path.get("pathType") or "ImplementationSpecific")
-        try:
-            match, match_key = _match_and_key(value, path_type)
-        except PathError as err:
-            self.note("RouteError", "PathMatchConditionsNotValid", f"{item.field}: {err}; path not served")
-            return None
-        a = self.annotations
-        route = Route(
-            path=match,
-            clusters=self.clusters(item, _mapping(item.path.get("backend"))),
-            https_redirect=a.force_ssl_redirect,
-            websocket=value in a.websocket_paths,
-            timeout_policy=a.timeout_policy,
-            retry_policy=a.retry_policy,
-            origin=self.key,
-        )
-        return route, match_key
 
     def clusters(self, item: IngressPath, backend: Mapping[str, Any]) -> tuple[Cluster, ...]:
         """The backend's cluster, or none (the route answers 503) when it cannot be resolved."""
@@ -297,9 +317,7 @@ class _IngressBuild:
                 f"{item.backend_field}: only Service backends are supported; the route answers 503",
             )
             return ()
-        port_spec = _mapping(service.get("port"))
-        port: int | str = port_spec.get("name") or port_spec.get("number") or 0
-        name = str(service.get("name") or "")
+        name, port = _service_key(backend)
         found = self.resolved.get((name, port))
         if found is not None:
             return found
