@@ -18,6 +18,7 @@ from cpx.cli.options import (
     plugin_host,
     plugins_option,
 )
+from cpx.cli.process import OwnProcess
 from cpx.errors import CpxError
 from cpx.heap import collector_paused
 
@@ -66,8 +67,12 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
             click.echo(json_text(doc))
         else:
             click.echo(yaml_text(doc), nl=False)
-    if not doc.get("envoy", {}).get("accepted", True):
-        ctx.exit(1)
+    code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
+    own = ctx.find_object(OwnProcess)
+    if own is not None:
+        own.end(code)  # skips freeing the translation (returns when it cannot)
+    if code:
+        ctx.exit(code)
 
 
 def json_text(doc: Any) -> str:
