@@ -56,6 +56,7 @@ def translate(
     config: Config,
     *,
     validator: Callable[[Snapshot], str | None] | None = None,
+    xds_json: Callable[[Snapshot], dict[str, Any]] = Snapshot.to_json,
 ) -> dict[str, Any]:
     """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
@@ -63,6 +64,7 @@ def translate(
     raises ManifestError when an input cannot be read or parsed at all.  With a ``validator``
     (``--envoy-validate``) every build is checked by it (objects it refuses are left out, as in
     ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
+    ``xds_json`` renders the published snapshot (``cpx translate`` may leave a part to a child).
     """
     pipeline = SnapshotHandler.create(host, config)
     if validator is not None:
@@ -91,7 +93,7 @@ def translate(
         if note.reason == "DuplicateObject"
     )
     errors += build_errors
-    xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
+    xds = redact_secrets(xds_json(pipeline.snapshot)) if pipeline.snapshot is not None else {}
     doc: dict[str, Any] = {
         "objects": translated_objects(read, pipeline, unknown),
         "errors": errors,

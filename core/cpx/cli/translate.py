@@ -50,9 +50,12 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
     With --envoy-validate the output's `envoy` entry holds Envoy's verdict, and the exit code is 1
     when Envoy refuses the configuration.
     """
+    from cpx.cli.translate_fork import ForkedYaml  # noqa: PLC0415
     from cpx.offline import translate  # noqa: PLC0415
+    from cpx.xds.resource import Snapshot  # noqa: PLC0415
 
     config = core_config(ctx, params)
+    forked = ForkedYaml()
     with collector_paused():
         try:
             validator = None
@@ -60,13 +63,14 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
                 from cpx.xds.constraints.envoycheck import EnvoyValidator  # noqa: PLC0415
 
                 validator = EnvoyValidator.tested(params["envoy_binary"])
-            doc = translate(paths, plugin_host(ctx), config, validator=validator)
+            xds_json = forked.xds_json if fmt == "yaml" else Snapshot.to_json
+            doc = translate(paths, plugin_host(ctx), config, validator=validator, xds_json=xds_json)
         except CpxError as err:
             raise click.ClickException(str(err)) from None
         if fmt == "json":
             click.echo(json_text(doc))
         else:
-            click.echo(yaml_text(doc), nl=False)
+            click.echo(forked.text(doc), nl=False)
     code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
     own = ctx.find_object(OwnProcess)
     if own is not None:

@@ -1,0 +1,101 @@
+"""YAML output of ``cpx translate`` on both cores: a child forked after the build renders the last
+resources (most of the routes) while this process renders everything else.
+
+Rendering the xDS resources (:func:`~cpx.xds.protojson.message_json`, then YAML) is pure and is
+most of what translate does after its build; the child writes its part as YAML text, which
+follows this process's text: the last type (``routes``) is the last entry of ``xds``, and block
+YAML lines depend on their own entry only (:func:`~cpx.cli.translate_yaml.items_text`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+from typing import Any
+
+from cpx.cli.translate_yaml import block_text, dump, items_text
+from cpx.xds.resource import PUSH_ORDER, SHORT_NAMES, Snapshot
+
+log = logging.getLogger(__name__)
+
+# Fewer resources of the last type are not worth a fork (~3 ms, and copy-on-write faults in
+# both processes after it).
+MIN_RESOURCES = 200
+# The share of the last type's resources the child renders (10k Ingress routes: about even
+# finishing times, this process also rendering the other types and every object's status).
+CHILD_SHARE = 0.85
+_LAST = SHORT_NAMES[PUSH_ORDER[-1]]
+_INDENT = 2  # the column of the dashes of a list in ``xds``
+_CANNOT = 3  # the child's exit status when its part needs libyaml (this process renders it all)
+
+
+class ForkedYaml:
+    """Give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`text` its result."""
+
+    def __init__(self) -> None:
+        self._child: tuple[int, int] | None = None  # the child's pid and pipe
+        self._snapshot: Snapshot | None = None
+        self._split = 0
+
+    def xds_json(self, snapshot: Snapshot) -> dict[str, Any]:
+        """The snapshot's JSON, the child's part left out (a child is forked now when worth it)."""
+        count = len(snapshot.get(PUSH_ORDER[-1]).resources)
+        if not hasattr(os, "fork") or count < MIN_RESOURCES:
+            return snapshot.to_json()
+        split = count - int(count * CHILD_SHARE)
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            status = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent stops anyway
+                os.close(read_end)
+                text = items_text(snapshot.last_json(split), _INDENT)
+                if text is None:
+                    status = _CANNOT
+                else:
+                    with os.fdopen(write_end, "wb") as out:
+                        out.write(text.encode())
+                    status = 0
+            except BrokenPipeError:
+                pass  # the parent stopped reading: it is stopping too
+            except BaseException:
+                log.exception("the rendering child failed")
+            finally:
+                os._exit(status)
+        os.close(write_end)
+        self._child, self._snapshot, self._split = (pid, read_end), snapshot, split
+        return snapshot.to_json(last_until=split)
+
+    def text(self, doc: dict[str, Any]) -> str:
+        """``doc`` (from :func:`cpx.offline.translate`) as block YAML, the child's part included."""
+        if self._child is None or self._snapshot is None:
+            return dump(doc)
+        keys = list(doc)
+        cut = keys.index("xds") + 1
+        rest = {key: doc[key] for key in keys[cut:]}
+        head = block_text({key: doc[key] for key in keys[:cut]})  # meanwhile, the child renders its part
+        after = block_text(rest) if rest else ""
+        tail = self._collect(*self._child)
+        self._child = None
+        if head is not None and after is not None and tail is not None:
+            return head + tail + after
+        # Not written without libyaml (or the child failed): the whole document here.
+        doc["xds"][_LAST] += self._snapshot.last_json(self._split)
+        return dump(doc)
+
+    @staticmethod
+    def _collect(pid: int, fd: int) -> str | None:
+        """The child's text; None if it has none (it could not, or it failed)."""
+        try:
+            with os.fdopen(fd, "rb") as pipe:
+                data = pipe.read()
+        finally:
+            _, status = os.waitpid(pid, 0)
+        if status == 0:
+            return data.decode()
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == _CANNOT:
+            return None
+        log.warning("the rendering child exited with status %#x; rendering its part here", status)
+        return None

@@ -1,0 +1,89 @@
+"""``cpx translate`` YAML with the last resources rendered by a forked child: the same bytes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from cpx.cli import cli, translate_fork
+from cpx.xds.resource import Snapshot
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
+
+pytestmark = [
+    pytest.mark.usefixtures("keep_logging"),
+    pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork"),
+]
+
+
+def translate(monkeypatch: pytest.MonkeyPatch, *, fork: bool) -> str:
+    monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1 if fork else 1 << 30)
+    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, ...]]:
+    """The arguments of the calls of ``Snapshot.<name>`` in this process (not the child's)."""
+    calls: list[tuple[Any, ...]] = []
+    method = getattr(Snapshot, name)
+
+    def counted(self: Snapshot, *args: Any, **kwargs: Any) -> Any:
+        calls.append((*args, *kwargs.values()))
+        return method(self, *args, **kwargs)
+
+    monkeypatch.setattr(Snapshot, name, counted)
+    return calls
+
+
+def test_the_child_renders_the_last_routes_and_the_text_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    alone = translate(monkeypatch, fork=False)
+    rendered_here = count_calls(monkeypatch, "last_json")
+    left_out = count_calls(monkeypatch, "to_json")
+    assert translate(monkeypatch, fork=True) == alone
+    assert left_out == [(1,)]  # of the 2 RouteConfigurations, the child renders the second
+    assert rendered_here == []
+
+
+@pytest.mark.parametrize("failure", ["raises", "needs libyaml"])
+def test_what_the_child_does_not_deliver_is_rendered_here(
+    monkeypatch: pytest.MonkeyPatch, failure: str
+) -> None:
+    alone = translate(monkeypatch, fork=False)
+
+    def items_text(items: list[Any], indent: int) -> str | None:
+        if failure == "raises":
+            raise RuntimeError("the child fails")
+        return None
+
+    monkeypatch.setattr(translate_fork, "items_text", items_text)
+    rendered_here = count_calls(monkeypatch, "last_json")
+    assert translate(monkeypatch, fork=True) == alone
+    assert rendered_here == [(1,)]
+
+
+def test_the_process_entry_keeps_the_output_and_the_exit_code(tmp_path: Path) -> None:
+    """``python -m cpx`` ends the process itself after translate (no teardown): nothing is lost."""
+    done = subprocess.run(
+        [sys.executable, "-m", "cpx", "translate", "--plugins", "ingress", str(QUICKSTART)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    in_process = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])
+    assert done.stdout == in_process.stdout
+    missing = subprocess.run(
+        [sys.executable, "-m", "cpx", "translate", "--plugins", "ingress", str(tmp_path / "none.yaml")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode != 0
+    assert "none.yaml" in missing.stderr
