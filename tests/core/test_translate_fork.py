@@ -87,3 +87,26 @@ def test_the_process_entry_keeps_the_output_and_the_exit_code(tmp_path: Path) ->
     )
     assert missing.returncode != 0
     assert "none.yaml" in missing.stderr
+
+
+def test_a_failure_after_the_fork_ends_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    forked: list[int] = []
+    fork = os.fork
+
+    def recorded() -> int:
+        pid = fork()
+        if pid:
+            forked.append(pid)
+        return pid
+
+    def fails(*args: Any) -> Any:
+        raise RuntimeError("status fails")
+
+    monkeypatch.setattr(os, "fork", recorded)
+    monkeypatch.setattr("cpx.offline.translated_objects", fails)
+    monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1)
+    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])
+    assert isinstance(result.exception, RuntimeError)
+    assert len(forked) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(forked[0], os.WNOHANG)  # already reaped

@@ -58,8 +58,7 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
     from cpx.xds.resource import Snapshot  # noqa: PLC0415
 
     config = core_config(ctx, params)
-    forked = ForkedYaml()
-    with collector_paused():
+    with collector_paused(), ForkedYaml() as forked:
         try:
             validator = None
             if params["envoy_validate"]:
@@ -74,10 +73,10 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
             click.echo(json_text(doc))
         else:
             click.echo(yaml_text(doc, forked), nl=False)
-    code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
-    own = ctx.find_object(OwnProcess)
-    if own is not None:
-        own.end(code)  # skips freeing the translation (returns when it cannot)
+        code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
+        own = ctx.find_object(OwnProcess)
+        if own is not None:
+            own.end(code)  # skips freeing the translation and reaping the child (returns when it cannot)
     if code:
         ctx.exit(code)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import struct
 from typing import Any
 
 from cpx.cli.translate_yaml import block_text, dump, items_text
@@ -28,13 +29,17 @@ CHILD_SHARE = 0.85
 _LAST = SHORT_NAMES[PUSH_ORDER[-1]]
 _INDENT = 2  # the column of the dashes of a list in ``xds``
 _CANNOT = 3  # the child's exit status when its part needs libyaml (this process renders it all)
+_HEADER = struct.Struct("<Q")  # the length of the child's text, before it: whether all of it came
+_PIPE_SIZE = 1 << 20  # Linux's most for an unprivileged process by default
 
 
 class ForkedYaml:
-    """Give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`text` its result."""
+    """Within ``with``: give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`text`
+    its result."""
 
     def __init__(self) -> None:
-        self._child: tuple[int, int] | None = None  # the child's pid and pipe
+        self._child: tuple[int, int] | None = None  # the child's pid and pipe, until its text is read
+        self._pid: int | None = None  # until reaped
         self._snapshot: Snapshot | None = None
         self._split = 0
 
@@ -45,6 +50,7 @@ class ForkedYaml:
             return snapshot.to_json()
         split = count - int(count * CHILD_SHARE)
         read_end, write_end = os.pipe()
+        _widen(write_end)
         pid = os.fork()
         if pid == 0:  # the child: never returns
             status = 1
@@ -55,8 +61,9 @@ class ForkedYaml:
                 if text is None:
                     status = _CANNOT
                 else:
+                    data = text.encode()
                     with os.fdopen(write_end, "wb") as out:
-                        out.write(text.encode())
+                        out.write(_HEADER.pack(len(data)) + data)
                     status = 0
             except BrokenPipeError:
                 pass  # the parent stopped reading: it is stopping too
@@ -65,7 +72,7 @@ class ForkedYaml:
             finally:
                 os._exit(status)
         os.close(write_end)
-        self._child, self._snapshot, self._split = (pid, read_end), snapshot, split
+        self._child, self._pid, self._snapshot, self._split = (pid, read_end), pid, snapshot, split
         return snapshot.to_json(last_until=split)
 
     def text(self, doc: dict[str, Any]) -> str:
@@ -85,17 +92,39 @@ class ForkedYaml:
         doc["xds"][_LAST] += self._snapshot.last_json(self._split)
         return dump(doc)
 
-    @staticmethod
-    def _collect(pid: int, fd: int) -> str | None:
+    def __enter__(self) -> ForkedYaml:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Wait for the child's end: after its text (its exit, freeing its copy of the heap, need
+        not delay the output), or at once when its text was not asked for (an error)."""
+        if self._child is not None:
+            pid, fd = self._child
+            os.close(fd)
+            os.kill(pid, signal.SIGKILL)
+            self._child = None
+        if self._pid is not None:
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def _collect(self, pid: int, fd: int) -> str | None:
         """The child's text; None if it has none (it could not, or it failed)."""
-        try:
-            with os.fdopen(fd, "rb") as pipe:
-                data = pipe.read()
-        finally:
-            _, status = os.waitpid(pid, 0)
-        if status == 0:
-            return data.decode()
-        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == _CANNOT:
-            return None
-        log.warning("the rendering child exited with status %#x; rendering its part here", status)
+        with os.fdopen(fd, "rb") as pipe:
+            data = pipe.read()
+        if len(data) >= _HEADER.size and _HEADER.unpack_from(data)[0] == len(data) - _HEADER.size:
+            return data[_HEADER.size :].decode()
+        _, status = os.waitpid(pid, 0)
+        self._pid = None
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == _CANNOT):
+            log.warning("the rendering child exited with status %#x; rendering its part here", status)
         return None
+
+
+def _widen(fd: int) -> None:
+    """A pipe that holds the child's text in a few writes (Linux), not 64 KiB at a time."""
+    try:
+        import fcntl  # noqa: PLC0415 (POSIX only)
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+    except (ImportError, AttributeError, OSError):
+        pass  # a smaller pipe only takes more turns
