@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -21,9 +21,6 @@ from cpx.cli.options import (
 from cpx.cli.process import OwnProcess
 from cpx.errors import CpxError
 from cpx.heap import collector_paused
-
-if TYPE_CHECKING:
-    from cpx.cli.translate_fork import ForkedYaml
 
 # A float (it has a fraction or an exponent) or null as a value in orjson's compact text.
 _FLOAT_OR_NULL = re.compile(rb"[:,\[](?:-?[0-9]+[.eE]|null)")
@@ -72,7 +69,8 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
         if fmt == "json":
             click.echo(json_text(doc))
         else:
-            click.echo(yaml_text(doc, forked), nl=False)
+            for piece in forked.pieces(doc):
+                click.echo(piece, nl=False)
         code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
         own = ctx.find_object(OwnProcess)
         if own is not None:
@@ -110,12 +108,3 @@ def json_text(doc: Any) -> str:
     if not plain and compact.decode() != json.dumps(doc, separators=(",", ":")):
         return json.dumps(doc, indent=2)
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
-
-
-def yaml_text(doc: Any, forked: ForkedYaml | None = None) -> str:
-    """``doc`` as block YAML (:mod:`cpx.cli.translate_yaml`), with the part ``forked`` rendered."""
-    if forked is not None:
-        return forked.text(doc)
-    from cpx.cli.translate_yaml import dump  # noqa: PLC0415 (only this output needs it)
-
-    return dump(doc)

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 MIN_RESOURCES = 200
 # The share of the last type's resources the child renders (10k Ingress routes: about even
 # finishing times, this process also rendering the other types and every object's status).
-CHILD_SHARE = 0.85
+CHILD_SHARE = 0.9
 _LAST = SHORT_NAMES[PUSH_ORDER[-1]]
 _INDENT = 2  # the column of the dashes of a list in ``xds``
 _CANNOT = 3  # the child's exit status when its part needs libyaml (this process renders it all)
@@ -34,7 +34,7 @@ _PIPE_SIZE = 1 << 20  # Linux's most for an unprivileged process by default
 
 
 class ForkedYaml:
-    """Within ``with``: give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`text`
+    """Within ``with``: give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`pieces`
     its result."""
 
     def __init__(self) -> None:
@@ -63,7 +63,8 @@ class ForkedYaml:
                 else:
                     data = text.encode()
                     with os.fdopen(write_end, "wb") as out:
-                        out.write(_HEADER.pack(len(data)) + data)
+                        out.write(_HEADER.pack(len(data)))
+                        out.write(data)
                     status = 0
             except BrokenPipeError:
                 pass  # the parent stopped reading: it is stopping too
@@ -75,10 +76,11 @@ class ForkedYaml:
         self._child, self._pid, self._snapshot, self._split = (pid, read_end), pid, snapshot, split
         return snapshot.to_json(last_until=split)
 
-    def text(self, doc: dict[str, Any]) -> str:
-        """``doc`` (from :func:`cpx.offline.translate`) as block YAML, the child's part included."""
+    def pieces(self, doc: dict[str, Any]) -> list[str | bytes]:
+        """``doc`` (from :func:`cpx.offline.translate`) as block YAML, the child's part included,
+        in pieces to write one after the other (the child's as the UTF-8 it sent)."""
         if self._child is None or self._snapshot is None:
-            return dump(doc)
+            return [dump(doc)]
         keys = list(doc)
         cut = keys.index("xds") + 1
         rest = {key: doc[key] for key in keys[cut:]}
@@ -87,10 +89,10 @@ class ForkedYaml:
         tail = self._collect(*self._child)
         self._child = None
         if head is not None and after is not None and tail is not None:
-            return head + tail + after
+            return [head, tail, after]
         # Not written without libyaml (or the child failed): the whole document here.
         doc["xds"][_LAST] += self._snapshot.last_json(self._split)
-        return dump(doc)
+        return [dump(doc)]
 
     def __enter__(self) -> ForkedYaml:
         return self
@@ -107,12 +109,14 @@ class ForkedYaml:
             os.waitpid(self._pid, 0)
             self._pid = None
 
-    def _collect(self, pid: int, fd: int) -> str | None:
+    def _collect(self, pid: int, fd: int) -> bytes | None:
         """The child's text; None if it has none (it could not, or it failed)."""
         with os.fdopen(fd, "rb") as pipe:
-            data = pipe.read()
-        if len(data) >= _HEADER.size and _HEADER.unpack_from(data)[0] == len(data) - _HEADER.size:
-            return data[_HEADER.size :].decode()
+            header = pipe.read(_HEADER.size)
+            size = _HEADER.unpack(header)[0] if len(header) == _HEADER.size else -1
+            data = pipe.read(size) if size >= 0 else b""
+        if len(data) == size:
+            return data
         _, status = os.waitpid(pid, 0)
         self._pid = None
         if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == _CANNOT):
