@@ -51,7 +51,7 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
     when Envoy refuses the configuration.
     """
     from cpx.cli.translate_fork import ForkedYaml  # noqa: PLC0415
-    from cpx.offline import translate  # noqa: PLC0415
+    from cpx.offline import translation  # noqa: PLC0415
     from cpx.xds.resource import Snapshot  # noqa: PLC0415
 
     config = core_config(ctx, params)
@@ -63,7 +63,8 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
 
                 validator = EnvoyValidator.tested(params["envoy_binary"])
             xds_json = forked.xds_json if fmt == "yaml" else Snapshot.to_json
-            doc = translate(paths, plugin_host(ctx), config, validator=validator, xds_json=xds_json)
+            done = translation(paths, plugin_host(ctx), config, validator=validator, xds_json=xds_json)
+            doc = done.doc
         except CpxError as err:
             raise click.ClickException(str(err)) from None
         if fmt == "json":
@@ -74,7 +75,7 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
         code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
         own = ctx.find_object(OwnProcess)
         if own is not None:
-            own.end(code)  # skips freeing the translation and reaping the child (returns when it cannot)
+            own.end(code)  # frees neither ``done`` nor reaps the child (returns when it cannot)
     if code:
         ctx.exit(code)
 

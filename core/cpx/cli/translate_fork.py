@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 MIN_RESOURCES = 200
 # The share of the last type's resources the child renders (10k Ingress routes: about even
 # finishing times, this process also rendering the other types and every object's status).
-CHILD_SHARE = 0.9
+CHILD_SHARE = 0.85
 _LAST = SHORT_NAMES[PUSH_ORDER[-1]]
 _INDENT = 2  # the column of the dashes of a list in ``xds``
 _CANNOT = 3  # the child's exit status when its part needs libyaml (this process renders it all)
