@@ -22,6 +22,12 @@ pytestmark = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever threads other tests left running: this test's translate forks."""
+    monkeypatch.setattr(translate_fork.threading, "active_count", lambda: 1)
+
+
 def translate(monkeypatch: pytest.MonkeyPatch, *, fork: bool) -> str:
     monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1 if fork else 1 << 30)
     result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])

@@ -1,4 +1,4 @@
-"""``cpx translate``: its flags and output format; the translation is :func:`cpx.offline.translate`."""
+"""``cpx translate``: its flags and output format; the translation is :func:`cpx.offline.translation`."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import struct
+import threading
 from typing import Any
 
 from cpx.cli.translate_yaml import block_text, dump, items_text
@@ -34,8 +35,8 @@ _PIPE_SIZE = 1 << 20  # Linux's most for an unprivileged process by default
 
 
 class ForkedYaml:
-    """Within ``with``: give :meth:`xds_json` to :func:`cpx.offline.translate`, then :meth:`pieces`
-    its result."""
+    """Within ``with``: give :meth:`xds_json` to :func:`cpx.offline.translation`, then
+    :meth:`pieces` its document."""
 
     def __init__(self) -> None:
         self._child: tuple[int, int] | None = None  # the child's pid and pipe, until its text is read
@@ -46,7 +47,8 @@ class ForkedYaml:
     def xds_json(self, snapshot: Snapshot) -> dict[str, Any]:
         """The snapshot's JSON, the child's part left out (a child is forked now when worth it)."""
         count = len(snapshot.get(PUSH_ORDER[-1]).resources)
-        if not hasattr(os, "fork") or count < MIN_RESOURCES:
+        # Not with another thread running (--envoy-validate's, say): it may hold a lock the child needs.
+        if not hasattr(os, "fork") or count < MIN_RESOURCES or threading.active_count() > 1:
             return snapshot.to_json()
         split = count - int(count * CHILD_SHARE)
         read_end, write_end = os.pipe()
@@ -77,7 +79,7 @@ class ForkedYaml:
         return snapshot.to_json(last_until=split)
 
     def pieces(self, doc: dict[str, Any]) -> list[str | bytes]:
-        """``doc`` (from :func:`cpx.offline.translate`) as block YAML, the child's part included,
+        """``doc`` (from :func:`cpx.offline.translation`) as block YAML, the child's part included,
         in pieces to write one after the other (the child's as the UTF-8 it sent)."""
         if self._child is None or self._snapshot is None:
             return [dump(doc)]
