@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from cpx.cli import cli, translate_fork
+from cpx.testing.cpxproc import backend, write_manifest
 from cpx.xds.resource import Snapshot
+from cpx_ingress.testing import simple_ingress
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "examples" / "quickstart"
 
@@ -25,12 +28,21 @@ pytestmark = [
 @pytest.fixture(autouse=True)
 def _one_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever threads other tests left running: this test's translate forks."""
-    monkeypatch.setattr(translate_fork.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
 
 
-def translate(monkeypatch: pytest.MonkeyPatch, *, fork: bool) -> str:
+@pytest.fixture
+def hosts(tmp_path: Path) -> Path:
+    """Eight Ingresses of a host each: eight RouteConfigurations, the last six for the child."""
+    docs = [*backend("web", 8081)]
+    docs += [simple_ingress(f"web-{i}", [(f"web-{i}.example.com", "/", "web")]) for i in range(8)]
+    write_manifest(tmp_path, "hosts.yaml", docs)
+    return tmp_path
+
+
+def translate(monkeypatch: pytest.MonkeyPatch, folder: Path, *, fork: bool) -> str:
     monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1 if fork else 1 << 30)
-    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])
+    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(folder)])
     assert result.exit_code == 0, result.output
     return result.stdout
 
@@ -48,20 +60,23 @@ def count_calls(monkeypatch: pytest.MonkeyPatch, name: str) -> list[tuple[Any, .
     return calls
 
 
-def test_the_child_renders_the_last_routes_and_the_text_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    alone = translate(monkeypatch, fork=False)
+def test_the_child_renders_the_last_routes_and_the_text_is_the_same(
+    monkeypatch: pytest.MonkeyPatch, hosts: Path
+) -> None:
+    alone = translate(monkeypatch, hosts, fork=False)
+    assert alone.count("- name: ingress_http/web-") == 16  # their scopes and RouteConfigurations
     rendered_here = count_calls(monkeypatch, "last_json")
     left_out = count_calls(monkeypatch, "to_json")
-    assert translate(monkeypatch, fork=True) == alone
-    assert left_out == [(1,)]  # of the 2 RouteConfigurations, the child renders the second
+    assert translate(monkeypatch, hosts, fork=True) == alone
+    assert left_out == [(2,)]
     assert rendered_here == []
 
 
 @pytest.mark.parametrize("failure", ["raises", "needs libyaml"])
 def test_what_the_child_does_not_deliver_is_rendered_here(
-    monkeypatch: pytest.MonkeyPatch, failure: str
+    monkeypatch: pytest.MonkeyPatch, hosts: Path, failure: str
 ) -> None:
-    alone = translate(monkeypatch, fork=False)
+    alone = translate(monkeypatch, hosts, fork=False)
 
     def items_text(items: list[Any], indent: int) -> str | None:
         if failure == "raises":
@@ -70,8 +85,8 @@ def test_what_the_child_does_not_deliver_is_rendered_here(
 
     monkeypatch.setattr(translate_fork, "items_text", items_text)
     rendered_here = count_calls(monkeypatch, "last_json")
-    assert translate(monkeypatch, fork=True) == alone
-    assert rendered_here == [(1,)]
+    assert translate(monkeypatch, hosts, fork=True) == alone
+    assert rendered_here == [(2,)]
 
 
 def test_the_process_entry_keeps_the_output_and_the_exit_code(tmp_path: Path) -> None:
@@ -95,7 +110,7 @@ def test_the_process_entry_keeps_the_output_and_the_exit_code(tmp_path: Path) ->
     assert "none.yaml" in missing.stderr
 
 
-def test_a_failure_after_the_fork_ends_the_child(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failure_after_the_fork_ends_the_child(monkeypatch: pytest.MonkeyPatch, hosts: Path) -> None:
     forked: list[int] = []
     fork = os.fork
 
@@ -111,7 +126,7 @@ def test_a_failure_after_the_fork_ends_the_child(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(os, "fork", recorded)
     monkeypatch.setattr("cpx.offline.translated_objects", fails)
     monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1)
-    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(QUICKSTART)])
+    result = CliRunner().invoke(cli, ["translate", "--plugins", "ingress", str(hosts)])
     assert isinstance(result.exception, RuntimeError)
     assert len(forked) == 1
     with pytest.raises(ChildProcessError):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -174,16 +174,17 @@ class Snapshot:
         with :meth:`last_json`).
         """
         shown = [t for t in PUSH_ORDER if t not in _SHOWN_WHEN_PRESENT or self.get(t).resources]
-        return {SHORT_NAMES[t]: self._json(t, 0, last_until if t == shown[-1] else None) for t in shown}
+        return {SHORT_NAMES[t]: list(self._json(t, 0, last_until if t == shown[-1] else None)) for t in shown}
 
-    def last_json(self, start: int) -> list[Any]:
-        """Envoy JSON of the resources of the last type of :meth:`to_json`, from index ``start``."""
+    def last_json(self, start: int) -> Iterator[Any]:
+        """Envoy JSON of the resources of the last type of :meth:`to_json`, from index ``start``,
+        one at a time."""
         return self._json(PUSH_ORDER[-1], start, None)
 
-    def _json(self, type_url: str, start: int, stop: int | None) -> list[Any]:
+    def _json(self, type_url: str, start: int, stop: int | None) -> Iterator[Any]:
         from cpx.xds.protojson import message_json  # noqa: PLC0415 (for tools only)
         from cpx.xds.types import message_class  # noqa: PLC0415
 
         decode = message_class(type_url).FromString  # Resource.message, without a lookup per resource
         resources = self.get(type_url).resources
-        return [message_json(decode(resources[name].body)) for name in sorted(resources)[start:stop]]
+        return (message_json(decode(resources[name].body)) for name in sorted(resources)[start:stop])
