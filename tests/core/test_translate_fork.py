@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from cpx.cli import cli, translate_fork
+from cpx.cli import cli, main, translate_fork
 from cpx.testing.cpxproc import backend, write_manifest
 from cpx.xds.resource import Snapshot
 from cpx_ingress.testing import simple_ingress
@@ -131,3 +133,14 @@ def test_a_failure_after_the_fork_ends_the_child(monkeypatch: pytest.MonkeyPatch
     assert len(forked) == 1
     with pytest.raises(ChildProcessError):
         os.waitpid(forked[0], os.WNOHANG)  # already reaped
+
+
+def test_stdout_redirected_to_text_in_process(monkeypatch: pytest.MonkeyPatch, hosts: Path) -> None:
+    """The child's UTF-8 is written as text where stdout takes nothing else (no binary buffer)."""
+    alone = translate(monkeypatch, hosts, fork=False)
+    monkeypatch.setattr(translate_fork, "MIN_RESOURCES", 1)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as stop:
+        main(["translate", "--plugins", "ingress", str(hosts)])
+    assert stop.value.code == 0
+    assert out.getvalue() == alone

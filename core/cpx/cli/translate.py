@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,9 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
         if fmt == "json":
             click.echo(json_text(doc))
         else:
+            binary = hasattr(sys.stdout, "buffer")  # not so when redirected in process (a StringIO)
             for piece in forked.pieces(doc):
-                click.echo(piece, nl=False)
+                click.echo(piece if binary or isinstance(piece, str) else piece.decode(), nl=False)
         code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
         own = ctx.find_object(OwnProcess)
         if own is not None:
