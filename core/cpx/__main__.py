@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cpx.cli import main
+from cpx.cli import run
 
 if __name__ == "__main__":
-    main()
+    run()

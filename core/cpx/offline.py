@@ -57,12 +57,35 @@ def translate(
     *,
     validator: Callable[[Snapshot], str | None] | None = None,
 ) -> dict[str, Any]:
-    """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``.
+    """Read manifests, build once, and return ``{"objects": [...], "errors": [...], "xds": {...}}``
+    (:func:`translation`'s document)."""
+    return translation(paths, host, config, validator=validator).doc
+
+
+@attrs.frozen
+class Translation:
+    """:func:`translation`'s document, and the pipeline that made it: ``cpx translate`` keeps that
+    until its process ends without freeing anything (freeing it costs ~7 ms at 10k routes)."""
+
+    doc: dict[str, Any]
+    pipeline: SnapshotHandler
+
+
+def translation(
+    paths: Sequence[Path],
+    host: PluginHost,
+    config: Config,
+    *,
+    validator: Callable[[Snapshot], str | None] | None = None,
+    xds_json: Callable[[Snapshot], dict[str, Any]] = Snapshot.to_json,
+) -> Translation:
+    """Read manifests, build once, and make ``{"objects": [...], "errors": [...], "xds": {...}}``.
 
     Files are loaded as ``cpx serve`` loads them (refused documents, objects defined twice);
     raises ManifestError when an input cannot be read or parsed at all.  With a ``validator``
     (``--envoy-validate``) every build is checked by it (objects it refuses are left out, as in
     ``cpx serve``) and the output has ``"envoy": {"accepted": bool, "message": ...}``.
+    ``xds_json`` renders the published snapshot (``cpx translate`` may leave a part to a child).
     """
     pipeline = SnapshotHandler.create(host, config)
     if validator is not None:
@@ -91,7 +114,7 @@ def translate(
         if note.reason == "DuplicateObject"
     )
     errors += build_errors
-    xds = redact_secrets(pipeline.snapshot.to_json()) if pipeline.snapshot is not None else {}
+    xds = redact_secrets(xds_json(pipeline.snapshot)) if pipeline.snapshot is not None else {}
     doc: dict[str, Any] = {
         "objects": translated_objects(read, pipeline, unknown),
         "errors": errors,
@@ -104,4 +127,4 @@ def translate(
         # so) and what was published is what Envoy accepted; no snapshot means nothing was.
         failed = pipeline.last_build_error
         doc["envoy"] = {"accepted": True} if failed is None else {"accepted": False, "message": failed}
-    return doc
+    return Translation(doc, pipeline)

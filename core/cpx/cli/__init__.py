@@ -15,6 +15,7 @@ from cpx import __version__
 from cpx.cli.bootstrap import bootstrap_command
 from cpx.cli.certgen import certgen_command
 from cpx.cli.plugins import plugins_group
+from cpx.cli.process import OwnProcess
 from cpx.cli.run import run_command
 from cpx.cli.serve import serve_command
 from cpx.cli.translate import translate_command
@@ -44,4 +45,11 @@ for _command in (
 
 
 def main(argv: Sequence[str] | None = None) -> None:
+    """``cpx`` in this process: it raises SystemExit when done, as click's commands do."""
     cli.main(args=list(argv) if argv is not None else None, prog_name="cpx")
+
+
+def run() -> None:
+    """The ``cpx`` process's entry point (the ``cpx`` script, ``python -m cpx``): the same as
+    :func:`main`, and a one-shot command may end the process at once (:class:`OwnProcess`)."""
+    cli.main(prog_name="cpx", obj=OwnProcess())

@@ -1,9 +1,10 @@
-"""``cpx translate``: its flags and output format; the translation is :func:`cpx.offline.translate`."""
+"""``cpx translate``: its flags and output format; the translation is :func:`cpx.offline.translation`."""
 
 from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from cpx.cli.options import (
     plugin_host,
     plugins_option,
 )
+from cpx.cli.process import OwnProcess
 from cpx.errors import CpxError
 from cpx.heap import collector_paused
 
@@ -49,25 +51,35 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
     With --envoy-validate the output's `envoy` entry holds Envoy's verdict, and the exit code is 1
     when Envoy refuses the configuration.
     """
-    from cpx.offline import translate  # noqa: PLC0415
+    from cpx.cli.translate_fork import ForkedYaml  # noqa: PLC0415
+    from cpx.offline import translation  # noqa: PLC0415
+    from cpx.xds.resource import Snapshot  # noqa: PLC0415
 
     config = core_config(ctx, params)
-    with collector_paused():
+    with collector_paused(), ForkedYaml() as forked:
         try:
             validator = None
             if params["envoy_validate"]:
                 from cpx.xds.constraints.envoycheck import EnvoyValidator  # noqa: PLC0415
 
                 validator = EnvoyValidator.tested(params["envoy_binary"])
-            doc = translate(paths, plugin_host(ctx), config, validator=validator)
+            xds_json = forked.xds_json if fmt == "yaml" else Snapshot.to_json
+            done = translation(paths, plugin_host(ctx), config, validator=validator, xds_json=xds_json)
+            doc = done.doc
         except CpxError as err:
             raise click.ClickException(str(err)) from None
         if fmt == "json":
             click.echo(json_text(doc))
         else:
-            click.echo(yaml_text(doc), nl=False)
-    if not doc.get("envoy", {}).get("accepted", True):
-        ctx.exit(1)
+            binary = hasattr(sys.stdout, "buffer")  # not so when redirected in process (a StringIO)
+            for piece in forked.pieces(doc):
+                click.echo(piece if binary or isinstance(piece, str) else piece.decode(), nl=False)
+        code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
+        own = ctx.find_object(OwnProcess)
+        if own is not None:
+            own.end(code)  # frees neither ``done`` nor reaps the child (returns when it cannot)
+    if code:
+        ctx.exit(code)
 
 
 def json_text(doc: Any) -> str:
@@ -99,10 +111,3 @@ def json_text(doc: Any) -> str:
     if not plain and compact.decode() != json.dumps(doc, separators=(",", ":")):
         return json.dumps(doc, indent=2)
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
-
-
-def yaml_text(doc: Any) -> str:
-    """``doc`` as block YAML (:mod:`cpx.cli.translate_yaml`)."""
-    from cpx.cli.translate_yaml import dump  # noqa: PLC0415 (only this output needs it)
-
-    return dump(doc)

@@ -75,17 +75,35 @@ def _event_dump(doc: Any) -> str:
 def dump(doc: Any) -> str:
     """``doc`` as ``yaml.dump`` writes ``json.loads(json.dumps(doc))``: block YAML of plain dicts,
     lists and scalars, nothing anchored."""
-    if type(doc) is dict and doc:
-        out: list[str] = []
-        try:
-            _mapping(doc, 0, out, "")
-        except _Irregular:
-            pass
-        else:
-            return "".join(out)
+    text = block_text(doc) if type(doc) is dict and doc else None
+    if text is not None:
+        return text
     # Through JSON: plain lists and dicts only (tuples, subclasses and non-string keys converted), none
     # shared (the emitter would anchor them).
     return _event_dump(json.loads(json.dumps(doc)))
+
+
+def block_text(doc: dict[str, Any]) -> str | None:
+    """:func:`dump` of a non-empty dict written here (None: not without libyaml).  Each top-level
+    entry's lines depend on that entry only: the dumps of a dict's parts, joined, are its dump."""
+    out: list[str] = []
+    try:
+        _mapping(doc, 0, out, "")
+    except _Irregular:
+        return None
+    return "".join(out)
+
+
+def items_text(items: list[Any], indent: int) -> str | None:
+    """The lines of ``items`` in a block sequence with its dashes at column ``indent``, as a dump
+    holding that sequence writes them (None: not without libyaml).  An item's lines depend on that
+    item and the column only."""
+    out: list[str] = []
+    try:
+        _sequence(items, indent, out, " " * indent)
+    except _Irregular:
+        return None
+    return "".join(out)
 
 
 class _Irregular(Exception):

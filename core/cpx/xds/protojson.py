@@ -38,47 +38,76 @@ def message_json(message: Message) -> Any:
     return _converter(message.DESCRIPTOR)(message)
 
 
-@functools.cache
+# Per message type: how its messages render (a type whose memo was given up: without the memo).
+_CONVERTERS: dict[Descriptor, Convert] = {}
+
+
 def _converter(descriptor: Descriptor) -> Convert:
+    known = _CONVERTERS.get(descriptor)
+    if known is None:
+        known = _CONVERTERS[descriptor] = _new_converter(descriptor)
+    return known
+
+
+def _new_converter(descriptor: Descriptor) -> Convert:
     name = descriptor.full_name
     if name == _ANY:
-        return _by_content(_any_json)
+        return _by_content(descriptor, _any_json)
     if name in _OWN_FORM:
         return _own_form_json
     if descriptor.file.name == _WRAPPERS_FILE:
         value = _value_converter(descriptor.fields_by_name["value"])
         return lambda message: value(message.value)
-    return _by_content(_regular_json)
+    return _by_content(descriptor, _regular_json)
 
 
 # Generated resources repeat their parts (every cluster's EDS config, every host's metadata and
 # headers, a listener's filters): a type's JSON is kept by the part's serialised bytes, which
 # determine it (serialising in C costs a fraction of the walk). A type whose parts keep missing
-# (names, paths: unique) is walked without lookups from then on.
+# (names, paths: unique) is walked without lookups, and without this wrapper, from then on.
 _MEMO_TRIAL = 64  # misses before a type's hit rate is judged
 _MEMO_ENTRIES = 4096  # per type
 
 
-def _by_content(convert: Convert) -> Convert:
+def _by_content(descriptor: Descriptor, convert: Convert) -> Convert:
     memo: dict[bytes, bytes] = {}
     hits = misses = 0
+    given_up = False
 
     def by_content(message: Any) -> Any:
-        nonlocal hits, misses
-        if misses >= _MEMO_TRIAL and hits * 4 < misses:
-            return convert(message)
+        nonlocal hits, misses, given_up
         data = message.SerializeToString(deterministic=True)
         known = memo.get(data)
         if known is not None:
             hits += 1
             return marshal.loads(known)  # a fresh copy: callers may change what they get
         misses += 1
+        if misses >= _MEMO_TRIAL and hits * 4 < misses and not given_up:
+            given_up = True
+            _without_memo(descriptor, convert)
         js = convert(message)
         if len(memo) < _MEMO_ENTRIES and _nested(js):  # a flat object costs no more to walk again
             memo[data] = marshal.dumps(js)
         return js
 
     return by_content
+
+
+def _without_memo(descriptor: Descriptor, convert: Convert) -> None:
+    """From now on, render messages of this type with ``convert`` itself: fields made with the
+    memo are made again (a call less per message, a tenth of rendering 10k routes)."""
+    _CONVERTERS[descriptor] = convert
+    for field in [f for f in _FIELDS if f.message_type is descriptor or _map_of(f, descriptor)]:
+        del _FIELDS[field]
+
+
+def _map_of(field: FieldDescriptor, descriptor: Descriptor) -> bool:
+    entry = field.message_type
+    return (
+        entry is not None
+        and entry.GetOptions().map_entry
+        and (entry.fields_by_name["value"].message_type is descriptor)
+    )
 
 
 def _nested(js: dict[str, Any]) -> bool:

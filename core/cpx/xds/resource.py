@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import attrs
@@ -32,7 +32,7 @@ SHORT_NAMES = {
     ROUTE: "routes",
 }
 
-# Left out of :meth:`Snapshot.to_json` when empty.
+# Left out of :meth:`Snapshot.to_json` when empty (never the last of PUSH_ORDER: see last_json).
 _SHOWN_WHEN_PRESENT = frozenset({SCOPED_ROUTE})
 
 
@@ -165,23 +165,26 @@ class Snapshot:
         found = self.types.get(type_url)
         return found if found is not None else TypeSnapshot.of(type_url, {})
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, last_until: int | None = None) -> dict[str, Any]:
         """Envoy JSON of every resource, grouped by short type name (for translate and debug).
 
         Scoped routes appear only when there are some: the classic single-RouteConfiguration shape
-        has none, and its output stays what it was before SRDS existed.
+        has none, and its output stays what it was before SRDS existed.  ``last_until``: only
+        that many of the last type's resources (``cpx translate`` renders the others elsewhere,
+        with :meth:`last_json`).
         """
+        shown = [t for t in PUSH_ORDER if t not in _SHOWN_WHEN_PRESENT or self.get(t).resources]
+        return {SHORT_NAMES[t]: list(self._json(t, 0, last_until if t == shown[-1] else None)) for t in shown}
+
+    def last_json(self, start: int) -> Iterator[Any]:
+        """Envoy JSON of the resources of the last type of :meth:`to_json`, from index ``start``,
+        one at a time."""
+        return self._json(PUSH_ORDER[-1], start, None)
+
+    def _json(self, type_url: str, start: int, stop: int | None) -> Iterator[Any]:
         from cpx.xds.protojson import message_json  # noqa: PLC0415 (for tools only)
         from cpx.xds.types import message_class  # noqa: PLC0415
 
-        out: dict[str, Any] = {}
-        for type_url in PUSH_ORDER:
-            snap = self.get(type_url)
-            if type_url in _SHOWN_WHEN_PRESENT and not snap.resources:
-                continue
-            decode = message_class(type_url).FromString  # Resource.message, without a lookup per resource
-            resources = snap.resources
-            out[SHORT_NAMES[type_url]] = [
-                message_json(decode(resources[name].body)) for name in sorted(resources)
-            ]
-        return out
+        decode = message_class(type_url).FromString  # Resource.message, without a lookup per resource
+        resources = self.get(type_url).resources
+        return (message_json(decode(resources[name].body)) for name in sorted(resources)[start:stop])
