@@ -403,4 +403,10 @@ class HttpFilterSpec:
     # have no RouteAction); ``virtual_host_fields`` may set only fields numbered after ``routes``.
     route_action: Callable[[Route], Message | None] | None = None
     virtual_host_fields: Callable[[VirtualHost], Message | None] | None = None
+    # The names of the attachment keys (AttachmentKey.name) that the route functions (per_route /
+    # per_route_at, route_action, per_weighted_cluster) read, when those are all they read: they
+    # return None for a route whose attachments and clusters' attachments hold none of them, so
+    # the core does not call them for such a route (most routes carry no attachment at all).
+    # None: called for every route.
+    route_keys: tuple[str, ...] | None = None
     description: str = ""

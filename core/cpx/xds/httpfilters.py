@@ -219,21 +219,59 @@ class RouteCalls(NamedTuple):
     per_weighted_cluster: tuple[_Call, ...]
 
 
-# id(filters) -> (filters, their RouteCalls), kept so that the id is not reused.
-_route_calls_memo: dict[int, tuple[HttpFilters, RouteCalls]] = {}
+class _RouteCallSets:
+    """A filter tuple's route calls: all of them, and those of the filters that may configure a
+    route carrying some attachment keys (see ``HttpFilterSpec.route_keys``)."""
+
+    def __init__(self, filters: HttpFilters) -> None:
+        kinds = ("per_route", "route_action", "per_weighted_cluster")
+        self.every = RouteCalls(*(_calls(filters, kind) for kind in kinds))
+        self.keys = {spec.name: frozenset(spec.route_keys) for spec in filters if spec.route_keys is not None}
+        self._carrying: dict[frozenset[str], RouteCalls] = {}
+        # A route without attachments (and clusters without any): the filters that read none.
+        self.bare = self.carrying(frozenset())
+
+    def carrying(self, names: frozenset[str]) -> RouteCalls:
+        """The calls for a route whose (and whose clusters') attachment keys are named ``names``."""
+        known = self._carrying.get(names)
+        if known is None:
+            if len(self._carrying) >= _MEMO_LIMIT:
+                self._carrying.clear()
+            idle = [name for name, keys in self.keys.items() if keys.isdisjoint(names)]
+            known = self._carrying[names] = RouteCalls(
+                *(tuple(call for call in calls if call[0] not in idle) for calls in self.every)
+            )
+        return known
 
 
-def route_calls(filters: HttpFilters) -> RouteCalls:
+# id(filters) -> (filters, their call sets), kept so that the id is not reused.
+_route_calls_memo: dict[int, tuple[HttpFilters, _RouteCallSets]] = {}
+
+
+def route_calls(filters: HttpFilters, route: Route) -> RouteCalls:
+    """The calls that may give ``route`` a config: a filter that declares the attachment keys it
+    reads is left out when the route and its clusters carry none of them."""
     known = _route_calls_memo.get(id(filters))
-    if known is not None and known[0] is filters:
-        return known[1]
-    calls = RouteCalls(
-        _calls(filters, "per_route"), _calls(filters, "route_action"), _calls(filters, "per_weighted_cluster")
-    )
-    if len(_route_calls_memo) >= _MEMO_LIMIT:
-        _route_calls_memo.clear()
-    _route_calls_memo[id(filters)] = (filters, calls)
-    return calls
+    if known is None or known[0] is not filters:
+        if len(_route_calls_memo) >= _MEMO_LIMIT:
+            _route_calls_memo.clear()
+        known = _route_calls_memo[id(filters)] = (filters, _RouteCallSets(filters))
+    sets = known[1]
+    if not sets.keys:
+        return sets.every
+    # The common case first (no attachment anywhere, as on every Ingress route): no set built.
+    bare = not route.attachments
+    if bare:
+        for cluster in route.clusters:
+            if cluster.attachments:
+                bare = False
+                break
+    if bare:
+        return sets.bare
+    names = {key.name for key in route.attachments}
+    for cluster in route.clusters:
+        names.update(key.name for key in cluster.attachments)
+    return sets.carrying(frozenset(names))
 
 
 def route_action_fields(calls: RouteCalls, route: Route) -> list[Message]:

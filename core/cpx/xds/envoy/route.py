@@ -295,7 +295,7 @@ def _single_simple_cluster(route: Route, calls: RouteCalls) -> bool:
 
 def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_components.WeightedCluster:
     """Split by weight; a cluster's own per-filter configs go on its entry."""
-    return _weighted_clusters(route, route_calls(filters))
+    return _weighted_clusters(route, route_calls(filters, route))
 
 
 def _weighted_clusters(route: Route, calls: RouteCalls) -> route_components.WeightedCluster:
@@ -386,7 +386,7 @@ def build_route(
     ``guard_upgrades``: record the upgrades the route allows for the scoped shape's guard
     (:func:`cpx.xds.envoy.scoped.mark_upgrades`).
     """
-    calls = route_calls(filters)
+    calls = route_calls(filters, route)
     out = route_components.Route()
     _fill_match(out.match, route, extra_header)
     if route.https_redirect and not secure:
