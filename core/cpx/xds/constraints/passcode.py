@@ -113,19 +113,22 @@ def compile_pass(
     memo: tuple[Callable[..., Any], Callable[..., Any]] | None,
     max_depth: int,
 ) -> Pass:
-    """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (recall,
+    """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (missed,
     remember) when the plan has a memo."""
     names: dict[str, Any] = {"P": plan, "LIMIT": max_depth}
     body = ["if depth > LIMIT:", "    return False"]
     if memo is not None:
-        names["recall"], names["remember"] = memo
+        names["missed"], names["remember"] = memo
+        # The walk's recall (validate._recall) written out: a hit, the common case, costs no call.
         body += [
             "memo = P.memo",
             "if memo is not None:",
             "    key = (P, m.SerializeToString(), scope)",
-            "    found = recall(P, key)",
+            "    found = memo.get(key)",
             "    if found is not None:",
+            "        P.hits += 1",
             "        return not found",
+            "    missed(P)",
         ]
     if plan.scope is not None:
         names["S"] = plan.scope

@@ -206,10 +206,15 @@ def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
     if found is not None:
         plan.hits += 1
         return found
+    _missed(plan)
+    return None
+
+
+def _missed(plan: Plan) -> None:
+    """Count a lookup that found nothing (the pass checks count their hits themselves)."""
     plan.misses += 1
     if plan.misses >= _MEMO_TRIAL and plan.hits * 4 < plan.misses:
         plan.memo = None  # this type's parts hardly repeat: walk them without looking them up
-    return None
 
 
 def _remember(plan: Plan, key: MemoKey, found: list[Violation], path: Path) -> None:
@@ -499,7 +504,7 @@ class Checker:
             f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
         ):
             plan.memo = self._memo
-        memo = (_recall, _remember) if plan.memo is not None else None
+        memo = (_missed, _remember) if plan.memo is not None else None
         plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
 
     def _field_checks(
