@@ -21,6 +21,7 @@ object.  Only what the latest DAG uses stays memoised.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import re
@@ -31,6 +32,7 @@ import attrs
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
+from google.protobuf.message import Message
 
 from cpx.config import Config
 from cpx.dag.attachments import NO_ATTACHMENTS
@@ -41,7 +43,7 @@ from cpx.isolation import Fault
 from cpx.objects import ObjectKey
 from cpx.xds import resource
 from cpx.xds.constraints.notes import violation_note
-from cpx.xds.constraints.validate import violations
+from cpx.xds.constraints.validate import pass_check, violations
 from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
@@ -520,6 +522,7 @@ class _Build:
         authority = wildcard_authority_match(fqdn) if vhost.single_label_wildcard else None
         pieces: list[tuple[Route, _Piece]] = []
         faults = self.faults
+        passes = _passes(route_components.Route)
 
         def breaks(route: Route) -> bool:
             return bool(violations(build_route(route, secure, authority, fqdn, filters)))
@@ -530,7 +533,7 @@ class _Build:
             piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
                 message = build_route(route, secure, authority, fqdn, filters, guard)
-                problems = violations(message)
+                problems = None if passes(message) else violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
                     origins = _culprits(route, breaks)
@@ -542,7 +545,7 @@ class _Build:
         head = self.heads[fqdn] = virtual_host_head_bytes(fqdn)
         tail = virtual_host_tail_bytes(vhost, filters)
         whole = route_components.VirtualHost.FromString(head + tail)  # the vhost without routes
-        problems = violations(whole)
+        problems = None if _passes(route_components.VirtualHost)(whole) else violations(whole)
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
             origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
@@ -558,6 +561,13 @@ class _Build:
         if len(faults) == found:
             return _Translated(vhost, routes, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
         return _Translated(_NO_VHOST, _NEVER_EQUAL, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
+
+
+@functools.cache
+def _passes(message_type: type[Message]) -> Callable[[Message], bool]:
+    """The type's pass check, found once: every route and virtual host of a build is put to it,
+    and only one that does not pass to violations."""
+    return pass_check(message_type.DESCRIPTOR)
 
 
 def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[ObjectKey]:

@@ -36,6 +36,9 @@ class Checked(Protocol):
     @property
     def check(self) -> Pass: ...
 
+    @property
+    def ready(self) -> bool: ...  # filled, its check written
+
 
 # What the common checks are made of, for a type's written check to take them in rather than call
 # them (they are closures, the fastest to call where they are called).
@@ -154,6 +157,12 @@ def compile_pass(
     return check
 
 
+def compiled(plan: Checked) -> None:
+    """``plan``'s check is written (it never changes after): bind the entries waiting for it."""
+    for table, field in _WAITING.pop(plan, ()):
+        table[field] = plan.check
+
+
 def _probes(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> list[str]:
     """Each checked field by name, when set as ListFields would list it: a field with presence
     when it has it, others when not empty (a proto3 -0.0 aside, which every rule reads as 0.0, so
@@ -190,8 +199,24 @@ def _inline(check: Pass, tag: str, names: dict[str, Any], var: str = "v") -> lis
     return [f"if not c{tag}({var}, scope, depth):", "    return False"]
 
 
+# Per plan not compiled yet, the tables of _listed whose entries are to call its check directly
+# once it is (see compiled).
+_WAITING: weakref.WeakKeyDictionary[Any, list[tuple[dict[FieldDescriptor, Pass], FieldDescriptor]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _listed(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> list[str]:
-    names["F"] = dict(checks)
+    table = names["F"] = dict(checks)
+    # A message field's entry calls its type's check itself rather than enter's closure (one call
+    # less per message); a type compiled later is bound when it is (compiled).
+    for field, check in checks.items():
+        shape, part = _SHAPES.get(check, ("", None))
+        if shape == "enter":
+            if part.ready:
+                table[field] = part.check
+            else:
+                _WAITING.setdefault(part, []).append((table, field))
     return [
         "for f, v in m.ListFields():",
         "    c = F.get(f)",

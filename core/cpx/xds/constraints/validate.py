@@ -33,7 +33,7 @@ from google.protobuf.message import DecodeError, Message
 from validate import validate_pb2
 
 from cpx.xds.constraints import pgv, semantic
-from cpx.xds.constraints.passcode import compile_pass, each, enter, tests
+from cpx.xds.constraints.passcode import compile_pass, compiled, each, enter, tests
 from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
 from cpx.xds.types import message_class
 
@@ -431,6 +431,7 @@ class Checker:
         with self._lock:
             if not plan.ready and plan.descriptor is not None:
                 self._compile(plan.descriptor, plan)
+                compiled(plan)
                 plan.ready = True  # last: walks in other threads read the plan without the lock
 
     def is_active(self, descriptor: Descriptor) -> bool:
@@ -819,6 +820,23 @@ def default_checker() -> Checker:
 def violations(message: Message) -> list[Violation]:
     """Everything Envoy would refuse in ``message`` (see :class:`Checker`)."""
     return default_checker().violations(message)
+
+
+def pass_check(descriptor: Descriptor) -> Callable[[Message], bool]:
+    """Whether a message of this type surely breaks no rule (its pass check, see _passes): for a
+    caller checking many messages of one type (every route of a build), with none of the
+    dispatch of :func:`violations` per message.  False means "maybe not": ask violations."""
+    plan = default_checker().plan(descriptor)
+    if not plan.active:
+        return lambda message: True
+
+    def passes(message: Message) -> bool:
+        try:
+            return plan.check(message, _TOP, 0)
+        except RecursionError:
+            return False  # violations walks it
+
+    return passes
 
 
 def resource_violations(type_url: str, payload: bytes) -> list[Violation]:

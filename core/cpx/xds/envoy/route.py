@@ -289,7 +289,7 @@ def _single_simple_cluster(route: Route, calls: RouteCalls) -> bool:
     return (
         only.request_headers.is_empty()
         and only.response_headers.is_empty()
-        and not weighted_cluster_configs(calls, route, only)
+        and not (calls.per_weighted_cluster and weighted_cluster_configs(calls, route, only))
     )
 
 
@@ -337,9 +337,12 @@ def _fill_rewrites(action: route_components.RouteAction, route: Route) -> None:
         action.host_rewrite_header = route.request_headers.host_rewrite_header
 
 
-def _fill_action(action: route_components.RouteAction, route: Route, calls: RouteCalls) -> bool:
+def _fill_action(
+    action: route_components.RouteAction, route: Route, calls: RouteCalls, request: HeadersPolicy
+) -> bool:
     """Set ``action`` (a Route's own, so nothing is copied) from ``route``; True if it may allow
-    upgrades (websocket, or fields a filter merged in)."""
+    upgrades (websocket, or fields a filter merged in).  ``request`` is the route's request
+    headers policy (host rewrites are action fields)."""
     action.SetInParent()
     if _single_simple_cluster(route, calls):
         action.cluster = cluster_name(route.clusters[0])
@@ -354,7 +357,8 @@ def _fill_action(action: route_components.RouteAction, route: Route, calls: Rout
         action.idle_timeout.CopyFrom(timeout(policy.idle))
     if route.retry_policy is not None and route.retry_policy.retry_on:
         action.retry_policy.CopyFrom(retry_policy(route.retry_policy))
-    _fill_rewrites(action, route)
+    if route.prefix_rewrite is not None or route.regex_rewrite is not None or not request.is_empty():
+        _fill_rewrites(action, route)
     if route.mirrors:
         action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
     if route.websocket:
@@ -365,6 +369,8 @@ def _fill_action(action: route_components.RouteAction, route: Route, calls: Rout
             action.hash_policy.append(hashing)
     if route.internal_redirect is not None:
         action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
+    if not calls.route_action:  # most routes: no filter adds to their action
+        return route.websocket
     merged = route_action_fields(calls, route)
     for fields in merged:
         action.MergeFrom(fields)
@@ -400,16 +406,17 @@ def build_route(
         failed = route.failed_share
         out.direct_response.status = 503 if failed is None else failed.status_code
     else:
-        action = out.route
+        request, response = route.request_headers, route.response_headers
         # Only a route whose action may hold upgrade configs is looked at (reading them is not free).
-        if _fill_action(action, route, calls) and guard_upgrades:
+        if _fill_action(out.route, route, calls, request) and guard_upgrades:
             mark_upgrades(out)
-        if not route.request_headers.is_empty():
-            out.request_headers_to_add.extend(header_value_options(route.request_headers))
-            out.request_headers_to_remove.extend(route.request_headers.remove)
-        if not route.response_headers.is_empty():
-            out.response_headers_to_add.extend(header_value_options(route.response_headers))
-            out.response_headers_to_remove.extend(route.response_headers.remove)
-    for name, config in route_configs(calls, route, route_site(fqdn, secure)):
-        out.typed_per_filter_config[name].CopyFrom(config)
+        if not request.is_empty():
+            out.request_headers_to_add.extend(header_value_options(request))
+            out.request_headers_to_remove.extend(request.remove)
+        if not response.is_empty():
+            out.response_headers_to_add.extend(header_value_options(response))
+            out.response_headers_to_remove.extend(response.remove)
+    if calls.per_route:
+        for name, config in route_configs(calls, route, route_site(fqdn, secure)):
+            out.typed_per_filter_config[name].CopyFrom(config)
     return out
