@@ -141,6 +141,10 @@ def test_after_and_before_place_a_filter_and_ties_go_by_plugin_then_name() -> No
             (_filter("x.a", per_route=lambda r: None, per_route_at=lambda r, s: None),),
             "'x.a' of plugin 'x' sets both per_route and per_route_at",
         ),
+        (
+            (_filter("x.a", per_route=lambda r: None, route_fields=("cors", "colour")),),
+            r"'x.a' of plugin 'x' reads \['colour'\], which are neither Route nor Cluster attributes",
+        ),
     ],
 )
 def test_bad_contributions_are_start_up_errors_naming_the_plugins(
@@ -286,6 +290,25 @@ def test_a_filter_naming_its_route_keys_is_called_only_for_routes_carrying_one()
     assert MUTATION in built["/tagged"].typed_per_filter_config
     (entry,) = built["/cluster"].route.weighted_clusters.clusters
     assert MUTATION in entry.typed_per_filter_config
+
+
+def test_a_filter_naming_the_attributes_it_reads_is_called_only_where_one_is_set() -> None:
+    seen: list[str] = []
+
+    def per_route(route: Route) -> header_mutation.HeaderMutationPerRoute | None:
+        seen.append(route.path.value)
+        return _tagged(Tag(route.prefix_rewrite)) if route.prefix_rewrite else None
+
+    filters = (_filter(MUTATION, per_route=per_route, route_fields=("prefix_rewrite", "sni")),)
+    plain = Route(path=PathMatch(kind=PathKind.PREFIX, value="/plain"), clusters=(Cluster(upstream=WEB),))
+    rewritten = attrs.evolve(plain, path=PathMatch(kind=PathKind.PREFIX, value="/r"), prefix_rewrite="/x")
+    sni = attrs.evolve(
+        plain, path=PathMatch(kind=PathKind.PREFIX, value="/sni"), clusters=(Cluster(upstream=WEB, sni="a"),)
+    )
+    built = {r.path.value: build_route(r, False, filters=filters) for r in (plain, rewritten, sni)}
+    assert seen == ["/r", "/sni"]
+    assert MUTATION in built["/r"].typed_per_filter_config
+    assert MUTATION not in built["/plain"].typed_per_filter_config
 
 
 def test_per_virtual_host_and_per_weighted_cluster_configs_come_from_attachments() -> None:

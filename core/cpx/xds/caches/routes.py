@@ -532,14 +532,13 @@ class _Build:
         for route in routes.values():
             piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
-                message = build_route(route, secure, authority, fqdn, filters, guard)
+                message, body = build_route(route, secure, authority, fqdn, filters, guard, True)
                 problems = None if passes(message) else violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
                     origins = _culprits(route, breaks)
                     faults.append(Fault(note=note, origins=origins, precise=bool(origins)))
                     continue
-                body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces.append((route, piece))
         head = self.heads[fqdn] = virtual_host_head_bytes(fqdn)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal, overload
 
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.route.v3 import route_components_pb2 as route_components
@@ -337,12 +338,9 @@ def _fill_rewrites(action: route_components.RouteAction, route: Route) -> None:
         action.host_rewrite_header = route.request_headers.host_rewrite_header
 
 
-def _fill_action(
-    action: route_components.RouteAction, route: Route, calls: RouteCalls, request: HeadersPolicy
-) -> bool:
+def _fill_action(action: route_components.RouteAction, route: Route, calls: RouteCalls) -> bool:
     """Set ``action`` (a Route's own, so nothing is copied) from ``route``; True if it may allow
-    upgrades (websocket, or fields a filter merged in).  ``request`` is the route's request
-    headers policy (host rewrites are action fields)."""
+    upgrades (websocket, or fields a filter merged in)."""
     action.SetInParent()
     if _single_simple_cluster(route, calls):
         action.cluster = cluster_name(route.clusters[0])
@@ -357,8 +355,7 @@ def _fill_action(
         action.idle_timeout.CopyFrom(timeout(policy.idle))
     if route.retry_policy is not None and route.retry_policy.retry_on:
         action.retry_policy.CopyFrom(retry_policy(route.retry_policy))
-    if route.prefix_rewrite is not None or route.regex_rewrite is not None or not request.is_empty():
-        _fill_rewrites(action, route)
+    _fill_rewrites(action, route)
     if route.mirrors:
         action.request_mirror_policies.extend(mirror_policy(m) for m in route.mirrors)
     if route.websocket:
@@ -369,12 +366,34 @@ def _fill_action(
             action.hash_policy.append(hashing)
     if route.internal_redirect is not None:
         action.internal_redirect_policy.CopyFrom(internal_redirect_policy(route.internal_redirect))
-    if not calls.route_action:  # most routes: no filter adds to their action
-        return route.websocket
     merged = route_action_fields(calls, route)
     for fields in merged:
         action.MergeFrom(fields)
     return route.websocket or bool(merged)
+
+
+@overload
+def build_route(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None = None,
+    fqdn: str = "",
+    filters: HttpFilters = (),
+    guard_upgrades: bool = False,
+    encoded: Literal[False] = False,
+) -> route_components.Route: ...
+
+
+@overload
+def build_route(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None,
+    fqdn: str,
+    filters: HttpFilters,
+    guard_upgrades: bool,
+    encoded: Literal[True],
+) -> tuple[route_components.Route, bytes]: ...
 
 
 def build_route(
@@ -384,15 +403,38 @@ def build_route(
     fqdn: str = "",
     filters: HttpFilters = (),
     guard_upgrades: bool = False,
-) -> route_components.Route:
+    encoded: bool = False,
+) -> route_components.Route | tuple[route_components.Route, bytes]:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
     ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
     ``guard_upgrades``: record the upgrades the route allows for the scoped shape's guard
-    (:func:`cpx.xds.envoy.scoped.mark_upgrades`).
+    (:func:`cpx.xds.envoy.scoped.mark_upgrades`).  ``encoded``: also its (deterministic)
+    serialisation, as a pair.
+
+    A plain forward (a path, one cluster, nothing else: most Ingress routes) is encoded directly,
+    as :func:`cpx.xds.envoy.common.embedded` pieces in field order (the canonical encoding), and
+    parsed: a fraction of what setting its fields one by one and serialising them costs.
     """
     calls = route_calls(filters, route)
+    plain = _plain_forward(route, secure, extra_header, fqdn, calls)
+    if plain is not None:
+        message = route_components.Route.FromString(plain)
+        return (message, plain) if encoded else message
+    message = _built(route, secure, extra_header, fqdn, calls, guard_upgrades)
+    return (message, message.SerializeToString(deterministic=True)) if encoded else message
+
+
+def _built(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None,
+    fqdn: str,
+    calls: RouteCalls,
+    guard_upgrades: bool,
+) -> route_components.Route:
+    """Any route, field by field."""
     out = route_components.Route()
     _fill_match(out.match, route, extra_header)
     if route.https_redirect and not secure:
@@ -406,17 +448,98 @@ def build_route(
         failed = route.failed_share
         out.direct_response.status = 503 if failed is None else failed.status_code
     else:
-        request, response = route.request_headers, route.response_headers
+        action = out.route
         # Only a route whose action may hold upgrade configs is looked at (reading them is not free).
-        if _fill_action(out.route, route, calls, request) and guard_upgrades:
+        if _fill_action(action, route, calls) and guard_upgrades:
             mark_upgrades(out)
-        if not request.is_empty():
-            out.request_headers_to_add.extend(header_value_options(request))
-            out.request_headers_to_remove.extend(request.remove)
-        if not response.is_empty():
-            out.response_headers_to_add.extend(header_value_options(response))
-            out.response_headers_to_remove.extend(response.remove)
+        if not route.request_headers.is_empty():
+            out.request_headers_to_add.extend(header_value_options(route.request_headers))
+            out.request_headers_to_remove.extend(route.request_headers.remove)
+        if not route.response_headers.is_empty():
+            out.response_headers_to_add.extend(header_value_options(route.response_headers))
+            out.response_headers_to_remove.extend(route.response_headers.remove)
     if calls.per_route:
         for name, config in route_configs(calls, route, route_site(fqdn, secure)):
             out.typed_per_filter_config[name].CopyFrom(config)
     return out
+
+
+# -- plain forwards, encoded directly --------------------------------------------------------------
+
+# The Route fields build_route reads, by what reads them: a field added to Route must be placed
+# here (tests/core/test_routes.py checks that every field is), so that _plain_forward never
+# encodes a route that _built would give more.
+PLAIN_FORWARD_READS = {
+    "path": "encoded",
+    "clusters": "encoded (one cluster without headers or per-filter configs)",
+    "headers": "not plain",
+    "query": "not plain",
+    "failed_share": "not plain",
+    "redirect": "not plain",
+    "direct_response": "not plain",
+    "https_redirect": "not plain",
+    "websocket": "not plain",
+    "timeout_policy": "not plain",
+    "retry_policy": "not plain",
+    "prefix_rewrite": "not plain",
+    "regex_rewrite": "not plain",
+    "request_headers": "not plain",
+    "response_headers": "not plain",
+    "mirrors": "not plain",
+    "hash_policies": "not plain",
+    "internal_redirect": "not plain",
+    "cookie_rewrites": "filters (per-route configs)",
+    "local_rate_limit": "filters (per-route configs)",
+    "ip_filter": "filters (per-route configs)",
+    "cors": "filters (per-route configs)",
+    "attachments": "filters (per-route configs)",
+    "precedence": "unused (sorting)",
+    "origin": "unused (faults)",
+}
+_MATCH, _ACTION = 1, 2  # Route.match, Route.route
+_CLUSTER = 1  # RouteAction.cluster
+_PREFIX, _PATH, _SEPARATED_PREFIX = 1, 2, 14  # RouteMatch's path specifiers
+
+
+def _plain_forward(
+    route: Route, secure: bool, extra_header: HeaderMatch | None, fqdn: str, calls: RouteCalls
+) -> bytes | None:
+    """A plain forward's Route encoded, or None for any other route (_built's business)."""
+    if (
+        len(route.clusters) != 1
+        or extra_header is not None
+        or route.headers
+        or route.query
+        or route.failed_share is not None
+        or route.redirect is not None
+        or route.direct_response is not None
+        or (route.https_redirect and not secure)
+        or route.websocket
+        or route.timeout_policy.response is not None
+        or route.timeout_policy.idle is not None
+        or route.retry_policy is not None
+        or route.prefix_rewrite is not None
+        or route.regex_rewrite is not None
+        or route.mirrors
+        or route.hash_policies
+        or route.internal_redirect is not None
+        or not route.request_headers.is_empty()
+        or not route.response_headers.is_empty()
+    ):
+        return None
+    path = route.path
+    if path.kind is PathKind.PREFIX:
+        match = embedded(_PREFIX, path.value.encode())
+    elif path.kind is PathKind.EXACT:
+        match = embedded(_PATH, path.value.encode())
+    elif path.kind is PathKind.SEGMENT_PREFIX:
+        trimmed = path.value.rstrip("/")  # as _fill_match
+        match = embedded(_SEPARATED_PREFIX, trimmed.encode()) if trimmed else embedded(_PREFIX, b"/")
+    else:
+        return None
+    if calls.route_action or not _single_simple_cluster(route, calls):
+        return None
+    if calls.per_route and route_configs(calls, route, route_site(fqdn, secure)):
+        return None
+    action = embedded(_CLUSTER, cluster_name(route.clusters[0]).encode())
+    return embedded(_MATCH, match) + embedded(_ACTION, action)
