@@ -24,8 +24,9 @@ from cpx.dag.nodes import (
     ServicePort,
     TimeoutPolicy,
 )
+from cpx.xds.constraints.validate import parts_pass_check, violations
 from cpx.xds.envoy import route as route_module
-from cpx.xds.envoy.route import PLAIN_FORWARD_READS, build_route
+from cpx.xds.envoy.route import PLAIN_FORWARD_FIELDS, PLAIN_FORWARD_READS, build_route
 from cpx.xds.httpfilters import route_calls
 
 FILTERS = builtin_contributions().http_filters
@@ -39,7 +40,7 @@ def _built(route: Route, secure: bool = False, extra: HeaderMatch | None = None)
 
 
 def _fast(route: Route, secure: bool = False, extra: HeaderMatch | None = None) -> bytes:
-    message, data = build_route(route, secure, extra, "example.com", FILTERS, True, True)
+    message, data, _ = build_route(route, secure, extra, "example.com", FILTERS, True, True)
     assert message.SerializeToString(deterministic=True) == data
     return data
 
@@ -101,3 +102,23 @@ def test_routes_with_more_are_built_as_before(changes: dict[str, Any], secure: b
     assert _fast(route, secure) == _built(route, secure)
     extra = HeaderMatch(name=":authority", kind=HeaderMatchKind.REGEX, value="^[a-z]+\\.example\\.com$")
     assert _fast(route, secure, extra) == _built(route, secure, extra)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from([PathKind.PREFIX, PathKind.EXACT, PathKind.SEGMENT_PREFIX]),
+    value=st.one_of(names, st.sampled_from(["/", "/a", "/a?b", "/a#", "a/", "/a b", "/\x00", "/" * 200])),
+    service=st.text(alphabet="abcdefghijklmnopqrstuvwxyz-0123456789", min_size=1, max_size=120),
+)
+def test_plain_forwards_pass_their_parts_check_exactly_when_violations_finds_nothing(
+    kind: PathKind, value: str, service: str
+) -> None:
+    route = Route(
+        path=PathMatch(kind=kind, value=value),
+        clusters=(Cluster(upstream=ServicePort(namespace="ns", name=service, port=80)),),
+    )
+    message, _, plain = build_route(route, False, None, "example.com", FILTERS, True, True)
+    assert plain is not None
+    passes = parts_pass_check(message.DESCRIPTOR, PLAIN_FORWARD_FIELDS)
+    assert passes(message, plain) == (not violations(message))
+    assert passes(message, plain) == (not violations(message))  # the second time from the memo

@@ -25,7 +25,7 @@ import functools
 import itertools
 import operator
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 
 import attrs
@@ -43,10 +43,11 @@ from cpx.isolation import Fault
 from cpx.objects import ObjectKey
 from cpx.xds import resource
 from cpx.xds.constraints.notes import violation_note
-from cpx.xds.constraints.validate import pass_check, violations
+from cpx.xds.constraints.validate import parts_pass_check, pass_check, violations
 from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
+    PLAIN_FORWARD_FIELDS,
     build_route,
     virtual_host_head_bytes,
     virtual_host_tail_bytes,
@@ -522,7 +523,7 @@ class _Build:
         authority = wildcard_authority_match(fqdn) if vhost.single_label_wildcard else None
         pieces: list[tuple[Route, _Piece]] = []
         faults = self.faults
-        passes = _passes(route_components.Route)
+        passes, plain_passes = _passes(route_components.Route), _plain_passes()
 
         def breaks(route: Route) -> bool:
             return bool(violations(build_route(route, secure, authority, fqdn, filters)))
@@ -532,8 +533,9 @@ class _Build:
         for route in routes.values():
             piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
-                message, body = build_route(route, secure, authority, fqdn, filters, guard, True)
-                problems = None if passes(message) else violations(message)
+                message, body, plain = build_route(route, secure, authority, fqdn, filters, guard, True)
+                fine = plain_passes(message, plain) if plain is not None else passes(message)
+                problems = None if fine else violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
                     origins = _culprits(route, breaks)
@@ -567,6 +569,12 @@ def _passes(message_type: type[Message]) -> Callable[[Message], bool]:
     """The type's pass check, found once: every route and virtual host of a build is put to it,
     and only one that does not pass to violations."""
     return pass_check(message_type.DESCRIPTOR)
+
+
+@functools.cache
+def _plain_passes() -> Callable[[route_components.Route, Sequence[bytes]], bool]:
+    """The pass check of plain forwards, given their parts' encodings (no part read again)."""
+    return parts_pass_check(route_components.Route.DESCRIPTOR, PLAIN_FORWARD_FIELDS)
 
 
 def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[ObjectKey]:

@@ -115,9 +115,14 @@ def compile_pass(
     plan: Planned,
     memo: tuple[Callable[..., Any], Callable[..., Any]] | None,
     max_depth: int,
+    own_only: bool = False,
 ) -> Pass:
     """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (missed,
-    remember) when the plan has a memo."""
+    remember) when the plan has a memo.  ``own_only``: only the rules of the message itself (its
+    unset fields, oneofs and semantic rules, in the scope given), for a caller that checked its
+    fields already."""
+    if own_only:
+        memo = None
     names: dict[str, Any] = {"P": plan, "LIMIT": max_depth}
     body = ["if depth > LIMIT:", "    return False"]
     if memo is not None:
@@ -133,10 +138,10 @@ def compile_pass(
             "        return not found",
             "    missed(P)",
         ]
-    if plan.scope is not None:
+    if plan.scope is not None and not own_only:
         names["S"] = plan.scope
         body.append("scope = S(m, scope)")
-    checks = plan.passes
+    checks = {} if own_only else plan.passes
     if checks:
         body.append("depth += 1")
         body += _probes(checks, names) if len(checks) <= PROBES_MAX else _listed(checks, names)
@@ -152,9 +157,16 @@ def compile_pass(
     body.append("return True")
     source = "def passes(m, scope, depth):\n" + "".join(f"    {line}\n" for line in body)
     # The source holds field names and local names only; every value is passed in ``names``.
-    exec(compile(source, f"<pass check of {descriptor.full_name}>", "exec"), names)
+    kind = "own rules" if own_only else "pass check"
+    exec(compile(source, f"<{kind} of {descriptor.full_name}>", "exec"), names)
     check: Pass = names["passes"]
     return check
+
+
+def entered_plan(check: Pass) -> object | None:
+    """The plan whose check ``check`` calls, when it is :func:`enter`'s."""
+    shape, part = _SHAPES.get(check, ("", None))
+    return part if shape == "enter" else None
 
 
 def compiled(plan: Checked) -> None:

@@ -33,7 +33,7 @@ from google.protobuf.message import DecodeError, Message
 from validate import validate_pb2
 
 from cpx.xds.constraints import pgv, semantic
-from cpx.xds.constraints.passcode import compile_pass, compiled, each, enter, tests
+from cpx.xds.constraints.passcode import compile_pass, compiled, each, enter, entered_plan, tests
 from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
 from cpx.xds.types import message_class
 
@@ -837,6 +837,61 @@ def pass_check(descriptor: Descriptor) -> Callable[[Message], bool]:
             return False  # violations walks it
 
     return passes
+
+
+def parts_pass_check(
+    descriptor: Descriptor, fields: Sequence[str]
+) -> Callable[[Message, Sequence[bytes]], bool]:
+    """:func:`pass_check` for messages of this type whose set fields are exactly ``fields`` (message
+    fields), given with those fields' encodings: each part is looked up by its bytes in the walk's
+    memo (as its type's check would look it up) instead of being read from the message, listed and
+    serialised again, and checked only when not found; the type's own rules are checked as its
+    pass check does.  Most routes are such messages (a match and a cluster), whose parts repeat."""
+    checker = default_checker()
+    plan = checker.plan(descriptor)
+    parts = [_part_check(plan, descriptor.fields_by_name[name]) for name in fields]
+    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True)
+
+    def passes(message: Message, encodings: Sequence[bytes]) -> bool:
+        try:
+            scope = _TOP if plan.scope is None else plan.scope(message, _TOP)
+            for check, data in zip(parts, encodings, strict=True):
+                if check is not None and not check(message, data, scope):
+                    return False
+            return own(message, scope, 0)
+        except RecursionError:
+            return False  # violations walks it
+
+    return passes
+
+
+# A set message field's pass check from the message and the field's encoding, in a scope.
+_PartCheck = Callable[[Message, bytes, Scope], bool]
+
+
+def _part_check(plan: Plan, field: FieldDescriptor) -> _PartCheck | None:
+    """A field's check as its type's pass check makes it (at depth 1); one that only enters the
+    field's type looks its encoding up in the walk's memo first (a hit counted as that type's
+    check counts it) and checks the parsed part only when not found."""
+    check = plan.passes.get(field)
+    if check is None:
+        return None
+    sub = entered_plan(check)
+    if not isinstance(sub, Plan):
+        name, whole = field.name, check
+        return lambda message, data, scope: whole(getattr(message, name), scope, 1)
+    entered, parse = sub, message_factory.GetMessageClass(field.message_type).FromString
+
+    def part_check(message: Message, data: bytes, scope: Scope) -> bool:
+        memo = entered.memo
+        if memo is not None:
+            found = memo.get((entered, data, scope))
+            if found is not None:
+                entered.hits += 1
+                return not found
+        return entered.check(parse(data), scope, 1)
+
+    return part_check
 
 
 def resource_violations(type_url: str, payload: bytes) -> list[Violation]:

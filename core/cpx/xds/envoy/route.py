@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal, overload
+from typing import Literal, NamedTuple, overload
 
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.route.v3 import route_components_pb2 as route_components
@@ -393,7 +393,7 @@ def build_route(
     filters: HttpFilters,
     guard_upgrades: bool,
     encoded: Literal[True],
-) -> tuple[route_components.Route, bytes]: ...
+) -> EncodedRoute: ...
 
 
 def build_route(
@@ -404,26 +404,40 @@ def build_route(
     filters: HttpFilters = (),
     guard_upgrades: bool = False,
     encoded: bool = False,
-) -> route_components.Route | tuple[route_components.Route, bytes]:
+) -> route_components.Route | EncodedRoute:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
     ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
     ``guard_upgrades``: record the upgrades the route allows for the scoped shape's guard
     (:func:`cpx.xds.envoy.scoped.mark_upgrades`).  ``encoded``: also its (deterministic)
-    serialisation, as a pair.
+    serialisation, as an :class:`EncodedRoute`.
 
     A plain forward (a path, one cluster, nothing else: most Ingress routes) is encoded directly,
     as :func:`cpx.xds.envoy.common.embedded` pieces in field order (the canonical encoding), and
     parsed: a fraction of what setting its fields one by one and serialising them costs.
     """
     calls = route_calls(filters, route)
-    plain = _plain_forward(route, secure, extra_header, fqdn, calls)
-    if plain is not None:
-        message = route_components.Route.FromString(plain)
-        return (message, plain) if encoded else message
+    parts = _plain_forward(route, secure, extra_header, fqdn, calls)
+    if parts is not None:
+        data = embedded(_MATCH, parts[0]) + embedded(_ACTION, parts[1])
+        message = route_components.Route.FromString(data)
+        return EncodedRoute(message, data, parts) if encoded else message
     message = _built(route, secure, extra_header, fqdn, calls, guard_upgrades)
-    return (message, message.SerializeToString(deterministic=True)) if encoded else message
+    return EncodedRoute(message, message.SerializeToString(deterministic=True)) if encoded else message
+
+
+class EncodedRoute(NamedTuple):
+    """A route built with its serialisation."""
+
+    message: route_components.Route
+    data: bytes  # message serialised, deterministic
+    # A plain forward's only fields, encoded: its match and its action (PLAIN_FORWARD_FIELDS).
+    plain: tuple[bytes, bytes] | None = None
+
+
+# The fields of a plain forward (EncodedRoute.plain).
+PLAIN_FORWARD_FIELDS = ("match", "route")
 
 
 def _built(
@@ -503,8 +517,8 @@ _PREFIX, _PATH, _SEPARATED_PREFIX = 1, 2, 14  # RouteMatch's path specifiers
 
 def _plain_forward(
     route: Route, secure: bool, extra_header: HeaderMatch | None, fqdn: str, calls: RouteCalls
-) -> bytes | None:
-    """A plain forward's Route encoded, or None for any other route (_built's business)."""
+) -> tuple[bytes, bytes] | None:
+    """A plain forward's match and action encoded, or None for any other route (_built's business)."""
     if (
         len(route.clusters) != 1
         or extra_header is not None
@@ -541,5 +555,4 @@ def _plain_forward(
         return None
     if calls.per_route and route_configs(calls, route, route_site(fqdn, secure)):
         return None
-    action = embedded(_CLUSTER, cluster_name(route.clusters[0]).encode())
-    return embedded(_MATCH, match) + embedded(_ACTION, action)
+    return match, embedded(_CLUSTER, cluster_name(route.clusters[0]).encode())
