@@ -19,6 +19,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import http_con
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
+from cpx.dag.attachments import NO_ATTACHMENTS
 from cpx.dag.dag import VirtualHost
 from cpx.dag.nodes import Cluster, Route
 from cpx.errors import PluginError
@@ -265,9 +266,12 @@ class _RouteCallSets:
     def carried(self, route: Route) -> frozenset[str] | None:
         """What ``route`` and its clusters carry that the filters read; None for nothing (the
         common case, found without building a set)."""
-        if not route.attachments and not any(self.route_values(route)):
+        # NO_ATTACHMENTS by identity first: most nodes hold it, and len() is a Python call.
+        attached = route.attachments
+        if (attached is NO_ATTACHMENTS or not attached) and not any(self.route_values(route)):
             for cluster in route.clusters:
-                if cluster.attachments or any(self.cluster_values(cluster)):
+                attached = cluster.attachments
+                if (attached is not NO_ATTACHMENTS and attached) or any(self.cluster_values(cluster)):
                     break
             else:
                 return None
