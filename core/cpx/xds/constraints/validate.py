@@ -847,16 +847,23 @@ def parts_pass_check(
     memo (as its type's check would look it up) instead of being read from the message, listed and
     serialised again, and checked only when not found; the type's own rules are checked as its
     pass check does.  Most routes are such messages (a match and a cluster), whose parts repeat."""
-    checker = default_checker()
-    plan = checker.plan(descriptor)
-    parts = [_part_check(plan, descriptor.fields_by_name[name]) for name in fields]
+    plan = default_checker().plan(descriptor)
+    if not plan.active:
+        return lambda message, encodings: True
+    # (position in ``fields``, check) of the fields with a check: this runs for every route.
+    parts = [
+        (i, check)
+        for i, name in enumerate(fields)
+        if (check := _part_check(plan, descriptor.fields_by_name[name]))
+    ]
     own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True)
+    scope_rule = plan.scope
 
     def passes(message: Message, encodings: Sequence[bytes]) -> bool:
         try:
-            scope = _TOP if plan.scope is None else plan.scope(message, _TOP)
-            for check, data in zip(parts, encodings, strict=True):
-                if check is not None and not check(message, data, scope):
+            scope = _TOP if scope_rule is None else scope_rule(message, _TOP)
+            for i, check in parts:
+                if not check(message, encodings[i], scope):
                     return False
             return own(message, scope, 0)
         except RecursionError:
