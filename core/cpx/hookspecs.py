@@ -278,9 +278,11 @@ def cpx_http_filters(config: Config) -> Iterable[HttpFilterSpec]:
     ``virtual_host_fields`` for settings Envoy reads from the route's RouteAction or the
     VirtualHost itself (partial messages merged into them, e.g. ``rate_limits``).  They return plain
     protobuf messages; a node's own data comes from its ``attachments``
-    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  The core's 421, compressor,
-    gRPC-Web, gRPC statistics, CORS, local rate limit, cookie-rewrite, RBAC and router filters are
-    contributions of the builtin plugin.
+    (:class:`cpx.dag.AttachmentKey`), set by the plugin's processor.  A record that names what its
+    route functions read (``route_keys``: attachment key names; ``route_fields``: Route or Cluster
+    attributes) is not asked about routes carrying none of it (most routes, at no cost per filter).
+    The core's 421, compressor, gRPC-Web, gRPC statistics, CORS, local rate limit, cookie-rewrite,
+    RBAC and router filters are contributions of the builtin plugin.
 
     **Returns**: an iterable of :class:`cpx.records.HttpFilterSpec`.
 

@@ -403,4 +403,12 @@ class HttpFilterSpec:
     # have no RouteAction); ``virtual_host_fields`` may set only fields numbered after ``routes``.
     route_action: Callable[[Route], Message | None] | None = None
     virtual_host_fields: Callable[[VirtualHost], Message | None] | None = None
+    # What the route functions (per_route / per_route_at, route_action, per_weighted_cluster)
+    # read, when that is all they read: the names of attachment keys (AttachmentKey.name) and of
+    # Route or Cluster attributes.  They must return None for a route on which none of those keys
+    # is attached and none of those attributes is set (truthy), on the route or its clusters: the
+    # core then does not call them for it (most routes carry no attachment and few policies).
+    # Both None: called for every route.
+    route_keys: tuple[str, ...] | None = None
+    route_fields: tuple[str, ...] | None = None
     description: str = ""

@@ -30,6 +30,7 @@ from cpx.sources.cache import SourceCache
 from cpx.xds.caches.clusters import cds_shape
 from cpx.xds.caches.listeners import ListenerCache
 from cpx.xds.caches.routes import RouteCache
+from cpx.xds.envoy.route import build_route
 from cpx.xds.naming import cluster_name
 
 # Contour's single-RouteConfiguration shape: what these tests inspect (the scoped shape's split of
@@ -140,6 +141,10 @@ def test_after_and_before_place_a_filter_and_ties_go_by_plugin_then_name() -> No
             (_filter("x.a", per_route=lambda r: None, per_route_at=lambda r, s: None),),
             "'x.a' of plugin 'x' sets both per_route and per_route_at",
         ),
+        (
+            (_filter("x.a", per_route=lambda r: None, route_fields=("cors", "colour")),),
+            r"'x.a' of plugin 'x' reads \['colour'\], which are neither Route nor Cluster attributes",
+        ),
     ],
 )
 def test_bad_contributions_are_start_up_errors_naming_the_plugins(
@@ -239,6 +244,71 @@ def _tagged(tag: Tag | None) -> header_mutation.HeaderMutationPerRoute | None:
     return header_mutation.HeaderMutationPerRoute(
         mutations=header_mutation.Mutations(request_mutations=[{"remove": tag.value}])
     )
+
+
+ROUTE_TAG = AttachmentKey("test/route", Tag)
+
+
+def test_a_filter_naming_its_route_keys_is_called_only_for_routes_carrying_one() -> None:
+    seen: list[str] = []
+
+    def per_route(route: Route) -> header_mutation.HeaderMutationPerRoute | None:
+        seen.append(route.path.value)
+        return _tagged(route.attachments.get(ROUTE_TAG))
+
+    def per_cluster(route: Route, cluster: Cluster) -> header_mutation.HeaderMutationPerRoute | None:
+        seen.append("cluster " + route.path.value)
+        return _tagged(cluster.attachments.get(CLUSTER_TAG))
+
+    keyed = _filter(
+        MUTATION,
+        per_route=per_route,
+        per_weighted_cluster=per_cluster,
+        route_keys=(ROUTE_TAG.name, CLUSTER_TAG.name),
+    )
+    filters = (keyed,)
+    plain = Route(path=PathMatch(kind=PathKind.PREFIX, value="/plain"), clusters=(Cluster(upstream=WEB),))
+    other = attrs.evolve(
+        plain,
+        path=PathMatch(kind=PathKind.PREFIX, value="/other"),
+        attachments=Attachments().set(VHOST_TAG, Tag("x")),
+    )
+    tagged = attrs.evolve(
+        plain,
+        path=PathMatch(kind=PathKind.PREFIX, value="/tagged"),
+        attachments=Attachments().set(ROUTE_TAG, Tag("x-route")),
+    )
+    on_cluster = attrs.evolve(
+        plain,
+        path=PathMatch(kind=PathKind.PREFIX, value="/cluster"),
+        clusters=(Cluster(upstream=WEB, attachments=Attachments().set(CLUSTER_TAG, Tag("x-cluster"))),),
+    )
+    built = {r.path.value: build_route(r, False, filters=filters) for r in (plain, other, tagged, on_cluster)}
+    assert set(seen) == {"cluster /tagged", "/tagged", "cluster /cluster", "/cluster"}
+    assert MUTATION not in built["/plain"].typed_per_filter_config
+    assert MUTATION not in built["/other"].typed_per_filter_config
+    assert MUTATION in built["/tagged"].typed_per_filter_config
+    (entry,) = built["/cluster"].route.weighted_clusters.clusters
+    assert MUTATION in entry.typed_per_filter_config
+
+
+def test_a_filter_naming_the_attributes_it_reads_is_called_only_where_one_is_set() -> None:
+    seen: list[str] = []
+
+    def per_route(route: Route) -> header_mutation.HeaderMutationPerRoute | None:
+        seen.append(route.path.value)
+        return _tagged(Tag(route.prefix_rewrite)) if route.prefix_rewrite else None
+
+    filters = (_filter(MUTATION, per_route=per_route, route_fields=("prefix_rewrite", "sni")),)
+    plain = Route(path=PathMatch(kind=PathKind.PREFIX, value="/plain"), clusters=(Cluster(upstream=WEB),))
+    rewritten = attrs.evolve(plain, path=PathMatch(kind=PathKind.PREFIX, value="/r"), prefix_rewrite="/x")
+    sni = attrs.evolve(
+        plain, path=PathMatch(kind=PathKind.PREFIX, value="/sni"), clusters=(Cluster(upstream=WEB, sni="a"),)
+    )
+    built = {r.path.value: build_route(r, False, filters=filters) for r in (plain, rewritten, sni)}
+    assert seen == ["/r", "/sni"]
+    assert MUTATION in built["/r"].typed_per_filter_config
+    assert MUTATION not in built["/plain"].typed_per_filter_config
 
 
 def test_per_virtual_host_and_per_weighted_cluster_configs_come_from_attachments() -> None:

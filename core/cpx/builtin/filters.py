@@ -113,6 +113,7 @@ def http_filters(compression: str = envoy.DEFAULT_COMPRESSION) -> Iterator[HttpF
         after=(envoy.GRPC_STATS_FILTER,),
         per_virtual_host=_vhost_cors,
         per_route=_route_cors,
+        route_fields=("cors",),
         description="CORS, per virtual host or route",
     )
     yield HttpFilterSpec(
@@ -121,6 +122,7 @@ def http_filters(compression: str = envoy.DEFAULT_COMPRESSION) -> Iterator[HttpF
         after=(envoy.CORS_FILTER,),
         per_virtual_host=_vhost_rate_limit,
         per_route_at=_route_rate_limit,
+        route_fields=("local_rate_limit",),
         description="local (per-Envoy) rate limits, per virtual host or route",
     )
     # Named apart from the 421 filter: Envoy looks per-route configs up by filter name first.
@@ -130,6 +132,7 @@ def http_filters(compression: str = envoy.DEFAULT_COMPRESSION) -> Iterator[HttpF
         after=(envoy.LOCAL_RATELIMIT_FILTER,),
         per_route_at=_route_cookies,
         per_weighted_cluster=_cluster_cookies,
+        route_fields=("cookie_rewrites",),  # the route's and its clusters'
         description="Set-Cookie attribute rewrites, per route or service",
     )
     yield HttpFilterSpec(
@@ -138,6 +141,7 @@ def http_filters(compression: str = envoy.DEFAULT_COMPRESSION) -> Iterator[HttpF
         after=(envoy.COOKIE_REWRITE_FILTER,),
         per_virtual_host=_vhost_ip_filter,
         per_route=_route_ip_filter,
+        route_fields=("ip_filter",),
         description="IP allow/deny lists, per virtual host or route",
     )
     yield HttpFilterSpec(

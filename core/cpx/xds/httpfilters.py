@@ -10,13 +10,16 @@ from __future__ import annotations
 import functools
 import graphlib
 import heapq
+import operator
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import attrs
 from envoy.extensions.filters.network.http_connection_manager.v3 import http_connection_manager_pb2 as hcm
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
+from cpx.dag.attachments import NO_ATTACHMENTS
 from cpx.dag.dag import VirtualHost
 from cpx.dag.nodes import Cluster, Route
 from cpx.errors import PluginError
@@ -26,6 +29,8 @@ from cpx.xds.envoy.common import to_any
 TERMINAL_FILTER = "router"
 
 HttpFilters = tuple[HttpFilterSpec, ...]
+# What a filter's route_fields may name.
+_ROUTE_FIELDS = frozenset(attrs.fields_dict(Route)) | frozenset(attrs.fields_dict(Cluster))
 
 
 def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> HttpFilters:
@@ -46,6 +51,12 @@ def order_http_filters(contributed: Sequence[tuple[str, HttpFilterSpec]]) -> Htt
         if spec.per_route is not None and spec.per_route_at is not None:
             raise PluginError(
                 f"HTTP filter {spec.name!r} of plugin {plugin!r} sets both per_route and per_route_at"
+            )
+        unknown = [f for f in spec.route_fields or () if f not in _ROUTE_FIELDS]
+        if unknown:
+            raise PluginError(
+                f"HTTP filter {spec.name!r} of plugin {plugin!r} reads {unknown!r}, "
+                "which are neither Route nor Cluster attributes"
             )
         owners[spec.name], specs[spec.name] = plugin, spec
     preceding: dict[str, set[str]] = {name: set() for name in specs}
@@ -219,21 +230,85 @@ class RouteCalls(NamedTuple):
     per_weighted_cluster: tuple[_Call, ...]
 
 
-# id(filters) -> (filters, their RouteCalls), kept so that the id is not reused.
-_route_calls_memo: dict[int, tuple[HttpFilters, RouteCalls]] = {}
+class _RouteCallSets:
+    """A filter tuple's route calls: all of them, and those of the filters that may configure a
+    route given what it carries (``HttpFilterSpec.route_keys`` and ``route_fields``)."""
+
+    def __init__(self, filters: HttpFilters) -> None:
+        kinds = ("per_route", "route_action", "per_weighted_cluster")
+        self.every = RouteCalls(*(_calls(filters, kind) for kind in kinds))
+        # Per filter naming what it reads: those names (attachment keys and attributes alike).
+        self.reads = {
+            spec.name: frozenset((*(spec.route_keys or ()), *(spec.route_fields or ())))
+            for spec in filters
+            if spec.route_keys is not None or spec.route_fields is not None
+        }
+        fields = sorted({field for spec in filters for field in spec.route_fields or ()})
+        self.route_fields = [field for field in fields if field in attrs.fields_dict(Route)]
+        self.cluster_fields = [field for field in fields if field in attrs.fields_dict(Cluster)]
+        self.route_values, self.cluster_values = _values(self.route_fields), _values(self.cluster_fields)
+        self._carrying: dict[frozenset[str], RouteCalls] = {}
+        # A route carrying nothing any of them reads (nor do its clusters): the others' calls.
+        self.bare = self.carrying(frozenset())
+
+    def carrying(self, names: frozenset[str]) -> RouteCalls:
+        """The calls for a route carrying the attachment keys and set attributes ``names``."""
+        known = self._carrying.get(names)
+        if known is None:
+            if len(self._carrying) >= _MEMO_LIMIT:
+                self._carrying.clear()
+            idle = [name for name, reads in self.reads.items() if reads.isdisjoint(names)]
+            known = self._carrying[names] = RouteCalls(
+                *(tuple(call for call in calls if call[0] not in idle) for calls in self.every)
+            )
+        return known
+
+    def carried(self, route: Route) -> frozenset[str] | None:
+        """What ``route`` and its clusters carry that the filters read; None for nothing (the
+        common case, found without building a set)."""
+        # NO_ATTACHMENTS by identity first: most nodes hold it, and len() is a Python call.
+        attached = route.attachments
+        if (attached is NO_ATTACHMENTS or not attached) and not any(self.route_values(route)):
+            for cluster in route.clusters:
+                attached = cluster.attachments
+                if (attached is not NO_ATTACHMENTS and attached) or any(self.cluster_values(cluster)):
+                    break
+            else:
+                return None
+        names = {key.name for key in route.attachments}
+        names.update(f for f, value in zip(self.route_fields, self.route_values(route)) if value)  # noqa: B905
+        for cluster in route.clusters:
+            names.update(key.name for key in cluster.attachments)
+            values = self.cluster_values(cluster)
+            names.update(f for f, value in zip(self.cluster_fields, values) if value)  # noqa: B905
+        return frozenset(names)
 
 
-def route_calls(filters: HttpFilters) -> RouteCalls:
+def _values(fields: list[str]) -> Callable[[object], tuple[object, ...]]:
+    """The values of a node's ``fields`` as a tuple, in one C call (attrgetter's, but a tuple
+    for one field too; zip stops at the fields)."""
+    if not fields:
+        return lambda node: ()
+    return operator.attrgetter(*fields, fields[0])
+
+
+# id(filters) -> (filters, their call sets), kept so that the id is not reused.
+_route_calls_memo: dict[int, tuple[HttpFilters, _RouteCallSets]] = {}
+
+
+def route_calls(filters: HttpFilters, route: Route) -> RouteCalls:
+    """The calls that may give ``route`` a config: a filter that names what it reads is left out
+    when the route and its clusters carry none of it."""
     known = _route_calls_memo.get(id(filters))
-    if known is not None and known[0] is filters:
-        return known[1]
-    calls = RouteCalls(
-        _calls(filters, "per_route"), _calls(filters, "route_action"), _calls(filters, "per_weighted_cluster")
-    )
-    if len(_route_calls_memo) >= _MEMO_LIMIT:
-        _route_calls_memo.clear()
-    _route_calls_memo[id(filters)] = (filters, calls)
-    return calls
+    if known is None or known[0] is not filters:
+        if len(_route_calls_memo) >= _MEMO_LIMIT:
+            _route_calls_memo.clear()
+        known = _route_calls_memo[id(filters)] = (filters, _RouteCallSets(filters))
+    sets = known[1]
+    if not sets.reads:
+        return sets.every
+    carried = sets.carried(route)
+    return sets.bare if carried is None else sets.carrying(carried)
 
 
 def route_action_fields(calls: RouteCalls, route: Route) -> list[Message]:

@@ -118,5 +118,6 @@ def http_filters() -> Iterator[HttpFilterSpec]:
         name=FILTER,
         config=_listener_config,
         per_route=_per_route,
+        route_keys=(SESSION.name,),
         description="Gateway API session persistence (rules[].sessionPersistence)",
     )

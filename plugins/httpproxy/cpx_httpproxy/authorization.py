@@ -24,6 +24,7 @@ from cpx.dag import DAG, EXTENSION_UPSTREAMS, AttachmentKey, Duration, Route
 from cpx_httpproxy import model
 from cpx_httpproxy import status as st
 from cpx_httpproxy.kinds import EXT_AUTHZ_FILTER as FILTER
+from cpx_httpproxy.kinds import ROUTE_AUTHORIZATION_KEY
 from cpx_httpproxy.status import ProxyStatus
 
 EXTENSION_API_VERSION = "projectcontour.io/v1alpha1"
@@ -57,7 +58,7 @@ class RouteAuthorization:
 
 
 VHOST_AUTHORIZATION = AttachmentKey(FILTER, ExternalAuthorization)
-ROUTE_AUTHORIZATION = AttachmentKey(FILTER, RouteAuthorization)
+ROUTE_AUTHORIZATION = AttachmentKey(ROUTE_AUTHORIZATION_KEY, RouteAuthorization)
 # A route's own authPolicy, attached where the route is built (an included proxy's route too) and
 # resolved against its root's settings into ROUTE_AUTHORIZATION.
 ROUTE_POLICY = AttachmentKey("httpproxy.authPolicy", model.AuthorizationPolicy)

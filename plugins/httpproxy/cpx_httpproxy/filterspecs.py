@@ -6,6 +6,8 @@ a key defined in one of those modules: until that module is imported no node can
 so the answer is None without importing anything.  A run with no HTTPProxy (and neither global
 authorization nor a rate limit service, which the processor provides on every build) then never
 imports them; once the processor ran, each function is the module's own, one call away.
+The route functions also name the keys they read (``route_keys``, by name, so declaring them
+imports nothing): the core calls them only for a route carrying one of them, not for every route.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from typing import Any
 
 from cpx import Config, Deferred, FilterSite, HttpFilterSpec
 
-from cpx_httpproxy.kinds import EXT_AUTHZ_FILTER, JWT_FILTER, RATE_LIMIT_FILTER, RBAC_FILTER
+from cpx_httpproxy.kinds import (
+    EXT_AUTHZ_FILTER,
+    JWT_FILTER,
+    JWT_REQUIREMENT_KEY,
+    RATE_LIMIT_FILTER,
+    RBAC_FILTER,
+    ROUTE_AUTHORIZATION_KEY,
+    ROUTE_LIMITS_KEY,
+)
 from cpx_httpproxy.optionspecs import EXTENSION_SERVICE_OPTION
 
 
@@ -74,6 +84,7 @@ def http_filters(config: Config) -> Iterator[HttpFilterSpec]:
         config=_jwt("filter_config"),
         after=(RBAC_FILTER,),
         per_route_at=_jwt("per_route"),
+        route_keys=(JWT_REQUIREMENT_KEY,),
         description="HTTPProxy virtualhost.jwtProviders (JWT verification on TLS virtual hosts)",
     )
     yield HttpFilterSpec(
@@ -81,6 +92,7 @@ def http_filters(config: Config) -> Iterator[HttpFilterSpec]:
         config=_ext_authz("filter_config"),
         after=(RBAC_FILTER, JWT_FILTER),
         per_route_at=_ext_authz("per_route"),
+        route_keys=(ROUTE_AUTHORIZATION_KEY,),
         description="external authorization (virtualhost.authorization, authPolicy), gRPC or HTTP",
     )
     yield HttpFilterSpec(
@@ -89,6 +101,7 @@ def http_filters(config: Config) -> Iterator[HttpFilterSpec]:
         after=(RBAC_FILTER, EXT_AUTHZ_FILTER),  # both always contributed
         per_route=_rate_limit("per_route"),
         route_action=_rate_limit("route_action"),
+        route_keys=(ROUTE_LIMITS_KEY,),
         virtual_host_fields=_rate_limit("virtual_host_fields"),
         description="HTTPProxy global rate limiting (rateLimitPolicy.global)",
     )

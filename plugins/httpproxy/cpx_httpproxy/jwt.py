@@ -35,6 +35,7 @@ from envoy.extensions.filters.http.jwt_authn.v3 import config_pb2 as jwt_v3
 from google.protobuf import duration_pb2
 
 from cpx_httpproxy import jwks, model
+from cpx_httpproxy.kinds import JWT_REQUIREMENT_KEY
 from cpx_httpproxy.services import ValidationProblem, ca_secret_ref, lookup_validation
 from cpx_httpproxy.status import JWT_VERIFICATION_ERROR, TLS_ERROR, ProxyStatus
 
@@ -80,7 +81,7 @@ class Providers:
 # On a secure virtual host: its providers.  On a route: the provider it requires (resolved by the
 # root), and before that the route's own policy ("": disabled, a name: that provider).
 JWT_PROVIDERS = AttachmentKey("httpproxy.jwt.providers", Providers)
-JWT_REQUIREMENT = AttachmentKey("httpproxy.jwt.requirement", str)
+JWT_REQUIREMENT = AttachmentKey(JWT_REQUIREMENT_KEY, str)
 JWT_ROUTE_POLICY = AttachmentKey("httpproxy.jwt.policy", str)
 _NONE = Attachments()
 NO_JWT = Attachments().set(JWT_ROUTE_POLICY, "")

@@ -17,3 +17,9 @@ RBAC_FILTER = "envoy.filters.http.rbac"
 JWT_FILTER = "envoy.filters.http.jwt_authn"
 EXT_AUTHZ_FILTER = "envoy.filters.http.ext_authz"
 RATE_LIMIT_FILTER = "envoy.filters.http.ratelimit"
+
+# The names of the route attachment keys the filters' route functions read (HttpFilterSpec.route_keys),
+# here so that declaring them imports none of the modules defining the keys.
+JWT_REQUIREMENT_KEY = "httpproxy.jwt.requirement"
+ROUTE_AUTHORIZATION_KEY = EXT_AUTHZ_FILTER
+ROUTE_LIMITS_KEY = "httpproxy/route-global-rate-limits"

@@ -29,7 +29,7 @@ from cpx.dag import (
 from cpx_httpproxy import model
 from cpx_httpproxy.conditions import merge_headers
 from cpx_httpproxy.configkeys import parse_document
-from cpx_httpproxy.kinds import RATE_LIMIT_FILTER
+from cpx_httpproxy.kinds import RATE_LIMIT_FILTER, ROUTE_LIMITS_KEY
 from cpx_httpproxy.optionspecs import (
     DEFAULT_DOMAIN,
     DEFAULT_POLICY_OPTION,
@@ -99,7 +99,7 @@ class RouteLimits:
 
 
 HOST_LIMITS = AttachmentKey("httpproxy/global-rate-limits", HostLimits)
-ROUTE_LIMITS = AttachmentKey("httpproxy/route-global-rate-limits", RouteLimits)
+ROUTE_LIMITS = AttachmentKey(ROUTE_LIMITS_KEY, RouteLimits)
 
 
 # -- HTTPProxy fields to DAG values ------------------------------------------------------------------

@@ -21,16 +21,18 @@ object.  Only what the latest DAG uses stays memoised.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import operator
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import attrgetter, itemgetter
 
 import attrs
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.route.v3 import route_components_pb2 as route_components
 from envoy.config.route.v3 import route_pb2 as route_v3
+from google.protobuf.message import Message
 
 from cpx.config import Config
 from cpx.dag.attachments import NO_ATTACHMENTS
@@ -41,10 +43,11 @@ from cpx.isolation import Fault
 from cpx.objects import ObjectKey
 from cpx.xds import resource
 from cpx.xds.constraints.notes import violation_note
-from cpx.xds.constraints.validate import violations
+from cpx.xds.constraints.validate import parts_pass_check, pass_check, violations
 from cpx.xds.contributions import Contributions
 from cpx.xds.envoy.common import embedded
 from cpx.xds.envoy.route import (
+    PLAIN_FORWARD_FIELDS,
     build_route,
     virtual_host_head_bytes,
     virtual_host_tail_bytes,
@@ -520,6 +523,7 @@ class _Build:
         authority = wildcard_authority_match(fqdn) if vhost.single_label_wildcard else None
         pieces: list[tuple[Route, _Piece]] = []
         faults = self.faults
+        passes, plain_passes = _passes(route_components.Route), _plain_passes()
 
         def breaks(route: Route) -> bool:
             return bool(violations(build_route(route, secure, authority, fqdn, filters)))
@@ -529,20 +533,20 @@ class _Build:
         for route in routes.values():
             piece = known.get(route) if known else None  # a first build: hash no route
             if piece is None:
-                message = build_route(route, secure, authority, fqdn, filters, guard)
-                problems = violations(message)
+                message, body, plain = build_route(route, secure, authority, fqdn, filters, guard, True)
+                fine = plain_passes(message, plain) if plain is not None else passes(message)
+                problems = None if fine else violations(message)
                 if problems:
                     note = violation_note(f"a route of virtual host {fqdn!r}", problems)
                     origins = _culprits(route, breaks)
                     faults.append(Fault(note=note, origins=origins, precise=bool(origins)))
                     continue
-                body = message.SerializeToString(deterministic=True)
                 piece = (route_key(route), embedded(_ROUTES_FIELD, body))
             pieces.append((route, piece))
         head = self.heads[fqdn] = virtual_host_head_bytes(fqdn)
         tail = virtual_host_tail_bytes(vhost, filters)
         whole = route_components.VirtualHost.FromString(head + tail)  # the vhost without routes
-        problems = violations(whole)
+        problems = None if _passes(route_components.VirtualHost)(whole) else violations(whole)
         if problems:
             # Virtual-host-wide settings: suspects are all its routes' objects (narrowed later).
             origins = frozenset(r.origin for r in routes.values() if r.origin is not None)
@@ -558,6 +562,19 @@ class _Build:
         if len(faults) == found:
             return _Translated(vhost, routes, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
         return _Translated(_NO_VHOST, _NEVER_EQUAL, policies, embedded(_VIRTUAL_HOSTS_FIELD, body), pieces)
+
+
+@functools.cache
+def _passes(message_type: type[Message]) -> Callable[[Message], bool]:
+    """The type's pass check, found once: every route and virtual host of a build is put to it,
+    and only one that does not pass to violations."""
+    return pass_check(message_type.DESCRIPTOR)
+
+
+@functools.cache
+def _plain_passes() -> Callable[[route_components.Route, Sequence[bytes]], bool]:
+    """The pass check of plain forwards, given their parts' encodings (no part read again)."""
+    return parts_pass_check(route_components.Route.DESCRIPTOR, PLAIN_FORWARD_FIELDS)
 
 
 def _culprits(route: Route, breaks: Callable[[Route], bool]) -> frozenset[ObjectKey]:

@@ -36,6 +36,9 @@ class Checked(Protocol):
     @property
     def check(self) -> Pass: ...
 
+    @property
+    def ready(self) -> bool: ...  # filled, its check written
+
 
 # What the common checks are made of, for a type's written check to take them in rather than call
 # them (they are closures, the fastest to call where they are called).
@@ -112,25 +115,33 @@ def compile_pass(
     plan: Planned,
     memo: tuple[Callable[..., Any], Callable[..., Any]] | None,
     max_depth: int,
+    own_only: bool = False,
 ) -> Pass:
-    """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (recall,
-    remember) when the plan has a memo."""
+    """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (missed,
+    remember) when the plan has a memo.  ``own_only``: only the rules of the message itself (its
+    unset fields, oneofs and semantic rules, in the scope given), for a caller that checked its
+    fields already."""
+    if own_only:
+        memo = None
     names: dict[str, Any] = {"P": plan, "LIMIT": max_depth}
     body = ["if depth > LIMIT:", "    return False"]
     if memo is not None:
-        names["recall"], names["remember"] = memo
+        names["missed"], names["remember"] = memo
+        # The walk's recall (validate._recall) written out: a hit, the common case, costs no call.
         body += [
             "memo = P.memo",
             "if memo is not None:",
             "    key = (P, m.SerializeToString(), scope)",
-            "    found = recall(P, key)",
+            "    found = memo.get(key)",
             "    if found is not None:",
+            "        P.hits += 1",
             "        return not found",
+            "    missed(P)",
         ]
-    if plan.scope is not None:
+    if plan.scope is not None and not own_only:
         names["S"] = plan.scope
         body.append("scope = S(m, scope)")
-    checks = plan.passes
+    checks = {} if own_only else plan.passes
     if checks:
         body.append("depth += 1")
         body += _probes(checks, names) if len(checks) <= PROBES_MAX else _listed(checks, names)
@@ -146,9 +157,22 @@ def compile_pass(
     body.append("return True")
     source = "def passes(m, scope, depth):\n" + "".join(f"    {line}\n" for line in body)
     # The source holds field names and local names only; every value is passed in ``names``.
-    exec(compile(source, f"<pass check of {descriptor.full_name}>", "exec"), names)
+    kind = "own rules" if own_only else "pass check"
+    exec(compile(source, f"<{kind} of {descriptor.full_name}>", "exec"), names)
     check: Pass = names["passes"]
     return check
+
+
+def entered_plan(check: Pass) -> object | None:
+    """The plan whose check ``check`` calls, when it is :func:`enter`'s."""
+    shape, part = _SHAPES.get(check, ("", None))
+    return part if shape == "enter" else None
+
+
+def compiled(plan: Checked) -> None:
+    """``plan``'s check is written (it never changes after): bind the entries waiting for it."""
+    for table, field in _WAITING.pop(plan, ()):
+        table[field] = plan.check
 
 
 def _probes(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> list[str]:
@@ -187,8 +211,24 @@ def _inline(check: Pass, tag: str, names: dict[str, Any], var: str = "v") -> lis
     return [f"if not c{tag}({var}, scope, depth):", "    return False"]
 
 
+# Per plan not compiled yet, the tables of _listed whose entries are to call its check directly
+# once it is (see compiled).
+_WAITING: weakref.WeakKeyDictionary[Any, list[tuple[dict[FieldDescriptor, Pass], FieldDescriptor]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def _listed(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> list[str]:
-    names["F"] = dict(checks)
+    table = names["F"] = dict(checks)
+    # A message field's entry calls its type's check itself rather than enter's closure (one call
+    # less per message); a type compiled later is bound when it is (compiled).
+    for field, check in checks.items():
+        shape, part = _SHAPES.get(check, ("", None))
+        if shape == "enter":
+            if part.ready:
+                table[field] = part.check
+            else:
+                _WAITING.setdefault(part, []).append((table, field))
     return [
         "for f, v in m.ListFields():",
         "    c = F.get(f)",

@@ -33,7 +33,7 @@ from google.protobuf.message import DecodeError, Message
 from validate import validate_pb2
 
 from cpx.xds.constraints import pgv, semantic
-from cpx.xds.constraints.passcode import compile_pass, each, enter, tests
+from cpx.xds.constraints.passcode import compile_pass, compiled, each, enter, entered_plan, tests
 from cpx.xds.constraints.semantic import Scope, ScopeRule, SemanticRule
 from cpx.xds.types import message_class
 
@@ -206,10 +206,15 @@ def _recall(plan: Plan, key: MemoKey) -> tuple[Violation, ...] | None:
     if found is not None:
         plan.hits += 1
         return found
+    _missed(plan)
+    return None
+
+
+def _missed(plan: Plan) -> None:
+    """Count a lookup that found nothing (the pass checks count their hits themselves)."""
     plan.misses += 1
     if plan.misses >= _MEMO_TRIAL and plan.hits * 4 < plan.misses:
         plan.memo = None  # this type's parts hardly repeat: walk them without looking them up
-    return None
 
 
 def _remember(plan: Plan, key: MemoKey, found: list[Violation], path: Path) -> None:
@@ -426,6 +431,7 @@ class Checker:
         with self._lock:
             if not plan.ready and plan.descriptor is not None:
                 self._compile(plan.descriptor, plan)
+                compiled(plan)
                 plan.ready = True  # last: walks in other threads read the plan without the lock
 
     def is_active(self, descriptor: Descriptor) -> bool:
@@ -499,7 +505,7 @@ class Checker:
             f.message_type is not None and self.is_active(f.message_type) for f in descriptor.fields
         ):
             plan.memo = self._memo
-        memo = (_recall, _remember) if plan.memo is not None else None
+        memo = (_missed, _remember) if plan.memo is not None else None
         plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
 
     def _field_checks(
@@ -814,6 +820,85 @@ def default_checker() -> Checker:
 def violations(message: Message) -> list[Violation]:
     """Everything Envoy would refuse in ``message`` (see :class:`Checker`)."""
     return default_checker().violations(message)
+
+
+def pass_check(descriptor: Descriptor) -> Callable[[Message], bool]:
+    """Whether a message of this type surely breaks no rule (its pass check, see _passes): for a
+    caller checking many messages of one type (every route of a build), with none of the
+    dispatch of :func:`violations` per message.  False means "maybe not": ask violations."""
+    plan = default_checker().plan(descriptor)
+    if not plan.active:
+        return lambda message: True
+
+    def passes(message: Message) -> bool:
+        try:
+            return plan.check(message, _TOP, 0)
+        except RecursionError:
+            return False  # violations walks it
+
+    return passes
+
+
+def parts_pass_check(
+    descriptor: Descriptor, fields: Sequence[str]
+) -> Callable[[Message, Sequence[bytes]], bool]:
+    """:func:`pass_check` for messages of this type whose set fields are exactly ``fields`` (message
+    fields), given with those fields' encodings: each part is looked up by its bytes in the walk's
+    memo (as its type's check would look it up) instead of being read from the message, listed and
+    serialised again, and checked only when not found; the type's own rules are checked as its
+    pass check does.  Most routes are such messages (a match and a cluster), whose parts repeat."""
+    plan = default_checker().plan(descriptor)
+    if not plan.active:
+        return lambda message, encodings: True
+    # (position in ``fields``, check) of the fields with a check: this runs for every route.
+    parts = [
+        (i, check)
+        for i, name in enumerate(fields)
+        if (check := _part_check(plan, descriptor.fields_by_name[name]))
+    ]
+    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True)
+    scope_rule = plan.scope
+
+    def passes(message: Message, encodings: Sequence[bytes]) -> bool:
+        try:
+            scope = _TOP if scope_rule is None else scope_rule(message, _TOP)
+            for i, check in parts:
+                if not check(message, encodings[i], scope):
+                    return False
+            return own(message, scope, 0)
+        except RecursionError:
+            return False  # violations walks it
+
+    return passes
+
+
+# A set message field's pass check from the message and the field's encoding, in a scope.
+_PartCheck = Callable[[Message, bytes, Scope], bool]
+
+
+def _part_check(plan: Plan, field: FieldDescriptor) -> _PartCheck | None:
+    """A field's check as its type's pass check makes it (at depth 1); one that only enters the
+    field's type looks its encoding up in the walk's memo first (a hit counted as that type's
+    check counts it) and checks the parsed part only when not found."""
+    check = plan.passes.get(field)
+    if check is None:
+        return None
+    sub = entered_plan(check)
+    if not isinstance(sub, Plan):
+        name, whole = field.name, check
+        return lambda message, data, scope: whole(getattr(message, name), scope, 1)
+    entered, parse = sub, message_factory.GetMessageClass(field.message_type).FromString
+
+    def part_check(message: Message, data: bytes, scope: Scope) -> bool:
+        memo = entered.memo
+        if memo is not None:
+            found = memo.get((entered, data, scope))
+            if found is not None:
+                entered.hits += 1
+                return not found
+        return entered.check(parse(data), scope, 1)
+
+    return part_check
 
 
 def resource_violations(type_url: str, payload: bytes) -> list[Violation]:

@@ -44,6 +44,10 @@ def embedded(field_number: int, payload: bytes) -> bytes:
     bytes the whole message would serialise to, so cached sub-messages are never re-encoded.
     """
     tag, size = field_number << 3 | _LENGTH_DELIMITED, len(payload)
-    if tag < 0x80 and size < 0x80:  # one byte each (most routes): no varint loop
-        return bytes((tag, size)) + payload
+    if tag < 0x80 and size < 0x80:  # one byte each (most routes): no varint loop, no tuple
+        return _ONE_BYTE[tag] + _ONE_BYTE[size] + payload
     return varint(tag) + varint(size) + payload
+
+
+# Each value below 0x80 as its one-byte varint (embedded runs several times per route).
+_ONE_BYTE = tuple(bytes((value,)) for value in range(0x80))

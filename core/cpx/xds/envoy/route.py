@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal, NamedTuple, overload
 
 from envoy.config.core.v3 import base_pb2 as core_base
 from envoy.config.route.v3 import route_components_pb2 as route_components
@@ -289,13 +290,13 @@ def _single_simple_cluster(route: Route, calls: RouteCalls) -> bool:
     return (
         only.request_headers.is_empty()
         and only.response_headers.is_empty()
-        and not weighted_cluster_configs(calls, route, only)
+        and not (calls.per_weighted_cluster and weighted_cluster_configs(calls, route, only))
     )
 
 
 def weighted_clusters(route: Route, filters: HttpFilters = ()) -> route_components.WeightedCluster:
     """Split by weight; a cluster's own per-filter configs go on its entry."""
-    return _weighted_clusters(route, route_calls(filters))
+    return _weighted_clusters(route, route_calls(filters, route))
 
 
 def _weighted_clusters(route: Route, calls: RouteCalls) -> route_components.WeightedCluster:
@@ -371,6 +372,7 @@ def _fill_action(action: route_components.RouteAction, route: Route, calls: Rout
     return route.websocket or bool(merged)
 
 
+@overload
 def build_route(
     route: Route,
     secure: bool,
@@ -378,15 +380,75 @@ def build_route(
     fqdn: str = "",
     filters: HttpFilters = (),
     guard_upgrades: bool = False,
-) -> route_components.Route:
+    encoded: Literal[False] = False,
+) -> route_components.Route: ...
+
+
+@overload
+def build_route(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None,
+    fqdn: str,
+    filters: HttpFilters,
+    guard_upgrades: bool,
+    encoded: Literal[True],
+) -> EncodedRoute: ...
+
+
+def build_route(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None = None,
+    fqdn: str = "",
+    filters: HttpFilters = (),
+    guard_upgrades: bool = False,
+    encoded: bool = False,
+) -> route_components.Route | EncodedRoute:
     """One Envoy route; ``secure`` says whether it is served on an HTTPS virtual host.
 
     Contour adds HTTPS-upgrade routes to both virtual hosts, and only the insecure one redirects.
     ``fqdn`` names the virtual host (filters' per-route configs may depend on it, with ``secure``).
     ``guard_upgrades``: record the upgrades the route allows for the scoped shape's guard
-    (:func:`cpx.xds.envoy.scoped.mark_upgrades`).
+    (:func:`cpx.xds.envoy.scoped.mark_upgrades`).  ``encoded``: also its (deterministic)
+    serialisation, as an :class:`EncodedRoute`.
+
+    A plain forward (a path, one cluster, nothing else: most Ingress routes) is encoded directly,
+    as :func:`cpx.xds.envoy.common.embedded` pieces in field order (the canonical encoding), and
+    parsed: a fraction of what setting its fields one by one and serialising them costs.
     """
-    calls = route_calls(filters)
+    calls = route_calls(filters, route)
+    parts = _plain_forward(route, secure, extra_header, fqdn, calls)
+    if parts is not None:
+        data = embedded(_MATCH, parts[0]) + embedded(_ACTION, parts[1])
+        message = route_components.Route.FromString(data)
+        return EncodedRoute(message, data, parts) if encoded else message
+    message = _built(route, secure, extra_header, fqdn, calls, guard_upgrades)
+    return EncodedRoute(message, message.SerializeToString(deterministic=True)) if encoded else message
+
+
+class EncodedRoute(NamedTuple):
+    """A route built with its serialisation."""
+
+    message: route_components.Route
+    data: bytes  # message serialised, deterministic
+    # A plain forward's only fields, encoded: its match and its action (PLAIN_FORWARD_FIELDS).
+    plain: tuple[bytes, bytes] | None = None
+
+
+# The fields of a plain forward (EncodedRoute.plain).
+PLAIN_FORWARD_FIELDS = ("match", "route")
+
+
+def _built(
+    route: Route,
+    secure: bool,
+    extra_header: HeaderMatch | None,
+    fqdn: str,
+    calls: RouteCalls,
+    guard_upgrades: bool,
+) -> route_components.Route:
+    """Any route, field by field."""
     out = route_components.Route()
     _fill_match(out.match, route, extra_header)
     if route.https_redirect and not secure:
@@ -410,6 +472,87 @@ def build_route(
         if not route.response_headers.is_empty():
             out.response_headers_to_add.extend(header_value_options(route.response_headers))
             out.response_headers_to_remove.extend(route.response_headers.remove)
-    for name, config in route_configs(calls, route, route_site(fqdn, secure)):
-        out.typed_per_filter_config[name].CopyFrom(config)
+    if calls.per_route:
+        for name, config in route_configs(calls, route, route_site(fqdn, secure)):
+            out.typed_per_filter_config[name].CopyFrom(config)
     return out
+
+
+# -- plain forwards, encoded directly --------------------------------------------------------------
+
+# The Route fields build_route reads, by what reads them: a field added to Route must be placed
+# here (tests/core/test_routes.py checks that every field is), so that _plain_forward never
+# encodes a route that _built would give more.
+PLAIN_FORWARD_READS = {
+    "path": "encoded",
+    "clusters": "encoded (one cluster without headers or per-filter configs)",
+    "headers": "not plain",
+    "query": "not plain",
+    "failed_share": "not plain",
+    "redirect": "not plain",
+    "direct_response": "not plain",
+    "https_redirect": "not plain",
+    "websocket": "not plain",
+    "timeout_policy": "not plain",
+    "retry_policy": "not plain",
+    "prefix_rewrite": "not plain",
+    "regex_rewrite": "not plain",
+    "request_headers": "not plain",
+    "response_headers": "not plain",
+    "mirrors": "not plain",
+    "hash_policies": "not plain",
+    "internal_redirect": "not plain",
+    "cookie_rewrites": "filters (per-route configs)",
+    "local_rate_limit": "filters (per-route configs)",
+    "ip_filter": "filters (per-route configs)",
+    "cors": "filters (per-route configs)",
+    "attachments": "filters (per-route configs)",
+    "precedence": "unused (sorting)",
+    "origin": "unused (faults)",
+}
+_MATCH, _ACTION = 1, 2  # Route.match, Route.route
+_CLUSTER = 1  # RouteAction.cluster
+_PREFIX, _PATH, _SEPARATED_PREFIX = 1, 2, 14  # RouteMatch's path specifiers
+
+
+def _plain_forward(
+    route: Route, secure: bool, extra_header: HeaderMatch | None, fqdn: str, calls: RouteCalls
+) -> tuple[bytes, bytes] | None:
+    """A plain forward's match and action encoded, or None for any other route (_built's business)."""
+    if (
+        len(route.clusters) != 1
+        or extra_header is not None
+        or route.headers
+        or route.query
+        or route.failed_share is not None
+        or route.redirect is not None
+        or route.direct_response is not None
+        or (route.https_redirect and not secure)
+        or route.websocket
+        or route.timeout_policy.response is not None
+        or route.timeout_policy.idle is not None
+        or route.retry_policy is not None
+        or route.prefix_rewrite is not None
+        or route.regex_rewrite is not None
+        or route.mirrors
+        or route.hash_policies
+        or route.internal_redirect is not None
+        or not route.request_headers.is_empty()
+        or not route.response_headers.is_empty()
+    ):
+        return None
+    path = route.path
+    if path.kind is PathKind.PREFIX:
+        match = embedded(_PREFIX, path.value.encode())
+    elif path.kind is PathKind.EXACT:
+        match = embedded(_PATH, path.value.encode())
+    elif path.kind is PathKind.SEGMENT_PREFIX:
+        trimmed = path.value.rstrip("/")  # as _fill_match
+        match = embedded(_SEPARATED_PREFIX, trimmed.encode()) if trimmed else embedded(_PREFIX, b"/")
+    else:
+        return None
+    if calls.route_action or not _single_simple_cluster(route, calls):
+        return None
+    if calls.per_route and route_configs(calls, route, route_site(fqdn, secure)):
+        return None
+    return match, embedded(_CLUSTER, cluster_name(route.clusters[0]).encode())
