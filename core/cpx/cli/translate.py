@@ -77,7 +77,8 @@ def translate_command(ctx: click.Context, /, paths: tuple[Path, ...], fmt: str, 
         code = 0 if doc.get("envoy", {}).get("accepted", True) else 1
         own = ctx.find_object(OwnProcess)
         if own is not None:
-            own.end(code)  # frees neither ``done`` nor reaps the child (returns when it cannot)
+            forked.reap()
+            own.end(code)  # without freeing ``done`` (returns when it cannot)
     if code:
         ctx.exit(code)
 

@@ -99,8 +99,12 @@ class ForkedYaml:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        self.reap()
+
+    def reap(self) -> None:
         """Wait for the child's end: after its text (its exit, freeing its copy of the heap, need
-        not delay the output), or at once when its text was not asked for (an error)."""
+        not delay the output), or at once when its text was not asked for (an error).  Reaped,
+        its CPU time counts in this process's children's (``time``, ``os.wait4``)."""
         if self._child is not None:
             pid, fd = self._child
             os.close(fd)
