@@ -10,7 +10,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpx.sources.manifests import _fast_documents, _libyaml_documents, load_documents
+from cpx.objects import take_nesting_bound
+from cpx.sources.manifests import FAST_NESTING, _fast_documents, _libyaml_documents, load_documents
 
 SERVICE = (
     "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  namespace: default\n"
@@ -194,3 +195,21 @@ PIECES = [p for p in TRICKY if p.isascii() and not set(p) & set("!&*\\\t%")]
 def test_the_fast_path_on_any_text(parts: list[str]) -> None:
     """Random text, mostly not YAML at all: declined, or exactly PyYAML's documents."""
     assert_exact("".join(parts))
+
+
+def _nested(depth: int) -> str:
+    """A Service whose ``spec.x`` holds maps ``depth`` levels below the document (block style)."""
+    lines = ["apiVersion: v1", "kind: Service", "metadata:", "  name: s", "spec:"]
+    lines += ["  " * level + "x:" for level in range(1, depth - 1)]
+    lines.append("  " * (depth - 1) + "y: 1")
+    return "\n".join(lines) + "\n"
+
+
+def test_deep_documents_are_left_to_pyyaml_and_shallow_ones_marked() -> None:
+    shallow = _fast_documents(_nested(FAST_NESTING))
+    assert shallow is not None and take_nesting_bound(shallow[0]) == FAST_NESTING
+    assert take_nesting_bound(shallow[0]) is None  # answered once
+    assert _fast_documents(_nested(FAST_NESTING + 1)) is None
+    deep = load_documents(_nested(FAST_NESTING + 1))
+    assert deep == _libyaml_documents(_nested(FAST_NESTING + 1))
+    assert take_nesting_bound(deep[0]) is None

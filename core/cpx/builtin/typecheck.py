@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from cpx.objects import take_nesting_bound
+
 Schema = Mapping[str, Any]
 
 STRING: Schema = {"type": "string"}
@@ -253,6 +255,9 @@ def _passes_array(schema: Schema) -> Check:
 
 def too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """The path where lists and maps nest deeper than ``limit``, or None (iterative: safe at any depth)."""
+    bound = take_nesting_bound(value)  # (a manifest's parser may have bounded it already)
+    if bound is not None and bound <= limit:
+        return None
     if limit >= 0 and type(value) in _PLAIN_CONTAINERS and _shallow(value, limit):
         return None
     return _deep_path(value, limit)

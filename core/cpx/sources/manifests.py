@@ -26,7 +26,7 @@ import yaml
 import yaml_rs
 
 from cpx.errors import ManifestError
-from cpx.objects import KubeObject, ObjectKey
+from cpx.objects import KubeObject, ObjectKey, mark_nesting_bound
 
 log = logging.getLogger("cpx.sources.manifests")
 
@@ -242,6 +242,10 @@ _IMPLICIT_FIRST = frozenset(yaml.resolver.Resolver.yaml_implicit_resolvers)
 if None in _IMPLICIT_FIRST:  # pragma: no cover - a resolver for any first character: ask it always
     _IMPLICIT_FIRST = frozenset(chr(c) for c in range(128))
 _INT64 = 1 << 63
+# The fast path takes documents whose lists and maps lie less deep than this (deeper ones go to
+# PyYAML, which builds the same value): their admission's depth check then need not walk them
+# again (cpx.objects.mark_nesting_bound; the schema checks allow 64 levels).
+FAST_NESTING = 64
 
 
 class _NotExact(Exception):
@@ -270,6 +274,9 @@ def _fast_documents(text: str) -> list[Any] | None:
             return None
     except Exception:  # _NotExact, RecursionError, or any refusal by yaml-rs: PyYAML decides and words it
         return None
+    for doc in docs:
+        if type(doc) is dict:
+            mark_nesting_bound(doc, FAST_NESTING)
     return docs
 
 
@@ -300,16 +307,17 @@ def _exact_document(value: Any) -> Any:
         # A document that is a string (no Kubernetes object): yaml-rs takes a block scalar's
         # lines at column 0 where libyaml refuses them; not worth telling apart.
         raise _NotExact
-    return _exact(value)
+    return _exact(value, 0)
 
 
-def _exact(value: Any) -> Any:
-    """``value`` checked (see :func:`_fast_documents`) and interned as :func:`_construct` does."""
+def _exact(value: Any, depth: int) -> Any:
+    """``value`` (``depth`` levels down its document) checked (see :func:`_fast_documents`) and
+    interned as :func:`_construct` does."""
     kind = type(value)
     if kind is dict:
-        return _exact_mapping(value)
+        return _exact_mapping(value, depth)
     if kind is list:
-        return _exact_list(value)
+        return _exact_list(value, depth)
     if kind is str:
         checked = _checked.get(value)
         return _check_string(value) if checked is None else checked
@@ -318,13 +326,19 @@ def _exact(value: Any) -> Any:
     raise _NotExact  # floats (1e3 is a string in YAML 1.1), complex keys' tuples ...
 
 
-def _exact_list(items: list[Any]) -> list[Any]:
-    return [_exact_mapping(item) if type(item) is dict else _exact(item) for item in items]
+def _exact_list(items: list[Any], depth: int) -> list[Any]:
+    if depth >= FAST_NESTING:
+        raise _NotExact  # (not exactness: admission's depth check then walks it)
+    inner = depth + 1
+    return [_exact_mapping(item, inner) if type(item) is dict else _exact(item, inner) for item in items]
 
 
-def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
+def _exact_mapping(mapping: dict[Any, Any], depth: int) -> dict[str, Any]:
     # Inlines :func:`_exact` for keys, strings, mappings, lists and integers: they are most of a
     # manifest (one Python call per mapping, not per value).
+    if depth >= FAST_NESTING:
+        raise _NotExact  # (as in _exact_list)
+    inner = depth + 1
     get = _checked.get
     result: dict[str, Any] = {}
     for key, value in mapping.items():
@@ -336,13 +350,13 @@ def _exact_mapping(mapping: dict[Any, Any]) -> dict[str, Any]:
             checked = get(value)
             result[checked_key] = _check_string(value) if checked is None else checked
         elif kind is dict:
-            result[checked_key] = _exact_mapping(value)
+            result[checked_key] = _exact_mapping(value, inner)
         elif kind is list:
-            result[checked_key] = _exact_list(value)
+            result[checked_key] = _exact_list(value, inner)
         elif kind is int and -_INT64 <= value < _INT64:
             result[checked_key] = value
         else:
-            result[checked_key] = _exact(value)
+            result[checked_key] = _exact(value, inner)
     return result
 
 
