@@ -51,6 +51,26 @@ def test_dotfiles_and_editor_files_are_ignored(tmp_path: Path) -> None:
     assert not is_manifest(Path(".a.yaml"))
 
 
+def test_files_come_sorted_by_path_parts_and_once(tmp_path: Path) -> None:
+    names = [
+        "a.yaml",
+        "a/x.yaml",
+        "a/b/y.yml",
+        "a-b.yaml",
+        "a.b/z.json",
+        "B.yaml",
+        "b/c.yaml",
+        "_/x.yaml",
+        "ä.yaml",
+    ]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(SERVICE % "x")
+    expected = sorted((tmp_path / name for name in names), key=lambda p: p.parts)
+    assert expand([tmp_path]) == expected  # one folder: its walk's order
+    assert expand([tmp_path / "a", tmp_path, tmp_path / "B.yaml"]) == expected  # several: merged
+
+
 def test_missing_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ManifestError, match="no such file"):
         expand([tmp_path / "nope"])

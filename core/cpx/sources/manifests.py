@@ -51,6 +51,11 @@ def _is_manifest_name(name: str) -> bool:
 
 def expand(paths: Iterable[Path]) -> list[Path]:
     """The manifest files under the given files and folders, sorted."""
+    paths = list(paths)
+    if len(paths) == 1 and paths[0].is_dir():
+        # One folder (the usual): its walk yields each file once and in order, with no set of
+        # paths or sort by parts (a third of this at 1000 files).
+        return list(_manifests_under(paths[0]))
     files: set[Path] = set()
     for path in paths:
         if path.is_dir():
@@ -65,11 +70,12 @@ def expand(paths: Iterable[Path]) -> list[Path]:
 
 def _manifests_under(folder: Path) -> Iterator[Path]:
     """The manifest files in a folder and its subfolders but hidden ones (not following symlinked
-    folders, as ``rglob``).  One ``scandir`` per folder: no ``stat`` or path arithmetic per file,
-    a third of what ``rglob`` with ``is_file`` and ``relative_to`` cost on 10k files."""
+    folders, as ``rglob``), sorted as by their paths' parts (each folder's entries by name).  One
+    ``scandir`` per folder: no ``stat`` or path arithmetic per file, a third of what ``rglob`` with
+    ``is_file`` and ``relative_to`` cost on 10k files."""
     try:
         with os.scandir(folder) as listing:
-            entries = list(listing)
+            entries = sorted(listing, key=attrgetter("name"))
     except PermissionError:  # as rglob: an unreadable folder is skipped
         return
     for entry in entries:
