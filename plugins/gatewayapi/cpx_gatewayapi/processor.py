@@ -16,7 +16,7 @@ import attrs
 from cpx import Config, ObjectKey, SourceView
 from cpx.dag import DAG
 
-from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes, sessions
+from cpx_gatewayapi import gateways, grpcroutes, httproutes, l4routes, sessionfilter
 from cpx_gatewayapi.conditions import stabilize
 from cpx_gatewayapi.incremental import RouteMemo
 from cpx_gatewayapi.kinds import GATEWAY_CLASS, GROUP
@@ -50,7 +50,7 @@ class GatewayAPIProcessor:
         # HTTPProxies alone need not pass over their statuses.
         in_use = source.count(GATEWAY_CLASS) > 0
         if in_use:
-            dag.attachments = dag.attachments.set(sessions.IN_USE, True)
+            dag.attachments = dag.attachments.set(sessionfilter.IN_USE, True)
         if self._statuses or in_use:
             self._stabilize(dag)
 

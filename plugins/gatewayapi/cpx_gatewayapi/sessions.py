@@ -14,25 +14,17 @@ lives as long as the browser session.  Envoy has no idle timeout for sessions: a
 
 from __future__ import annotations
 
-import functools
 import hashlib
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import attrs
-from cpx import FilterSite, HttpFilterSpec, ObjectKey
-from cpx.dag import AttachmentKey, Route
-from cpx.xds import seconds, to_any
-from envoy.config.core.v3 import extension_pb2
-from envoy.extensions.filters.http.stateful_session.v3 import stateful_session_pb2 as stateful
-from envoy.extensions.http.stateful_session.cookie.v3 import cookie_pb2
-from envoy.extensions.http.stateful_session.header.v3 import header_pb2
-from envoy.type.http.v3 import cookie_pb2 as http_cookie
+from cpx import ObjectKey
+from cpx.dag import AttachmentKey
 
 from cpx_gatewayapi.durations import duration
 from cpx_gatewayapi.filters import FilterProblem
+from cpx_gatewayapi.sessionfilter import SESSION_KEY
 
-FILTER = "envoy.filters.http.stateful_session"
 COOKIE, HEADER = "Cookie", "Header"
 PERMANENT = "Permanent"
 
@@ -47,7 +39,7 @@ class Session:
     ttl: float | None = None
 
 
-SESSION = AttachmentKey("gatewayapi/session-persistence", Session)
+SESSION = AttachmentKey(SESSION_KEY, Session)
 
 
 def parse(spec: object, key: ObjectKey, rule: int) -> Session | None:
@@ -78,46 +70,3 @@ def _default_name(key: ObjectKey, rule: int) -> str:
     """One per rule, so that two rules' sessions never share a cookie."""
     digest = hashlib.sha256(f"{key.kind}/{key.namespace}/{key.name}/{rule}".encode()).hexdigest()[:12]
     return f"cpx-session-{digest}"
-
-
-_INERT = stateful.StatefulSession()  # no session state: the filter does nothing
-
-# Set on the DAG while any GatewayClass exists: only then do connection managers carry the
-# filter, so that Envoy's configuration does not change for users of Ingress and HTTPProxy alone.
-IN_USE = AttachmentKey("gatewayapi/in-use", bool)
-
-
-def _listener_config(site: FilterSite) -> stateful.StatefulSession | None:
-    return _INERT if site.dag_attachments.get(IN_USE) else None
-
-
-@functools.lru_cache(maxsize=1024)
-def _per_route_config(session: Session) -> stateful.StatefulSessionPerRoute:
-    state: Any
-    if session.type == HEADER:
-        state = header_pb2.HeaderBasedSessionState(name=session.name)
-        extension = "envoy.http.stateful_session.header"
-    else:
-        cookie = http_cookie.Cookie(name=session.name, path="/")
-        if session.ttl is not None:
-            cookie.ttl.CopyFrom(seconds(session.ttl))
-        state = cookie_pb2.CookieBasedSessionState(cookie=cookie)
-        extension = "envoy.http.stateful_session.cookie"
-    config = extension_pb2.TypedExtensionConfig(name=extension, typed_config=to_any(state))
-    return stateful.StatefulSessionPerRoute(stateful_session=stateful.StatefulSession(session_state=config))
-
-
-def _per_route(route: Route) -> stateful.StatefulSessionPerRoute | None:
-    session = route.attachments.get(SESSION)
-    return None if session is None else _per_route_config(session)
-
-
-def http_filters() -> Iterator[HttpFilterSpec]:
-    # No order constraint: just before the router, after every policy filter.
-    yield HttpFilterSpec(
-        name=FILTER,
-        config=_listener_config,
-        per_route=_per_route,
-        route_keys=(SESSION.name,),
-        description="Gateway API session persistence (rules[].sessionPersistence)",
-    )

@@ -30,7 +30,6 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from cpx_gatewayapi import gateways
 from cpx_gatewayapi.conditions import TRUE, condition, find, keep_transition_times, merge_conditions
 from cpx_gatewayapi.kinds import GROUP
 
@@ -150,6 +149,9 @@ def envoy_load_balancer(service_lb: Status, computed: Status) -> Status:
     are.  Every other computed status is left as it is: another controller's Gateway (empty), one
     with an address of its own (served there), one not accepted or with an unusable address.
     """
+    # Imported here: loading the plugin (its status writers) must not import the Gateway model.
+    from cpx_gatewayapi import gateways  # noqa: PLC0415
+
     conditions = _list(computed.get("conditions"))
     programmed = find(conditions, "Programmed")
     if (
