@@ -479,13 +479,16 @@ class SnapshotHandler:
             for obj in self.source.list(writer.gvk):
                 meta = obj.get("metadata") or {}
                 key = dag_keys.get((str(meta.get("namespace") or ""), str(meta.get("name", "")), group_kind))
-                if key is None or dag is None or not plain:
+                if key is None:
                     key = ObjectKey.of(obj)
+                if dag is None or not plain:
                     out[key] = self._status(key)
                 else:
+                    # _status's answer for an object with nothing but the DAG's say (a kind whose
+                    # processor sets no status, such as Ingress, has no entry in dag.statuses).
                     notes = dag.notes.get(key)
                     out[key] = ObjectStatus(
-                        key=key, status=dag.statuses[key], notes=tuple(notes) if notes else ()
+                        key=key, status=dag.statuses.get(key, {}), notes=tuple(notes) if notes else ()
                     )
         # Objects the schema check refused or a build left out, of any kind (core kinds included),
         # and objects the source has something to say about.
