@@ -856,7 +856,11 @@ def parts_pass_check(
         for i, name in enumerate(fields)
         if (check := _part_check(plan, descriptor.fields_by_name[name]))
     ]
-    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True)
+    # A semantic rule reading only fields not among ``fields`` finds nothing (no route removing
+    # headers): left out rather than called for every route.
+    reads, given = semantic.RULE_FIELDS, frozenset(fields)
+    rules = [rule for rule in plan.rules if rule not in reads or reads[rule] & given]
+    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True, rules=rules)
     scope_rule = plan.scope
 
     def passes(message: Message, encodings: Sequence[bytes]) -> bool:
