@@ -37,7 +37,7 @@ class Checked(Protocol):
     def check(self) -> Pass: ...
 
     @property
-    def ready(self) -> bool: ...  # filled, its check written
+    def written(self) -> bool: ...  # its check final (written out)
 
 
 # What the common checks are made of, for a type's written check to take them in rather than call
@@ -227,7 +227,7 @@ def _listed(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> li
     for field, check in checks.items():
         shape, part = _SHAPES.get(check, ("", None))
         if shape == "enter":
-            if part.ready:
+            if part.written:
                 table[field] = part.check
             else:
                 _WAITING.setdefault(part, []).append((table, field))
