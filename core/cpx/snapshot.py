@@ -33,7 +33,7 @@ from cpx.records import (
 from cpx.sources.cache import SourceCache
 from cpx.sources.externalname import ENABLE_OPTION_NAME as ENABLE_EXTERNAL_NAMES
 from cpx.sources.externalname import ExternalNamePolicy
-from cpx.xds.constraints.notes import check_resource, constraint_note, type_name
+from cpx.xds.constraints.notes import constraint_note, resource_checker, type_name
 from cpx.xds.constraints.origins import resource_origins
 from cpx.xds.contributions import UsesContributions
 from cpx.xds.resource import CLUSTER, ENDPOINT, SECRET, ChangeReporting, Resource, Snapshot, TypeSnapshot
@@ -307,9 +307,12 @@ class SnapshotHandler:
                 continue  # caches hand out the same mapping while nothing changed
             checked = self._checked.setdefault(cache.type_url, {})
             origins: dict[str, set[ObjectKey]] | None = None
+            check_resource = None  # made for the first resource to check (a type may have none)
             for name, res in contents.items():
                 if checked.get(name) is res:
                     continue
+                if check_resource is None:
+                    check_resource = resource_checker(cache.type_url)
                 problems = check_resource(res)
                 if not problems:
                     checked[name] = res
@@ -479,13 +482,16 @@ class SnapshotHandler:
             for obj in self.source.list(writer.gvk):
                 meta = obj.get("metadata") or {}
                 key = dag_keys.get((str(meta.get("namespace") or ""), str(meta.get("name", "")), group_kind))
-                if key is None or dag is None or not plain:
+                if key is None:
                     key = ObjectKey.of(obj)
+                if dag is None or not plain:
                     out[key] = self._status(key)
                 else:
+                    # _status's answer for an object with nothing but the DAG's say (a kind whose
+                    # processor sets no status, such as Ingress, has no entry in dag.statuses).
                     notes = dag.notes.get(key)
                     out[key] = ObjectStatus(
-                        key=key, status=dag.statuses[key], notes=tuple(notes) if notes else ()
+                        key=key, status=dag.statuses.get(key, {}), notes=tuple(notes) if notes else ()
                     )
         # Objects the schema check refused or a build left out, of any kind (core kinds included),
         # and objects the source has something to say about.

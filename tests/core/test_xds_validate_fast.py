@@ -25,6 +25,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from cpx.xds.constraints import validate
 from cpx.xds.constraints.validate import Checker
 
 _STRINGS = ("", "a", "host.example.com", "x-header", ":path", "bad\nvalue", "a b", "*", "1.2.3.4", "é" * 3)
@@ -151,6 +152,18 @@ def test_findings_are_the_walks_and_passing_means_nothing_found(seed: int) -> No
         assert checker._passes(message) == (not expected)
         broken += bool(expected)
     assert 100 < broken < 700  # both answers are well tried
+
+
+@pytest.mark.parametrize("write_after", [1, 10**9])
+def test_written_and_interpreted_checks_agree(write_after: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every type's check written out at once, or never: each answers as the walk does.
+    monkeypatch.setattr(validate, "_WRITE_AFTER", write_after)
+    checker, fresh = Checker(), _WalkOnly(remember=False)
+    for message in _messages(7, 300):
+        expected = fresh.violations(message)
+        assert checker.violations(message) == expected, message
+        assert checker._passes(message) == (not expected)
+    assert any(plan.written for plan in checker._plans.values() if plan.active) == (write_after == 1)
 
 
 def test_a_passing_duration_and_a_failing_one() -> None:

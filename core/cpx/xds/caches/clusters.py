@@ -114,10 +114,9 @@ class ClusterCache:
         found: dict[str, Resource] = {}
         by_node: dict[Cluster, Entry] = {}
         by_shape: dict[tuple[object, ...], Entry] = {}
+        # Distinct nodes, each looked up once (a node hashes all its fields: ~1 us).
         for node in dag.unique_clusters():
-            entry = by_node.get(node)
-            if entry is None:
-                entry = by_node[node] = self._lookup(node, by_shape)
+            entry = by_node[node] = self._lookup(node, by_shape)
             # Contour keys clusters by name; the first node with a name wins.
             found.setdefault(entry[0], entry[1])
         for custom, res, _ in self._kinds.translate(nodes[1]):
@@ -134,12 +133,12 @@ class ClusterCache:
             self._resources = resources
 
     def _lookup(self, node: Cluster, by_shape: dict[tuple[object, ...], Entry]) -> Entry:
-        entry = self._by_node.get(node)
+        entry = self._by_node.get(node) if self._by_node else None  # (the first build: no hashing)
         if entry is not None:
             by_shape.setdefault(entry[2], entry)
             return entry
         shape = _shape_key(node)
-        entry = by_shape.get(shape) or self._by_shape.get(shape)
+        entry = by_shape.get(shape) or (self._by_shape.get(shape) if self._by_shape else None)
         if entry is None:
             # The node itself rather than its shape: CDS and its name read none of the fields the
             # shape leaves out, and the routes ask for this very object's name (memoised).

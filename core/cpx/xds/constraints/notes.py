@@ -7,10 +7,15 @@ serialised :class:`~cpx.xds.resource.Resource` values and words the result for s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from google.protobuf.message import DecodeError
+
 from cpx.dag.dag import Note
 from cpx.isolation import sanitize
-from cpx.xds.constraints.validate import Violation, resource_violations
+from cpx.xds.constraints.validate import Violation, pass_check, resource_violations, violations
 from cpx.xds.resource import Resource
+from cpx.xds.types import message_class
 
 # Enough to name the problem; a resource with hundreds of violations is one tenant's doing anyway.
 MAX_REPORTED = 3
@@ -19,6 +24,22 @@ MAX_REPORTED = 3
 def check_resource(res: Resource) -> list[Violation]:
     """The constraint violations of one resource."""
     return resource_violations(res.type_url, res.body)
+
+
+def resource_checker(type_url: str) -> Callable[[Resource], list[Violation]]:
+    """:func:`check_resource` for many resources of one type (a build's clusters, endpoints and
+    scopes): the type's class and pass check are looked up once, not per resource."""
+    cls = message_class(type_url)
+    passes = pass_check(cls.DESCRIPTOR)
+
+    def check(res: Resource) -> list[Violation]:
+        try:
+            message = cls.FromString(res.body)
+        except DecodeError:
+            return resource_violations(type_url, res.body)
+        return [] if passes(message) else violations(message)
+
+    return check
 
 
 def type_name(type_url: str) -> str:

@@ -37,7 +37,7 @@ class Checked(Protocol):
     def check(self) -> Pass: ...
 
     @property
-    def ready(self) -> bool: ...  # filled, its check written
+    def written(self) -> bool: ...  # its check final (written out)
 
 
 # What the common checks are made of, for a type's written check to take them in rather than call
@@ -116,11 +116,13 @@ def compile_pass(
     memo: tuple[Callable[..., Any], Callable[..., Any]] | None,
     max_depth: int,
     own_only: bool = False,
+    rules: Sequence[Callable[[Any, Any], Iterable[object]]] | None = None,
 ) -> Pass:
     """The pass check of one type, as its filled ``plan`` says; ``memo`` is the walk's (missed,
     remember) when the plan has a memo.  ``own_only``: only the rules of the message itself (its
     unset fields, oneofs and semantic rules, in the scope given), for a caller that checked its
-    fields already."""
+    fields already.  ``rules``: the semantic rules to run instead of the plan's (those that can find
+    anything in the messages checked)."""
     if own_only:
         memo = None
     names: dict[str, Any] = {"P": plan, "LIMIT": max_depth}
@@ -149,7 +151,7 @@ def compile_pass(
         body += [f"if {_unset(descriptor.fields_by_name[name], f'a{i}', names)}:", "    return False"]
     for oneof, _ in plan.required_oneofs:
         body += [f"if m.WhichOneof({oneof!r}) is None:", "    return False"]
-    for i, rule in enumerate(plan.rules):
+    for i, rule in enumerate(plan.rules if rules is None else rules):
         names[f"r{i}"] = rule
         body += [f"for _ in r{i}(m, scope):", "    return False"]
     if memo is not None:
@@ -225,7 +227,7 @@ def _listed(checks: Mapping[FieldDescriptor, Pass], names: dict[str, Any]) -> li
     for field, check in checks.items():
         shape, part = _SHAPES.get(check, ("", None))
         if shape == "enter":
-            if part.ready:
+            if part.written:
                 table[field] = part.check
             else:
                 _WAITING.setdefault(part, []).append((table, field))

@@ -98,6 +98,7 @@ class Plan:
     descriptor: Descriptor | None = None
     prepare: Callable[[Plan], None] | None = None  # fills the plan (Checker._prepare)
     ready: bool = False  # filled
+    written: bool = False  # its check is final: written out (passcode), or trivial
     active: bool = False  # any rule in this message or below it
     handlers: dict[FieldDescriptor, Handler] = attrs.field(factory=dict)  # for set fields
     passes: dict[FieldDescriptor, Pass] = attrs.field(factory=dict)  # the same, only answering (_passes)
@@ -180,6 +181,52 @@ def _passes(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:
     the walk's memo, clean parts stored as no findings.
     """
     return plan.check(message, scope, depth)
+
+
+# Writing out a type's pass check (compiling it) costs ~0.2 ms, a few hundred interpreted runs' worth.
+_WRITE_AFTER = 16
+
+
+def _interpret(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:
+    """What the check :func:`.passcode.compile_pass` writes for ``plan`` answers, read from the plan."""
+    if depth > _PASS_DEPTH:
+        return False
+    memo = plan.memo
+    key = None
+    if memo is not None:
+        key = (plan, message.SerializeToString(), scope)
+        found = memo.get(key)
+        if found is not None:
+            plan.hits += 1
+            return not found
+        _missed(plan)
+    if not _interpret_parts(message, plan, scope, depth):
+        return False
+    if memo is not None and key is not None:
+        _remember(plan, key, [], None)
+    return True
+
+
+def _interpret_parts(message: Any, plan: Plan, scope: Scope, depth: int) -> bool:
+    """:func:`_interpret` past the memo: the message's set fields, then its own rules."""
+    if plan.scope is not None:
+        scope = plan.scope(message, scope)
+    passes = plan.passes
+    if passes:
+        for field, value in message.ListFields():
+            check = passes.get(field)
+            if check is not None and not check(value, scope, depth + 1):
+                return False
+    for name, unset, _, _ in plan.absent:
+        if unset(message, name):
+            return False
+    for oneof, _ in plan.required_oneofs:
+        if message.WhichOneof(oneof) is None:
+            return False
+    for rule in plan.rules:
+        for _ in rule(message, scope):
+            return False
+    return True
 
 
 def _not_sure(message: Any, scope: Scope, depth: int) -> bool:
@@ -431,7 +478,8 @@ class Checker:
         with self._lock:
             if not plan.ready and plan.descriptor is not None:
                 self._compile(plan.descriptor, plan)
-                compiled(plan)
+                if plan.written:
+                    compiled(plan)
                 plan.ready = True  # last: walks in other threads read the plan without the lock
 
     def is_active(self, descriptor: Descriptor) -> bool:
@@ -478,7 +526,7 @@ class Checker:
     def _compile(self, descriptor: Descriptor, plan: Plan) -> None:
         plan.active = self.is_active(descriptor)
         if not plan.active:
-            plan.check = _always
+            plan.check, plan.written = _always, True
             return
         pgv_on = self._pgv_enabled(descriptor)
         absent: list[tuple[str, Callable[[Any, str], bool], str, str]] = []
@@ -506,7 +554,29 @@ class Checker:
         ):
             plan.memo = self._memo
         memo = (_missed, _remember) if plan.memo is not None else None
-        plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
+        plan.check = self._interpreted(descriptor, plan, memo)
+
+    def _interpreted(
+        self, descriptor: Descriptor, plan: Plan, memo: tuple[Callable[..., Any], Callable[..., Any]] | None
+    ) -> Pass:
+        """The plan's check, interpreted (:func:`_interpret`) until it has run ``_WRITE_AFTER``
+        times, then written out: most types a build reaches (a listener's filters) are checked once
+        or twice, a few (routes, clusters) thousands of times."""
+        runs = 0
+
+        def check(message: Any, scope: Scope, depth: int) -> bool:
+            nonlocal runs
+            runs += 1
+            if runs < _WRITE_AFTER:
+                return _interpret(message, plan, scope, depth)
+            with self._lock:
+                if not plan.written:
+                    plan.check = compile_pass(descriptor, plan, memo, _PASS_DEPTH)
+                    plan.written = True
+                    compiled(plan)
+            return plan.check(message, scope, depth)
+
+        return check
 
     def _field_checks(
         self, field: FieldDescriptor, rules: validate_pb2.FieldRules | None, pgv_on: bool
@@ -856,7 +926,11 @@ def parts_pass_check(
         for i, name in enumerate(fields)
         if (check := _part_check(plan, descriptor.fields_by_name[name]))
     ]
-    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True)
+    # A semantic rule reading only fields not among ``fields`` finds nothing (no route removing
+    # headers): left out rather than called for every route.
+    reads, given = semantic.RULE_FIELDS, frozenset(fields)
+    rules = [rule for rule in plan.rules if rule not in reads or reads[rule] & given]
+    own = compile_pass(descriptor, plan, None, _PASS_DEPTH, own_only=True, rules=rules)
     scope_rule = plan.scope
 
     def passes(message: Message, encodings: Sequence[bytes]) -> bool:
