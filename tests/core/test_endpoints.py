@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -516,28 +515,3 @@ def test_cla_dropped_when_dag_stops_using_it() -> None:
     cache.on_change(dag_of(ports[0]))
     assert list(cache.contents()) == ["ns/s0/http"]
     assert cache.on_endpoints_change(source, [("ns", "s1")]) is False
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_cla_body_is_the_messages_serialisation(seed: int) -> None:
-    rng = random.Random(seed)
-    hosts = ["", "10.0.0.1", "fe80::1", "a" * 200]
-    numbers = [0, 1, 80, 127, 128, 65535, 2**31, 2**32 - 1]
-    for _ in range(2000):
-        feeds = [
-            (
-                tuple(sorted({(rng.choice(hosts), rng.choice(numbers)) for _ in range(rng.randrange(5))})),
-                rng.choice([0, 1, 200, 8080, 2**20]),
-            )
-            for _ in range(rng.randrange(4))
-        ]
-        weights = None if rng.random() < 0.3 else [rng.choice([0, 1, 2, 128, 100000]) for _ in feeds]
-        name = rng.choice(["", "ns/svc/http", "x" * 300, "é"])
-        expected = eds.cluster_load_assignment(name, feeds, weights).SerializeToString(deterministic=True)
-        assert eds.cluster_load_assignment_body(name, feeds, weights) == expected
-
-
-def test_cla_body_leaves_what_the_message_refuses_to_it() -> None:
-    assert eds.cluster_load_assignment_body("ns/svc/http", [((("10.0.0.1", -1),), 0)]) is None
-    assert eds.cluster_load_assignment_body("ns/svc/http", [((("10.0.0.1", 80),), 2**32)]) is None
-    assert eds.cluster_load_assignment_body("\ud800", []) is None

@@ -29,9 +29,7 @@ from cpx.sources.view import SourceView
 from cpx.xds import resource
 from cpx.xds.caches.kinds import KindTranslator, node_load_assignments, node_service_ports
 from cpx.xds.contributions import Contributions
-from cpx.xds.envoy.common import embedded
-from cpx.xds.resource import Resource, content_version
-from cpx.xds.server.wire import varint
+from cpx.xds.resource import Resource
 
 # Per feed: the resolved health port name and the slice objects it was computed from.
 Inputs = tuple[tuple[str, tuple[KubeObject, ...]], ...]
@@ -245,11 +243,8 @@ class EndpointCache:
         weights = tuple([feed.weight for feed in feeds])
         if old is not None and old.endpoints == endpoints and tuple(f.weight for f in old.feeds) == weights:
             return _State(feeds, inputs, endpoints, old.resource)
-        body = cluster_load_assignment_body(name, endpoints, weights)
-        if body is None:
-            message = cluster_load_assignment(name, endpoints, weights)
-            return _State(feeds, inputs, endpoints, Resource.from_message(name, self.type_url, message))
-        return _State(feeds, inputs, endpoints, Resource(name, self.type_url, body, content_version(body)))
+        message = cluster_load_assignment(name, endpoints, weights)
+        return _State(feeds, inputs, endpoints, Resource.from_message(name, self.type_url, message))
 
 
 def _same_inputs(old: Inputs, new: Inputs) -> bool:
@@ -373,40 +368,3 @@ def cluster_load_assignment(
             if health_check_port:
                 endpoint.health_check_config.port_value = health_check_port
     return cla
-
-
-_UINT32 = range(2**32)
-
-
-def cluster_load_assignment_body(
-    name: str, feeds: Sequence[PortEndpoints], weights: Sequence[int] | None = None
-) -> bytes | None:
-    """``cluster_load_assignment(...)`` serialised (deterministically), concatenated rather than
-    built: a start-up makes one per Service, and five nested messages per endpoint cost more than
-    their bytes.  None for a value the message would refuse (a number outside uint32, text that is
-    not UTF-8): :func:`cluster_load_assignment` says how."""
-    try:
-        localities: list[bytes] = []
-        for index, (addresses, health_check_port) in enumerate(feeds):
-            if not addresses:
-                continue
-            weight = 1 if weights is None else weights[index]
-            if health_check_port not in _UINT32 or weight not in _UINT32:
-                return None
-            # Endpoint.health_check_config (2), set only for a health-check port.
-            health = embedded(2, b"\x08" + varint(health_check_port)) if health_check_port else b""
-            parts: list[bytes] = []
-            for address, port in addresses:
-                if port not in _UINT32:
-                    return None
-                # SocketAddress: address (2) when not empty, port_value (3, a oneof member: always).
-                socket = (embedded(2, address.encode()) if address else b"") + b"\x18" + varint(port)
-                # LocalityLbEndpoints.lb_endpoints (2) > LbEndpoint.endpoint (1) > Endpoint.address (1)
-                # > Address.socket_address (1).
-                parts.append(embedded(2, embedded(1, embedded(1, embedded(1, socket)) + health)))
-            if weight:
-                parts.append(embedded(3, b"\x08" + varint(weight)))  # load_balancing_weight
-            localities.append(embedded(2, b"".join(parts)))  # ClusterLoadAssignment.endpoints
-        return (embedded(1, name.encode()) if name else b"") + b"".join(localities)
-    except UnicodeEncodeError:
-        return None
