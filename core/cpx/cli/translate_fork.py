@@ -17,6 +17,7 @@ import threading
 from typing import Any
 
 from cpx.cli.translate_yaml import block_text, dump, items_text
+from cpx.forking import fork_worker
 from cpx.xds.resource import PUSH_ORDER, SHORT_NAMES, Snapshot
 
 log = logging.getLogger(__name__)
@@ -51,29 +52,18 @@ class ForkedYaml:
         if not hasattr(os, "fork") or count < MIN_RESOURCES or threading.active_count() > 1:
             return snapshot.to_json()
         split = count - int(count * CHILD_SHARE)
-        read_end, write_end = os.pipe()
-        _widen(write_end)
-        pid = os.fork()
-        if pid == 0:  # the child: never returns
-            status = 1
-            try:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent stops anyway
-                os.close(read_end)
-                data = _rendered(snapshot, split)
-                if data is None:
-                    status = _CANNOT
-                else:
-                    with os.fdopen(write_end, "wb") as out:
-                        out.write(_HEADER.pack(len(data)))
-                        out.write(data)
-                    status = 0
-            except BrokenPipeError:
-                pass  # the parent stopped reading: it is stopping too
-            except BaseException:
-                log.exception("the rendering child failed")
-            finally:
-                os._exit(status)
-        os.close(write_end)
+
+        def work(fd: int) -> int:
+            _widen(fd)
+            data = _rendered(snapshot, split)
+            if data is None:
+                return _CANNOT
+            with os.fdopen(fd, "wb") as out:
+                out.write(_HEADER.pack(len(data)))
+                out.write(data)
+            return 0
+
+        pid, read_end = fork_worker(work, "rendering")
         self._child, self._pid, self._snapshot, self._split = (pid, read_end), pid, snapshot, split
         return snapshot.to_json(last_until=split)
 

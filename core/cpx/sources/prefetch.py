@@ -17,6 +17,8 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cpx.forking import fork_worker
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -61,22 +63,12 @@ def prefetched(
         if sum(sizes) < MIN_BYTES or len(paths) < 2:
             return ((path, prepare(path)) for path in paths)
         split = _split_by_size(sizes, own_share)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: never returns, never runs the parent's code
-        status = 1
-        try:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C: end quietly, the parent stops anyway
-            os.close(read_end)
-            _prepare_into(paths[split:], sizes[split:] if sizes is not None else None, prepare, write_end)
-            status = 0
-        except BrokenPipeError:
-            pass  # the parent stopped reading: it is stopping too
-        except BaseException:
-            log.exception("the prefetching child failed")
-        finally:
-            os._exit(status)
-    os.close(write_end)
+
+    def work(fd: int) -> int:
+        _prepare_into(paths[split:], sizes[split:] if sizes is not None else None, prepare, fd)
+        return 0
+
+    pid, read_end = fork_worker(work, "prefetching")
     return _collect(paths, split, prepare, pid, read_end)
 
 
