@@ -173,8 +173,9 @@ class Snapshot:
         that many of the last type's resources (``cpx translate`` renders the others elsewhere,
         with :meth:`last_json`).
         """
+        last = PUSH_ORDER[-1]  # always shown (never in _SHOWN_WHEN_PRESENT), as last_json assumes
         shown = [t for t in PUSH_ORDER if t not in _SHOWN_WHEN_PRESENT or self.get(t).resources]
-        return {SHORT_NAMES[t]: list(self._json(t, 0, last_until if t == shown[-1] else None)) for t in shown}
+        return {SHORT_NAMES[t]: list(self._json(t, 0, last_until if t == last else None)) for t in shown}
 
     def last_json(self, start: int) -> Iterator[Any]:
         """Envoy JSON of the resources of the last type of :meth:`to_json`, from index ``start``,
